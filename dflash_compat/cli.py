@@ -1,0 +1,262 @@
+"""`dflash-check`: the command line. Only click is imported at start-up; everything else lazily."""
+
+from __future__ import annotations
+
+import sys
+from typing import Optional
+
+import click
+
+from . import __version__
+
+__all__ = ["main", "cli"]
+
+BACKEND_CHOICES = ("transformers", "vllm", "sglang", "mlx")
+FORMAT_CHOICES = ("text", "json", "sarif", "junit", "github")
+
+
+class DefaultCommandGroup(click.Group):
+    """A group whose first argument, when it names no subcommand, is the TARGET of `check`."""
+
+    default_command = "check"
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ("--help", "-h", "--version"):
+            args = [self.default_command, *args]
+        return super().parse_args(ctx, args)
+
+
+def _fail(exc: Exception) -> "None":
+    from .exceptions import DFlashCompatError
+
+    code = exc.exit_code if isinstance(exc, DFlashCompatError) else 2
+    message = str(exc).replace("\n", " ").strip()
+    click.echo(f"dflash-check: error: {message}", err=True)
+    sys.exit(code)
+
+
+def _split(values: tuple[str, ...]) -> list[str]:
+    out: list[str] = []
+    for v in values:
+        out.extend(p.strip() for p in v.split(",") if p.strip())
+    return out
+
+
+@click.group(cls=DefaultCommandGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="dflash-check")
+def cli() -> None:
+    """Check that a DFlash draft model can work with a target LLM, before you download weights.
+
+    \b
+      dflash-check TARGET --draft DRAFT      preflight check (the default command)
+      dflash-check rules                     list every rule
+      dflash-check rule DF101                explain one rule
+      dflash-check schema                    JSON Schema of the specs and the report
+
+    TARGET and DRAFT are local folders or Hugging Face Hub repo ids (org/name[@revision]).
+    Exit codes: 0 compatible, 1 incompatible for a selected backend, 2 bad input.
+    """
+
+
+@cli.command("check")
+@click.argument("target")
+@click.option("--draft", "-d", required=True, help="The DFlash draft: a local folder or a Hub repo id.")
+@click.option(
+    "--backend", "-b", "backends", multiple=True, type=click.Choice(BACKEND_CHOICES),
+    help="Check only this serving backend; repeat for several. Default: all of them.",
+)
+@click.option("--select", multiple=True, help="Run only rules whose code matches this code or prefix (e.g. DF1, DF303).")
+@click.option("--ignore", multiple=True, help="Skip rules whose code matches this code or prefix.")
+@click.option("--strict", is_flag=True, help="Treat warnings as failures for the exit code.")
+@click.option(
+    "--format", "-f", "fmt", type=click.Choice(FORMAT_CHOICES), default="text", show_default=True,
+    help="Output format; json, sarif and junit are for CI.",
+)
+@click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True), help="Write the report to this file instead of stdout.")
+@click.option("--num-speculative-tokens", type=click.IntRange(min=1), help="vLLM num_speculative_tokens you will launch with (default: block_size - 1).")
+@click.option("--num-draft-tokens", type=click.IntRange(min=1), help="SGLang --speculative-num-draft-tokens you will launch with (should equal block_size).")
+@click.option("--tp", type=click.IntRange(min=1), default=1, show_default=True, help="Tensor-parallel size of the target.")
+@click.option("--draft-tp", type=click.IntRange(min=1), help="Tensor-parallel size of the draft (vLLM: 1 or the target's).")
+@click.option("--max-num-seqs", type=click.IntRange(min=1), help="vLLM --max-num-seqs, to check the token budget.")
+@click.option("--max-num-batched-tokens", type=click.IntRange(min=1), help="vLLM --max-num-batched-tokens, to check the token budget.")
+@click.option("--revision", help="Hub revision of TARGET (also TARGET@revision).")
+@click.option("--draft-revision", help="Hub revision of DRAFT (also DRAFT@revision).")
+@click.option("--token", envvar="HF_TOKEN", help="Hugging Face token for private or gated repos (default: HF_TOKEN or the saved login).")
+@click.option("--no-deep", is_flag=True, help="Check configs only: do not build the module tree or read weight headers.")
+@click.option("--trust-remote-code", is_flag=True, help="Allow importing the target repo's own Python code for the module checks.")
+@click.option(
+    "--framework", type=click.Choice(("auto", "torch", "mlx")), default="auto", show_default=True,
+    help="How to inspect the target's modules: transformers (torch) or mlx-lm; auto-detected.",
+)
+def check_cmd(target: str, draft: str, backends, select, ignore, strict, fmt, output, num_speculative_tokens,
+              num_draft_tokens, tp, draft_tp, max_num_seqs, max_num_batched_tokens, revision, draft_revision,
+              token, no_deep, trust_remote_code, framework) -> None:
+    """Check TARGET against DRAFT for every selected backend."""
+    from .check import CheckRequest, run_check
+    from .engine import BACKENDS, CheckOptions
+    from .exceptions import DFlashCompatError
+
+    options = CheckOptions(
+        num_speculative_tokens=num_speculative_tokens,
+        tp=tp,
+        draft_tp=draft_tp,
+        sglang_num_draft_tokens=num_draft_tokens,
+        max_num_seqs=max_num_seqs,
+        max_num_batched_tokens=max_num_batched_tokens,
+        deep=not no_deep,
+        trust_remote_code=trust_remote_code,
+    )
+    chosen = [b for b in BACKENDS if b in backends] if backends else list(BACKENDS)
+    req = CheckRequest(
+        target=target, draft=draft, backends=chosen, select=_split(select), ignore=_split(ignore),
+        options=options, revision=revision, draft_revision=draft_revision, token=token, framework=framework,
+    )
+    try:
+        deep = None
+        if not no_deep:
+            from .probe import get_deep_inspector
+
+            deep = get_deep_inspector(framework)
+        report = run_check(req, deep=deep)
+    except DFlashCompatError as exc:
+        _fail(exc)
+        return
+    _write(report, fmt, output)
+    sys.exit(report.exit_code(strict=strict))
+
+
+def _write(report, fmt: str, output: Optional[str]) -> None:
+    from .exceptions import InputError
+
+    if fmt == "text":
+        from .console import make_console, render_report
+
+        if output:
+            import io
+
+            from rich.console import Console
+
+            buf = io.StringIO()
+            render_report(report, Console(file=buf, width=120, no_color=True, highlight=False))
+            text = buf.getvalue()
+        else:
+            render_report(report, make_console())
+            return
+    else:
+        from .emitters import FORMATS, get_emitter
+        from .rules import ALL_RULES
+
+        if fmt not in FORMATS:
+            _fail(InputError(f"--format {fmt} is not available in this version"))
+        text = get_emitter(fmt)(report, ALL_RULES)
+    if output:
+        try:
+            with open(output, "w", encoding="utf-8") as fh:
+                fh.write(text)
+        except OSError as exc:
+            _fail(InputError(f"cannot write {output}: {exc.strerror or exc}"))
+    else:
+        click.echo(text, nl=False)
+
+
+@cli.command("rules")
+@click.option("--format", "-f", "fmt", type=click.Choice(("text", "json", "markdown")), default="text", show_default=True,
+              help="text: a table; json: every rule with its documentation; markdown: the README table.")
+def rules_cmd(fmt: str) -> None:
+    """List every rule: code, name, severity, backends and what it checks."""
+    from .docs import rules_json, rules_markdown
+    from .rules import ALL_RULES
+
+    if fmt == "json":
+        click.echo(rules_json(ALL_RULES))
+    elif fmt == "markdown":
+        click.echo(rules_markdown(ALL_RULES), nl=False)
+    else:
+        from .console import make_console, render_rules
+
+        render_rules(ALL_RULES, make_console())
+
+
+@cli.command("rule")
+@click.argument("code")
+def rule_cmd(code: str) -> None:
+    """Explain one rule (e.g. `dflash-check rule DF101`): what it checks, why, an example, the fix."""
+    from .exceptions import InputError
+    from .rules import get_rule
+
+    rule = get_rule(code)
+    if rule is None:
+        _fail(InputError(f"no rule {code!r}; `dflash-check rules` lists them"))
+        return
+    from .console import make_console, render_rule
+
+    render_rule(rule, make_console())
+
+
+@cli.command("schema")
+@click.option("--model", "which", type=click.Choice(("all", "draft", "target", "report")), default="all", show_default=True,
+              help="Which schema to print.")
+def schema_cmd(which: str) -> None:
+    """Print the JSON Schema of the draft spec, the target spec and the check report."""
+    import json
+
+    from .report import Report
+    from .specs import DraftSpec, TargetSpec
+
+    schemas = {
+        "draft": DraftSpec.model_json_schema(),
+        "target": TargetSpec.model_json_schema(),
+        "report": Report.model_json_schema(),
+    }
+    out = schemas if which == "all" else schemas[which]
+    click.echo(json.dumps(out, indent=2))
+
+
+def _register_optional_commands() -> None:
+    """Subcommands that live in their own modules (smoke, adapt); each registers itself lazily."""
+    from .commands import COMMANDS
+
+    for name, (module, attr, short_help) in COMMANDS.items():
+        cli.add_command(_LazyCommand(name, module, attr, short_help))
+
+
+class _LazyCommand(click.Command):
+    """Loads the real command only when it is invoked or asked for its help."""
+
+    def __init__(self, name: str, module: str, attr: str, short_help: str) -> None:
+        super().__init__(name, short_help=short_help, help=short_help)
+        self._target = (module, attr)
+        self._real: Optional[click.Command] = None
+
+    def _load(self) -> click.Command:
+        if self._real is None:
+            import importlib
+
+            self._real = getattr(importlib.import_module(self._target[0]), self._target[1])
+        return self._real
+
+    def main(self, *args, **kwargs):  # pragma: no cover - delegated
+        return self._load().main(*args, **kwargs)
+
+    def make_context(self, info_name, args, parent=None, **extra):
+        return self._load().make_context(info_name, args, parent=parent, **extra)
+
+    def invoke(self, ctx):
+        return self._load().invoke(ctx)
+
+    def get_params(self, ctx):
+        return self._load().get_params(ctx)
+
+    def get_help(self, ctx):
+        return self._load().get_help(ctx)
+
+
+_register_optional_commands()
+
+
+def main() -> None:
+    cli(prog_name="dflash-check")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

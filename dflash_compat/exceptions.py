@@ -1,0 +1,59 @@
+"""Errors a user can cause; the CLI turns each into one line on stderr and an exit code."""
+
+from __future__ import annotations
+
+__all__ = [
+    "DFlashCompatError",
+    "InputError",
+    "ResolutionError",
+    "ConfigError",
+    "NotADraftError",
+    "WeightsError",
+    "RemoteCodeError",
+    "RuntimeUnsupportedError",
+    "MissingDependencyError",
+]
+
+# Exit codes of `dflash-check`: 0 compatible / passed, 1 incompatible / failed,
+# 2 bad input or usage (the default for every user error below).
+EXIT_OK = 0
+EXIT_FAIL = 1
+EXIT_INPUT = 2
+
+
+class DFlashCompatError(Exception):
+    """Base class: a problem the user can fix, with a message that says how."""
+
+    exit_code = EXIT_INPUT
+
+
+class InputError(DFlashCompatError):
+    """Bad command-line input (a malformed option value, a missing file)."""
+
+
+class ResolutionError(DFlashCompatError):
+    """A TARGET or DRAFT could not be found locally or on the Hub."""
+
+
+class ConfigError(DFlashCompatError):
+    """A config.json is missing, not JSON, or holds values of the wrong type or range."""
+
+
+class NotADraftError(ConfigError):
+    """The DRAFT's config describes no DFlash draft in any known format."""
+
+
+class WeightsError(DFlashCompatError):
+    """A safetensors file is truncated, corrupt or unreadable."""
+
+
+class RemoteCodeError(DFlashCompatError):
+    """The model needs its repository's own Python code, and --trust-remote-code was not given."""
+
+
+class RuntimeUnsupportedError(DFlashCompatError):
+    """The runtime cannot run this pairing correctly (e.g. a cache that cannot be rolled back)."""
+
+
+class MissingDependencyError(DFlashCompatError):
+    """An optional extra (torch, mlx) is needed for this command and is not installed."""

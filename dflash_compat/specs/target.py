@@ -1,0 +1,252 @@
+"""`TargetSpec`: what a target model's config.json (plus generation/tokenizer configs) says."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
+
+from ..exceptions import ConfigError
+from ._reader import ConfigReader, get_dotted, MISSING
+from .common import Number, RopeInfo, SizeInt, read_rope, validate_spec
+
+__all__ = ["TargetSpec", "parse_target_config", "TEXT_CONFIG_KEYS", "RECURRENT_MODEL_TYPES"]
+
+# Where multimodal wrappers keep the language model's config.
+TEXT_CONFIG_KEYS = ("text_config", "llm_config", "language_config")
+
+# Layer types that are ordinary attention (rollback by cropping a KV cache works).
+ATTENTION_LAYER_TYPES = {"full_attention", "sliding_attention", "chunked_attention", "attention", "global", "local"}
+
+# Model types whose layers are wholly or partly recurrent / state-space / linear attention, by
+# the names transformers and mlx-lm use. A per-layer `layer_types` list refines this when present.
+RECURRENT_MODEL_TYPES = {
+    "mamba", "mamba2", "falcon_mamba", "jamba", "bamba", "zamba", "zamba2", "falcon_h1",
+    "nemotron_h", "lfm2", "lfm2_moe", "qwen3_next", "qwen3_5", "qwen3_5_moe", "qwen3_5_text",
+    "qwen3_5_moe_text", "recurrent_gemma", "rwkv", "rwkv6", "rwkv7", "granitemoehybrid",
+    "minimax", "kimi_linear", "olmo_hybrid", "plamo2",
+}
+
+CAUSAL_LM_SUFFIXES = ("ForCausalLM", "ForConditionalGeneration", "LMHeadModel", "ForImageTextToText")
+
+
+class TargetSpec(BaseModel):
+    """The target side of the contract; `text_prefix` is "" or e.g. "text_config" for VLMs."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source: str
+    config_file: str = "config.json"
+    model_type: Optional[str] = None
+    text_model_type: Optional[str] = None
+    architectures: list[str] = Field(default_factory=list)
+    text_prefix: str = Field("", description="Key under which the language model's config lives.")
+
+    hidden_size: Optional[SizeInt] = None
+    num_hidden_layers: Optional[SizeInt] = None
+    vocab_size: Optional[SizeInt] = None
+    num_attention_heads: Optional[SizeInt] = None
+    num_key_value_heads: Optional[SizeInt] = None
+    head_dim: Optional[SizeInt] = None
+    intermediate_size: Optional[SizeInt] = None
+    hidden_act: Optional[str] = None
+    max_position_embeddings: Optional[SizeInt] = None
+    torch_dtype: Optional[str] = None
+
+    rope: RopeInfo = Field(default_factory=RopeInfo)
+    tie_word_embeddings: Optional[StrictBool] = None
+
+    layer_types: Optional[list[Any]] = None
+    sliding_window: Optional[StrictInt] = None
+    use_sliding_window: Optional[StrictBool] = None
+    recurrent_layers: list[int] = Field(
+        default_factory=list, description="Indices of recurrent / linear-attention / SSM layers."
+    )
+    is_hybrid: bool = Field(False, description="Has layers whose cache cannot be rolled back by cropping.")
+
+    bos_token_id: Optional[Any] = None
+    eos_token_ids: list[int] = Field(default_factory=list)
+    pad_token_id: Optional[Any] = None
+    mask_token: Optional[str] = Field(None, description="Tokenizer's mask token, if it declares one.")
+    mask_token_id: Optional[int] = None
+
+    final_logit_softcapping: Optional[Number] = None
+    embedding_multiplier: Optional[Number] = None
+    logits_scaling: Optional[Number] = None
+    scales_embeddings: bool = Field(False, description="Gemma-style: embeddings multiplied by sqrt(hidden).")
+
+    quantization_config: Optional[dict[str, Any]] = None
+    auto_map: Optional[dict[str, Any]] = None
+
+    # Filled by the deep (module-tree) inspection; None when it did not run.
+    embed_path: Optional[str] = None
+    lm_head_path: Optional[str] = None
+    layers_path: Optional[str] = None
+    tied_embeddings: Optional[bool] = None
+    cache_layers: Optional[list[str]] = None
+    rollback: Optional[Literal["crop", "none", "replay"]] = None
+    forward_accepts: Optional[list[str]] = None
+    layer_returns: Optional[Literal["tensor", "tuple"]] = None
+    deep: dict[str, Any] = Field(default_factory=dict, description="Other facts from the deep inspection.")
+
+    sources: dict[str, str] = Field(default_factory=dict)
+    raw: dict[str, Any] = Field(default_factory=dict, exclude=True, repr=False)
+
+    def key(self, field: str, default: Optional[str] = None) -> str:
+        if field in self.sources:
+            return self.sources[field]
+        base = default or field
+        return f"{self.text_prefix}.{base}" if self.text_prefix else base
+
+    @property
+    def is_causal_lm(self) -> bool:
+        return any(a.endswith(CAUSAL_LM_SUFFIXES) for a in self.architectures)
+
+    @property
+    def needs_remote_code(self) -> bool:
+        return bool(self.auto_map)
+
+
+def _as_id_list(value: Any) -> list[int]:
+    if isinstance(value, bool):
+        return []
+    if isinstance(value, int):
+        return [value]
+    if isinstance(value, list):
+        return [v for v in value if isinstance(v, int) and not isinstance(v, bool)]
+    return []
+
+
+def parse_target_config(
+    raw: Any,
+    source: str,
+    config_file: str = "config.json",
+    generation_config: Optional[dict[str, Any]] = None,
+    tokenizer_config: Optional[dict[str, Any]] = None,
+) -> TargetSpec:
+    """Build a TargetSpec from parsed JSON files; raises ConfigError on wrong types."""
+    where = f"target {source}: {config_file}"
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where} is not a JSON object")
+    if isinstance(raw.get("dflash_config"), dict) or raw.get("speculators_model_type"):
+        raise ConfigError(f"{where} is a DFlash draft config, not a target; pass the target model as TARGET")
+
+    prefix = next((k for k in TEXT_CONFIG_KEYS if isinstance(raw.get(k), dict)), "")
+    r = ConfigReader(raw, prefix=prefix)
+    r.set("architectures", raw.get("architectures") or [], "architectures")
+    r.take("model_type", "model_type", absolute=True)
+    if prefix:
+        r.take("text_model_type", "model_type")
+    fields = {
+        "hidden_size": ("hidden_size", "n_embd", "d_model", "dim"),
+        "num_hidden_layers": ("num_hidden_layers", "n_layer", "num_layers", "n_layers"),
+        "vocab_size": ("vocab_size", "padded_vocab_size"),
+        "num_attention_heads": ("num_attention_heads", "n_head", "num_heads"),
+        "num_key_value_heads": ("num_key_value_heads", "num_kv_heads", "n_kv_heads"),
+        "head_dim": ("head_dim",),
+        "intermediate_size": ("intermediate_size", "ffn_dim", "n_inner"),
+        "hidden_act": ("hidden_act", "activation_function", "hidden_activation"),
+        "max_position_embeddings": ("max_position_embeddings", "n_positions"),
+        "layer_types": ("layer_types",),
+        "sliding_window": ("sliding_window",),
+        "use_sliding_window": ("use_sliding_window",),
+        "final_logit_softcapping": ("final_logit_softcapping",),
+        "embedding_multiplier": ("embedding_multiplier",),
+        "logits_scaling": ("logits_scaling",),
+    }
+    for field, keys in fields.items():
+        r.take(field, *keys)
+        if field not in r.values and prefix:
+            r.take(field, *keys, absolute=True)
+    # VLMs often keep these at the top level; the text config's own value wins.
+    r.take("tie_word_embeddings", "tie_word_embeddings")
+    if "tie_word_embeddings" not in r.values:
+        r.take("tie_word_embeddings", "tie_word_embeddings", absolute=True)
+    r.take("torch_dtype", "dtype", "torch_dtype", absolute=True)
+    r.take("quantization_config", "quantization_config", absolute=True)
+    r.take("auto_map", "auto_map", absolute=True)
+    rope = read_rope(r)
+    if not rope and prefix:
+        top = ConfigReader(raw)
+        rope = read_rope(top)
+        r.sources.update({k: v for k, v in top.sources.items() if k.startswith("rope.")})
+
+    values = dict(r.values)
+    sliding = values.get("sliding_window")
+    if sliding is not None and values.get("use_sliding_window") is False:
+        values["sliding_window"] = None  # Qwen2-style configs carry a window they do not use.
+
+    # Special tokens: config, then generation_config.json (which engines prefer), then tokenizer.
+    eos: list[int] = []
+    for doc, name, key in (
+        (raw, config_file, f"{prefix}.eos_token_id" if prefix else "eos_token_id"),
+        (raw, config_file, "eos_token_id"),
+        (generation_config or {}, "generation_config.json", "eos_token_id"),
+    ):
+        value = get_dotted(doc, key)
+        if value is not MISSING:
+            for i in _as_id_list(value):
+                if i not in eos:
+                    eos.append(i)
+            r.sources.setdefault("eos_token_ids", key if name == config_file else f"{name}:{key}")
+    values["eos_token_ids"] = eos
+    for field, key in (("bos_token_id", "bos_token_id"), ("pad_token_id", "pad_token_id")):
+        value = r.take(field, key)
+        if value is None:
+            value = r.take(field, key, absolute=True)
+        if value is None and generation_config and generation_config.get(key) is not None:
+            value = generation_config[key]
+            r.sources[field] = f"generation_config.json:{key}"
+        values[field] = value
+    mask_token, mask_id = _tokenizer_mask(tokenizer_config)
+    values["mask_token"], values["mask_token_id"] = mask_token, mask_id
+
+    model_type = values.get("text_model_type") or values.get("model_type")
+    values["scales_embeddings"] = bool(model_type and str(model_type).startswith(("gemma", "recurrent_gemma")))
+    recurrent = _recurrent_layers(values, raw, prefix)
+    values["recurrent_layers"] = recurrent
+    values["is_hybrid"] = bool(recurrent) or model_type in RECURRENT_MODEL_TYPES
+
+    return validate_spec(
+        TargetSpec,
+        dict(values, source=source, config_file=config_file, text_prefix=prefix, rope=rope,
+             sources=r.sources, raw=raw),
+        r.sources,
+        where,
+    )
+
+
+def _tokenizer_mask(tok: Optional[dict[str, Any]]) -> tuple[Optional[str], Optional[int]]:
+    if not isinstance(tok, dict):
+        return None, None
+    mask = tok.get("mask_token")
+    if isinstance(mask, dict):
+        mask = mask.get("content")
+    if not isinstance(mask, str):
+        return None, None
+    added = tok.get("added_tokens_decoder")
+    if isinstance(added, dict):
+        for idx, entry in added.items():
+            if isinstance(entry, dict) and entry.get("content") == mask:
+                try:
+                    return mask, int(idx)
+                except ValueError:
+                    break
+    return mask, None
+
+
+def _recurrent_layers(values: dict[str, Any], raw: dict[str, Any], prefix: str) -> list[int]:
+    """Indices of layers that keep recurrent state, from the per-layer type lists configs use."""
+    kinds = values.get("layer_types")
+    if not isinstance(kinds, list):
+        for key in ("layers_block_type", "block_types"):
+            found = get_dotted(raw, f"{prefix}.{key}" if prefix else key)
+            if isinstance(found, list):
+                kinds = found
+                break
+    if isinstance(kinds, list):
+        return [i for i, k in enumerate(kinds) if isinstance(k, str) and k not in ATTENTION_LAYER_TYPES]
+    pattern = get_dotted(raw, f"{prefix}.hybrid_override_pattern" if prefix else "hybrid_override_pattern")
+    if isinstance(pattern, str):  # Nemotron-H: "M" mamba, "*" attention, "-" MLP
+        return [i for i, c in enumerate(pattern) if c == "M"]
+    return []
