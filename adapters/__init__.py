@@ -1,0 +1,25 @@
+"""Target adapters: how a runtime reaches a target model (interface in `base.py`)."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from .base import ROLLBACK_KINDS, RollbackKind, TargetAdapter, TargetOutput
+
+__all__ = ["TargetAdapter", "TargetOutput", "RollbackKind", "ROLLBACK_KINDS", "TORCH_ADAPTERS", "torch_adapter_for"]
+
+# model_type -> "module:Class" of a built-in PyTorch adapter for a layout the default adapter cannot
+# read. Modules are imported only when selected (no torch at import time).
+TORCH_ADAPTERS: dict[str, str] = {}
+_TORCH_DEFAULT = "dflash_compat.adapters.torch_default:TorchDefaultAdapter"
+
+
+def torch_adapter_for(model: Any) -> TargetAdapter:
+    """The adapter for a loaded PyTorch model: a built-in one chosen by `config.model_type`,
+    else the default adapter (standard transformers causal LMs and VLM wrappers)."""
+    config = getattr(model, "config", None)
+    model_type = getattr(config, "model_type", None)
+    module_name, _, cls_name = TORCH_ADAPTERS.get(model_type, _TORCH_DEFAULT).partition(":")
+    cls = getattr(importlib.import_module(module_name), cls_name)
+    return cls(model)

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Optional, Sequence
 
 if TYPE_CHECKING:  # rich is imported lazily: `--help` must not pay for it
     from rich.console import Console
+    from rich.table import Table
 
     from .engine import Rule
     from .report import Report
@@ -13,7 +14,7 @@ if TYPE_CHECKING:  # rich is imported lazily: `--help` must not pay for it
 __all__ = ["make_console", "render_report", "render_rules", "render_rule"]
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
-_VERDICT = {"pass": "[bold green]PASS[/]", "warn": "[bold yellow]PASS with warnings[/]", "fail": "[bold red]FAIL[/]"}
+_VERDICT = {"pass": "[bold green]pass[/]", "warn": "[bold yellow]pass, with warnings[/]", "fail": "[bold red]FAIL[/]"}
 
 
 def make_console(stderr: bool = False, width: Optional[int] = None, no_color: bool = False) -> "Console":
@@ -22,58 +23,65 @@ def make_console(stderr: bool = False, width: Optional[int] = None, no_color: bo
     return Console(stderr=stderr, width=width, no_color=no_color, highlight=False, soft_wrap=False)
 
 
-def _where(locs) -> str:
-    return "\n".join(f"{loc.artifact}:{loc.file}:{loc.key}" for loc in locs)
+def _findings_table(rows) -> "Table":
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(show_header=True, header_style="bold", expand=False, pad_edge=False, show_lines=True)
+    table.add_column("rule", no_wrap=True)
+    table.add_column("severity", no_wrap=True)
+    table.add_column("finding", overflow="fold")
+    for f in rows:
+        details = escape(f.message)
+        if f.locations:
+            where = ", ".join(f"{loc.artifact}:{loc.file}:{loc.key}" for loc in f.locations)
+            details += f"\n[dim]at {escape(where)}[/]"
+        details += f"\n[green]fix:[/] {escape(f.fix)}"
+        table.add_row(f"{f.code}\n{f.name}", f"[{_STYLE[f.severity]}]{f.severity}[/]", details)
+    return table
 
 
 def render_report(report: "Report", console: "Console") -> None:
+    """Header, findings grouped by backend (common first), then one verdict line per backend."""
+    from rich.markup import escape
     from rich.table import Table
 
     t, d = report.target, report.draft
     console.print(
-        f"[bold]target[/] {t.get('source')}  ({t.get('model_type')}, {t.get('num_hidden_layers')} layers, "
+        f"[bold]target[/] {escape(str(t.get('source')))}  ({t.get('model_type')}, {t.get('num_hidden_layers')} layers, "
         f"hidden {t.get('hidden_size')}, vocab {t.get('vocab_size')})"
     )
     console.print(
-        f"[bold]draft[/]  {d.get('source')}  ({d.get('format')}, block {d.get('block_size')}, "
+        f"[bold]draft[/]  {escape(str(d.get('source')))}  ({d.get('format')}, block {d.get('block_size')}, "
         f"layer ids {d.get('target_layer_ids')}, mask {d.get('mask_token_id')})"
     )
-    groups = ["common", *report.backends]
-    for group in groups:
+    for group in ["common", *report.backends]:
         rows = [f for f in report.findings if f.backend == group]
-        if group == "common" and not rows:
-            continue
-        if group == "common":
-            title = "[bold]common[/] (applies to every backend)"
-        else:
-            title = f"[bold]{group}[/]: {_VERDICT[report.summary.verdict[group]]}"
-        console.print()
-        console.print(title)
         if not rows:
-            console.print("  no findings")
             continue
-        table = Table(show_header=True, header_style="bold", expand=False, pad_edge=False)
-        table.add_column("code", no_wrap=True)
-        table.add_column("severity", no_wrap=True)
-        table.add_column("finding", overflow="fold")
-        table.add_column("where", overflow="fold")
-        table.add_column("fix", overflow="fold")
-        for f in rows:
-            table.add_row(
-                f"{f.code}\n{f.name}",
-                f"[{_STYLE[f.severity]}]{f.severity}[/]",
-                f.message,
-                _where(f.locations),
-                f.fix,
-            )
-        console.print(table)
-    s = report.summary
+        console.print()
+        console.print("[bold]common[/] (every backend)" if group == "common" else f"[bold]{group}[/]")
+        console.print(_findings_table(rows))
     console.print()
-    verdict = ", ".join(f"{b} {v}" for b, v in s.verdict.items())
-    console.print(f"[bold]{s.errors} errors, {s.warnings} warnings, {s.infos} infos[/]  ({verdict})")
+    verdicts = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+    for col in ("backend", "verdict", "errors", "warnings", "infos"):
+        verdicts.add_column(col, no_wrap=True)
+    for backend in report.backends:
+        mine = [f for f in report.findings if f.backend in (backend, "common")]
+        verdicts.add_row(
+            backend,
+            _VERDICT[report.summary.verdict[backend]],
+            str(sum(f.severity == "error" for f in mine)),
+            str(sum(f.severity == "warning" for f in mine)),
+            str(sum(f.severity == "info" for f in mine)),
+        )
+    console.print(verdicts)
+    s = report.summary
+    console.print(f"{s.errors} errors, {s.warnings} warnings, {s.infos} infos")
 
 
 def render_rules(rules: Sequence["Rule"], console: "Console") -> None:
+    from rich.markup import escape
     from rich.table import Table
 
     table = Table(show_header=True, header_style="bold")
@@ -83,7 +91,7 @@ def render_rules(rules: Sequence["Rule"], console: "Console") -> None:
     table.add_column("backends")
     table.add_column("what it checks", overflow="fold")
     for r in rules:
-        table.add_row(r.code, r.name, r.severity, ", ".join(r.backends), r.what)
+        table.add_row(r.code, r.name, r.severity, ", ".join(r.backends), escape(r.what))
     console.print(table)
 
 

@@ -62,8 +62,13 @@ class CheckContext:
         return False
 
     def tloc(self, fld: str, key: Optional[str] = None) -> Location:
-        """Location of a target field (key defaults to the key it was read from)."""
-        return Location(artifact="target", file=self.target.config_file, key=key or self.target.key(fld))
+        """Location of a target field (key defaults to the key it was read from). A source of the
+        form `generation_config.json:eos_token_id` points into that file."""
+        where = key or self.target.key(fld)
+        file, sep, rest = where.partition(":")
+        if sep and file.endswith(".json"):
+            return Location(artifact="target", file=file, key=rest)
+        return Location(artifact="target", file=self.target.config_file, key=where)
 
     def dloc(self, fld: str, key: Optional[str] = None) -> Location:
         return Location(artifact="draft", file=self.draft.config_file, key=key or self.draft.key(fld))

@@ -1,10 +1,14 @@
-"""The check report: plain data shared by every output format (text, JSON, SARIF, JUnit)."""
+"""The check report: plain data shared by every output format (text, JSON, SARIF, JUnit).
+
+Stdlib dataclasses, not pydantic models: the report is only ever built by us, and a config-only
+check must start fast. `dflash-check schema` derives the JSON Schema with pydantic's TypeAdapter.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass, field
 from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field
 
 from . import __version__
 
@@ -15,54 +19,58 @@ Severity = Literal["error", "warning", "info"]
 Verdict = Literal["pass", "warn", "fail"]
 
 
-class Location(BaseModel):
-    """Where a finding points: a config key, a module path or a tensor name in one artifact."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
+@dataclass(frozen=True)
+class Location:
+    """Where a finding points: a config key (dotted, as written in the file), a module path or a
+    tensor name, in one artifact. `file` is config.json, a safetensors file, or <module tree>."""
 
     artifact: Literal["target", "draft"]
-    file: str = Field(description="config.json, a safetensors file, or <module tree>.")
-    key: str = Field(description="Dotted config key as written in the file, module path or tensor name.")
+    file: str
+    key: str
 
 
-class Finding(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+@dataclass
+class Finding:
     code: str
     name: str
     severity: Severity
     backend: str
     message: str
     fix: str
-    locations: list[Location] = Field(default_factory=list)
+    locations: list[Location] = field(default_factory=list)
 
 
-class Summary(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+@dataclass
+class Summary:
     errors: int = 0
     warnings: int = 0
     infos: int = 0
-    verdict: dict[str, Verdict] = Field(default_factory=dict)
+    verdict: dict[str, Verdict] = field(default_factory=dict)
 
 
-class Tool(BaseModel):
+@dataclass
+class Tool:
     name: str = "dflash-check"
     version: str = __version__
 
 
-class Report(BaseModel):
+@dataclass
+class Report:
     """`dflash-check --format json` writes exactly this object."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    schema_version: int = SCHEMA_VERSION
-    tool: Tool = Field(default_factory=Tool)
     target: dict[str, Any]
     draft: dict[str, Any]
     backends: list[str]
     findings: list[Finding]
     summary: Summary
+    schema_version: int = SCHEMA_VERSION
+    tool: Tool = field(default_factory=Tool)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready dict, keys in the documented order."""
+        d = dataclasses.asdict(self)
+        order = ("schema_version", "tool", "target", "draft", "backends", "findings", "summary")
+        return {k: d[k] for k in order}
 
     def exit_code(self, strict: bool = False) -> int:
         bad = ("fail", "warn") if strict else ("fail",)

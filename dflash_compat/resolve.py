@@ -15,7 +15,7 @@ __all__ = ["Resolved", "resolve", "load_json", "SMALL_FILES"]
 
 # The only files the config-level checks fetch: never weights.
 SMALL_FILES = ("config.json", "generation_config.json", "tokenizer_config.json")
-_REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
+_REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 _MAX_JSON_BYTES = 64 * 1024 * 1024
 
 

@@ -8,7 +8,7 @@ from typing import Callable
 __all__ = ["FORMATS", "get_emitter"]
 
 # format name -> module under dflash_compat.emitters ("text" is rendered by dflash_compat.console)
-FORMATS = {"json": "json_report"}
+FORMATS = {"json": "json_report", "sarif": "sarif", "junit": "junit", "github": "github"}
 
 
 def get_emitter(fmt: str) -> Callable:

@@ -11,4 +11,4 @@ __all__ = ["emit"]
 
 
 def emit(report: Report, rules: Sequence = ()) -> str:
-    return json.dumps(report.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
+    return json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n"

@@ -22,6 +22,7 @@ _ROPE_FIELDS = {
     "rope_type": ("rope_scaling.rope_type", "rope_scaling.type", "rope_parameters.rope_type",
                   "rope_parameters.full_attention.rope_type"),
     "scaling": ("rope_scaling",),
+    "factor": ("rope_scaling.factor", "rope_parameters.factor", "rope_parameters.full_attention.factor"),
     "mrope_section": ("rope_scaling.mrope_section", "rope_parameters.mrope_section", "mrope_section"),
     "partial_rotary_factor": ("partial_rotary_factor", "rope_parameters.partial_rotary_factor", "rotary_pct"),
     "interleaved": ("rope_interleave", "rope_interleaved", "rotary_interleaved"),
@@ -36,6 +37,7 @@ class RopeInfo(BaseModel):
     theta: Optional[Number] = Field(None, description="RoPE base (rope_theta).")
     rope_type: Optional[str] = Field(None, description="'default', 'linear', 'yarn', 'llama3', ...")
     scaling: Optional[dict[str, Any]] = None
+    factor: Optional[Number] = Field(None, description="Scaling factor of linear / dynamic / yarn / llama3 RoPE.")
     mrope_section: Optional[list[Any]] = None
     partial_rotary_factor: Optional[Number] = None
     interleaved: Optional[StrictBool] = None

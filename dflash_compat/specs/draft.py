@@ -263,6 +263,10 @@ def _parse_speculators(raw: dict[str, Any], source: str, config_file: str) -> Dr
             i - 1 if isinstance(i, int) and not isinstance(i, bool) else i for i in aux
         ]
     r.take("num_target_layers", "num_target_layers", absolute=True)
+    # Some speculators configs keep these next to, not inside, transformer_layer_config.
+    for field in ("layer_types", "sliding_window", "quantization_config"):
+        if field not in r.values:
+            r.take(field, field, absolute=True)
     values = dict(r.values)
     _guess_ids(values, r.sources)
     return validate_spec(

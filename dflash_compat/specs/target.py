@@ -76,6 +76,10 @@ class TargetSpec(BaseModel):
     scales_embeddings: bool = Field(False, description="Gemma-style: embeddings multiplied by sqrt(hidden).")
 
     quantization_config: Optional[dict[str, Any]] = None
+    quant_method: Optional[str] = Field(None, description="quantization_config.quant_method, if quantised.")
+    lm_head_quantized: Optional[bool] = Field(
+        None, description="Whether the quantisation covers the output head (None: not quantised)."
+    )
     auto_map: Optional[dict[str, Any]] = None
 
     # Filled by the deep (module-tree) inspection; None when it did not run.
@@ -105,6 +109,13 @@ class TargetSpec(BaseModel):
     @property
     def needs_remote_code(self) -> bool:
         return bool(self.auto_map)
+
+    @property
+    def uses_sliding_window(self) -> bool:
+        """Some layers attend over a sliding window (per `layer_types`, else a set `sliding_window`)."""
+        if isinstance(self.layer_types, list):
+            return "sliding_attention" in self.layer_types and self.sliding_window is not None
+        return self.sliding_window is not None
 
 
 def _as_id_list(value: Any) -> list[int]:
@@ -201,6 +212,13 @@ def parse_target_config(
     mask_token, mask_id = _tokenizer_mask(tokenizer_config)
     values["mask_token"], values["mask_token_id"] = mask_token, mask_id
 
+    quant = values.get("quantization_config")
+    if isinstance(quant, dict):
+        method = quant.get("quant_method")
+        values["quant_method"] = method if isinstance(method, str) else None
+        values["lm_head_quantized"], key = _lm_head_quantized(quant)
+        r.sources["lm_head_quantized"] = f"quantization_config.{key}" if key else "quantization_config"
+
     model_type = values.get("text_model_type") or values.get("model_type")
     values["scales_embeddings"] = bool(model_type and str(model_type).startswith(("gemma", "recurrent_gemma")))
     recurrent = _recurrent_layers(values, raw, prefix)
@@ -214,6 +232,32 @@ def parse_target_config(
         r.sources,
         where,
     )
+
+
+# Lists in which quantisation configs name the modules they leave in full precision.
+_SKIP_LIST_KEYS = (
+    "modules_to_not_convert", "ignore", "ignored_layers", "exclude_modules", "exclude_layers",
+    "llm_int8_skip_modules", "skip_modules",
+)
+# Methods whose loaders (transformers, vLLM) leave the output head unquantised unless the config
+# says `"lm_head": true` (GPTQ/AWQ family) or lists nothing at all (bitsandbytes, block FP8).
+_HEAD_KEPT_BY_DEFAULT = {"gptq", "awq", "gptq_marlin", "awq_marlin", "auto-round", "bitsandbytes", "fp8"}
+
+
+def _lm_head_quantized(quant: dict[str, Any]) -> tuple[bool, Optional[str]]:
+    """Whether a quantization_config covers lm_head, and the key that decided it."""
+    for key in _SKIP_LIST_KEYS:
+        listed = quant.get(key)
+        if isinstance(listed, list) and any(isinstance(m, str) and "lm_head" in m for m in listed):
+            return False, key
+    flag = quant.get("lm_head")
+    if isinstance(flag, bool):
+        return flag, "lm_head"
+    method = str(quant.get("quant_method") or "").lower()
+    if method in _HEAD_KEPT_BY_DEFAULT:
+        return False, "quant_method"
+    listed_key = next((k for k in _SKIP_LIST_KEYS if k in quant), None)
+    return True, listed_key or "quant_method"
 
 
 def _tokenizer_mask(tok: Optional[dict[str, Any]]) -> tuple[Optional[str], Optional[int]]:

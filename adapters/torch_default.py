@@ -1,0 +1,197 @@
+"""The default PyTorch adapter: standard transformers causal LMs and VLM wrappers (Qwen3, Llama, Qwen2.5-VL, ...)."""
+
+from __future__ import annotations
+
+import inspect
+from contextlib import contextmanager
+from typing import Any, Iterator, Optional, Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from dflash_compat.exceptions import RuntimeUnsupportedError
+
+from .base import RollbackKind, TargetAdapter, TargetOutput
+
+__all__ = ["TorchDefaultAdapter", "RECURRENT_MODEL_TYPES", "ATTENTION_LAYER_TYPES", "layer_output"]
+
+# Families whose decoder keeps a recurrent (SSM / linear-attention / conv) state: cropping a KV
+# cache cannot remove rejected tokens from it.
+RECURRENT_MODEL_TYPES = frozenset({
+    "mamba", "mamba2", "falcon_mamba", "jamba", "bamba", "falcon_h1", "zamba", "zamba2", "lfm2", "lfm2_moe",
+    "qwen3_next", "qwen3_5", "qwen3_5_moe", "qwen3_5_text", "qwen3_5_moe_text", "nemotron_h", "granitemoehybrid",
+    "rwkv", "recurrent_gemma", "xlstm", "plamo2", "minimax", "kimi_linear", "olmo_hybrid",
+})
+# Layer types whose cache entries are per-position attention keys/values (croppable).
+ATTENTION_LAYER_TYPES = frozenset({"full_attention", "sliding_attention", "chunked_attention", "attention"})
+
+
+def layer_output(output: Any) -> torch.Tensor:
+    """A decoder layer's hidden states: transformers 5 layers return a tensor, older ones a tuple."""
+    return output[0] if isinstance(output, (tuple, list)) else output
+
+
+class TorchDefaultAdapter(TargetAdapter):
+    """Finds the pieces through the transformers API: get_input_embeddings(), lm_head or
+    get_output_embeddings(), get_decoder().layers; the text config via get_text_config()."""
+
+    name = "torch-default"
+
+    def __init__(self, model: nn.Module) -> None:
+        super().__init__(model)
+        config = getattr(model, "config", None)
+        if config is None:
+            raise RuntimeUnsupportedError("target: not a transformers model (no .config); write an adapter for it")
+        self.config = config
+        self.text_config = config.get_text_config(decoder=True) if hasattr(config, "get_text_config") else config
+        self._embedding = model.get_input_embeddings()
+        head = getattr(model, "lm_head", None)
+        self._head = head if head is not None else model.get_output_embeddings()
+        if self._embedding is None or self._head is None:
+            raise RuntimeUnsupportedError(
+                "target: no input embedding or output head found (get_input_embeddings / lm_head / "
+                "get_output_embeddings); write an adapter for it (dflash-check adapt)"
+            )
+        self._layers = _find_layers(model)
+        params = inspect.signature(model.forward).parameters
+        # transformers >= 5.x names the cache `cache`; older releases (and many remote-code
+        # models) take `past_key_values`.
+        self._cache_kwarg = "cache" if "cache" in params else "past_key_values"
+        self._keep_kwarg = next((k for k in ("logits_to_keep", "num_logits_to_keep") if k in params), None)
+        self._kind, self._problem = _rollback_kind(self.text_config)
+
+    # ---- shape ---------------------------------------------------------------------------
+
+    @property
+    def layers(self) -> Sequence[nn.Module]:
+        return self._layers
+
+    @property
+    def hidden_size(self) -> int:
+        return int(getattr(self.text_config, "hidden_size", None) or self._embedding.weight.shape[1])
+
+    @property
+    def vocab_size(self) -> int:
+        return int(self._embedding.weight.shape[0])
+
+    @property
+    def device(self) -> torch.device:
+        return self._embedding.weight.device
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self._embedding.weight.dtype
+
+    # ---- borrowed modules ----------------------------------------------------------------
+
+    def embed(self, input_ids: torch.Tensor) -> torch.Tensor:
+        # [B, T] -> [B, T, H]; the raw table, bypassing e.g. Gemma's scaled embedding module
+        return F.embedding(input_ids, self._embedding.weight)
+
+    def head(self, hidden: torch.Tensor) -> torch.Tensor:
+        # [B, T, H] -> [B, T, V]
+        return self._head(hidden)
+
+    # ---- running -------------------------------------------------------------------------
+
+    def new_cache(self) -> Any:
+        from transformers import DynamicCache
+
+        if hasattr(DynamicCache, "activate_past_recording"):
+            # transformers 5: per-layer classes from the config; sliding-window layers keep their
+            # past until the next crop, so a rollback past the window stays exact.
+            cache = DynamicCache(config=self.config)
+            cache.activate_past_recording()
+            return cache
+        # Older releases: a plain full cache (croppable everywhere); sliding layers still attend
+        # within their window through the model's mask.
+        return DynamicCache()
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        cache: Any,
+        start: int,
+        *,
+        capture: Sequence[int] = (),
+        logits_to_keep: int = 0,
+    ) -> TargetOutput:
+        # input_ids [B, T] at positions start .. start+T-1
+        length = input_ids.shape[1]
+        position_ids = torch.arange(start, start + length, device=input_ids.device)[None]  # [1, T]
+        kwargs = {"position_ids": position_ids, self._cache_kwarg: cache, "use_cache": True}
+        if logits_to_keep and self._keep_kwarg:
+            kwargs[self._keep_kwarg] = logits_to_keep
+        with self._capture(capture) as captured:
+            out = self.model(input_ids, **kwargs)
+        logits = out.logits if logits_to_keep == 0 or self._keep_kwarg else out.logits[:, -logits_to_keep:]
+        if not capture:
+            return TargetOutput(logits, None)
+        feats = [captured[i] for i in capture]  # each [B, T, H]
+        return TargetOutput(logits, feats[0] if len(feats) == 1 else torch.cat(feats, dim=-1))
+
+    @contextmanager
+    def _capture(self, layer_ids: Sequence[int]) -> Iterator[dict[int, torch.Tensor]]:
+        """Forward hooks on just the requested layers (never output_hidden_states for all)."""
+        captured: dict[int, torch.Tensor] = {}
+        handles = []
+        for i in layer_ids:
+            if not 0 <= i < len(self._layers):
+                raise RuntimeUnsupportedError(
+                    f"target layer id {i} is out of range: the target has {len(self._layers)} decoder layers"
+                )
+
+            def hook(_module, _args, output, i=i):
+                captured[i] = layer_output(output)
+
+            handles.append(self._layers[i].register_forward_hook(hook))
+        try:
+            yield captured
+        finally:
+            for h in handles:
+                h.remove()
+
+    def cache_length(self, cache: Any) -> int:
+        return int(cache.get_seq_length())
+
+    def rollback(self, cache: Any, length: int) -> None:
+        remove = self.cache_length(cache) - length
+        if remove < 0:
+            raise ValueError(f"cannot roll a cache of {length + remove} positions forward to {length}")
+        # A negative crop means "remove that many" in every transformers release; crop(0) is a
+        # no-op (that trims sliding layers back to their window) only where the cache records its
+        # past (transformers 5) -- older releases read crop(0) as "keep 0 positions".
+        if remove or hasattr(cache, "activate_past_recording"):
+            cache.crop(-remove)
+
+    @property
+    def rollback_kind(self) -> RollbackKind:
+        return self._kind
+
+    @property
+    def rollback_problem(self) -> Optional[str]:
+        return self._problem
+
+
+def _find_layers(model: nn.Module) -> nn.ModuleList:
+    decoder = model.get_decoder() if hasattr(model, "get_decoder") else None
+    for owner in (decoder, getattr(model, "model", None), model):
+        layers = getattr(owner, "layers", None) if owner is not None else None
+        if isinstance(layers, nn.ModuleList) and len(layers) > 0:
+            return layers
+    raise RuntimeUnsupportedError(
+        f"target ({type(model).__name__}): no decoder layers at get_decoder().layers; "
+        "this layout needs its own adapter (dflash-check adapt)"
+    )
+
+
+def _rollback_kind(text_config: Any) -> tuple[RollbackKind, Optional[str]]:
+    model_type = getattr(text_config, "model_type", None)
+    if model_type in RECURRENT_MODEL_TYPES:
+        return "none", f"{model_type} keeps a recurrent (SSM / linear-attention) state that cropping cannot undo"
+    layer_types = getattr(text_config, "layer_types", None) or []
+    other = sorted({t for t in layer_types if t not in ATTENTION_LAYER_TYPES})
+    if other:
+        return "none", f"layer types {other} keep a recurrent state that cropping cannot undo"
+    return "crop", None

@@ -1,0 +1,15 @@
+"""Where a location's file lives, for formats that want a path (SARIF, GitHub annotations)."""
+
+from __future__ import annotations
+
+from ..report import Location, Report
+
+__all__ = ["artifact_path"]
+
+
+def artifact_path(report: Report, loc: Location) -> str | None:
+    """`<source>/<file>` for files; None for the module tree (a logical location only)."""
+    if loc.file.startswith("<"):
+        return None
+    source = (report.target if loc.artifact == "target" else report.draft).get("source") or loc.artifact
+    return f"{str(source).rstrip('/')}/{loc.file}"

@@ -1,0 +1,70 @@
+"""`--format sarif`: SARIF 2.1.0, for code-scanning dashboards. Rule help comes from the rule docs."""
+
+from __future__ import annotations
+
+import json
+from typing import Sequence
+
+from ..report import Report
+from ._paths import artifact_path
+
+__all__ = ["emit"]
+
+_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
+_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+
+
+def _rule(rule) -> dict:
+    help_text = f"{rule.what}\n\nWhy it matters: {rule.why}\n\nExample: {rule.example}\n\nHow to fix: {rule.fix}"
+    return {
+        "id": rule.code,
+        "name": rule.name,
+        "shortDescription": {"text": rule.what},
+        "fullDescription": {"text": rule.why},
+        "help": {"text": help_text},
+        "defaultConfiguration": {"level": _LEVEL[rule.severity]},
+        "properties": {"backends": list(rule.backends)},
+    }
+
+
+def emit(report: Report, rules: Sequence = ()) -> str:
+    used = sorted({f.code for f in report.findings})
+    by_code = {r.code: r for r in rules}
+    driver_rules = [_rule(by_code[c]) for c in used if c in by_code]
+    index = {r["id"]: i for i, r in enumerate(driver_rules)}
+    results = []
+    for f in report.findings:
+        locations = []
+        for loc in f.locations:
+            entry: dict = {"logicalLocations": [{"fullyQualifiedName": f"{loc.artifact}:{loc.key}", "kind": "member"}]}
+            path = artifact_path(report, loc)
+            if path is not None:
+                entry["physicalLocation"] = {"artifactLocation": {"uri": path}}
+            locations.append(entry)
+        result = {
+            "ruleId": f.code,
+            "level": _LEVEL[f.severity],
+            "message": {"text": f"[{f.backend}] {f.message}"},
+            "locations": locations,
+            "properties": {"backend": f.backend, "fix": f.fix},
+        }
+        if f.code in index:
+            result["ruleIndex"] = index[f.code]
+        results.append(result)
+    doc = {
+        "$schema": _SCHEMA,
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": report.tool.name,
+                        "version": report.tool.version,
+                        "rules": driver_rules,
+                    }
+                },
+                "results": results,
+            }
+        ],
+    }
+    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"

@@ -1,0 +1,159 @@
+"""The `dflash-check TARGET --draft DRAFT` command: exit codes, formats, bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from dflash_compat.cli import cli
+from tests.configs import draft, target, write_model
+
+ROOT = Path(__file__).resolve().parent.parent
+GOOD = ROOT / "examples" / "qwen3-8b"
+BAD = ROOT / "examples" / "llama-with-qwen3-draft"
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
+
+
+def test_good_example_passes_every_backend():
+    res = invoke(GOOD / "target", "--draft", GOOD / "draft", "--no-deep", "-f", "json")
+    assert res.exit_code == 0, res.output
+    report = json.loads(res.output)
+    assert report["summary"]["verdict"] == {b: "pass" for b in ("transformers", "vllm", "sglang", "mlx")}
+
+
+def test_bad_example_fails_with_findings():
+    res = invoke(BAD / "target", "--draft", BAD / "draft", "--no-deep", "-f", "json")
+    assert res.exit_code == 1
+    report = json.loads(res.output)
+    codes = {f["code"] for f in report["findings"] if f["severity"] == "error"}
+    assert "DF110" in codes or "DF104" in codes  # vocab / layer ids: the draft belongs to Qwen3
+    assert all(v == "fail" for v in report["summary"]["verdict"].values())
+
+
+def test_text_output_names_the_verdicts():
+    res = invoke(BAD / "target", "--draft", BAD / "draft", "--no-deep")
+    assert res.exit_code == 1
+    assert "FAIL" in res.output and "fix:" in res.output
+
+
+def test_backend_selection_limits_verdicts(tmp_path):
+    t = write_model(tmp_path / "t", target())
+    d = write_model(tmp_path / "d", draft())
+    res = invoke(t, "--draft", d, "--no-deep", "-f", "json", "--backend", "vllm", "--backend", "mlx")
+    assert res.exit_code == 0
+    report = json.loads(res.output)
+    assert report["backends"] == ["vllm", "mlx"]
+    assert set(report["summary"]["verdict"]) == {"vllm", "mlx"}
+
+
+def test_ignore_turns_a_failure_into_a_pass(tmp_path):
+    t = write_model(tmp_path / "t", target())
+    d = write_model(tmp_path / "d", draft(hidden_size=2560))
+    assert invoke(t, "--draft", d, "--no-deep").exit_code == 1
+    res = invoke(t, "--draft", d, "--no-deep", "--ignore", "DF101", "-f", "json")
+    assert res.exit_code == 0
+    assert not [f for f in json.loads(res.output)["findings"] if f["code"] == "DF101"]
+
+
+def test_select_by_prefix_runs_only_those_rules(tmp_path):
+    t = write_model(tmp_path / "t", target())
+    d = write_model(tmp_path / "d", draft(hidden_size=2560))
+    res = invoke(t, "--draft", d, "--no-deep", "--select", "DF3", "-f", "json")
+    assert all(f["code"].startswith("DF3") for f in json.loads(res.output)["findings"])
+
+
+def test_strict_fails_on_warnings(tmp_path):
+    # a mask token equal to an EOS id is a warning, not an error
+    t = write_model(tmp_path / "t", target())
+    d = write_model(tmp_path / "d", draft(**{"dflash_config.mask_token_id": 151645}))
+    res = invoke(t, "--draft", d, "--no-deep", "-f", "json")
+    report = json.loads(res.output)
+    assert report["summary"]["errors"] == 0 and report["summary"]["warnings"] >= 1
+    assert res.exit_code == 0
+    assert invoke(t, "--draft", d, "--no-deep", "--strict").exit_code == 1
+
+
+def test_output_file_is_written(tmp_path):
+    out = tmp_path / "report.json"
+    res = invoke(GOOD / "target", "--draft", GOOD / "draft", "--no-deep", "-f", "json", "-o", out)
+    assert res.exit_code == 0 and res.output == ""
+    assert json.loads(out.read_text())["schema_version"] == 1
+
+
+def _write_text(folder: Path, content) -> Path:
+    folder.mkdir()
+    path = folder / "config.json"
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    return folder
+
+
+@pytest.mark.parametrize(
+    "make, needle",
+    [
+        (lambda p: p / "missing", "no such folder"),
+        (lambda p: (p / "empty").mkdir() or p / "empty", "no config.json"),
+        (lambda p: _write_text(p / "j", "{not json"), "invalid JSON"),
+        (lambda p: _write_text(p / "b", b"\xff\xfe\x00"), "not UTF-8"),
+        (lambda p: write_model(p / "w", target(hidden_size="big")), "`hidden_size`"),
+        (lambda p: write_model(p / "n", target(num_hidden_layers=-3)), "`num_hidden_layers`"),
+        (lambda p: write_model(p / "a", target(vocab_size=10**12)), "`vocab_size`"),
+        (lambda p: write_model(p / "l", [1, 2]), "not a JSON object"),
+    ],
+)
+def test_bad_target_is_one_line_and_exit_2(tmp_path, make, needle):
+    t = make(tmp_path)
+    d = write_model(tmp_path / "d", draft())
+    res = CliRunner().invoke(cli, [str(t), "--draft", str(d), "--no-deep"])
+    assert res.exit_code == 2, res.output
+    assert needle in res.output
+    assert "Traceback" not in res.output
+    assert len(res.output.strip().splitlines()) == 1
+
+
+def test_draft_that_is_not_dflash_is_rejected(tmp_path):
+    t = write_model(tmp_path / "t", target())
+    res = CliRunner().invoke(cli, [str(t), "--draft", str(t), "--no-deep"])
+    assert res.exit_code == 2
+    assert "no DFlash draft" in res.output
+
+
+def test_draft_passed_as_target_is_rejected(tmp_path):
+    d = write_model(tmp_path / "d", draft())
+    res = CliRunner().invoke(cli, [str(d), "--draft", str(d), "--no-deep"])
+    assert res.exit_code == 2
+    assert "not a target" in res.output
+
+
+def test_check_never_writes_into_model_folders(tmp_path):
+    t = write_model(tmp_path / "t", target())
+    d = write_model(tmp_path / "d", draft())
+    before = {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in tmp_path.rglob("*") if p.is_file()}
+    invoke(t, "--draft", d)
+    after = {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in tmp_path.rglob("*") if p.is_file()}
+    assert before == after
+
+
+def test_unknown_rule_is_an_input_error():
+    res = CliRunner().invoke(cli, ["rule", "DF999"])
+    assert res.exit_code == 2 and "no rule" in res.output
+
+
+def test_rule_command_prints_all_doc_sections():
+    res = invoke("rule", "df101")
+    for section in ("What it checks", "Why it matters", "Example", "How to fix"):
+        assert section in res.output
+
+
+def test_schema_lists_the_three_models():
+    res = invoke("schema")
+    schemas = json.loads(res.output)
+    assert set(schemas) == {"draft", "target", "report"}
+    assert "block_size" in schemas["draft"]["properties"]
+    assert "findings" in schemas["report"]["properties"]

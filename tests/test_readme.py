@@ -1,0 +1,28 @@
+"""The README opens with the two commands a new user runs; CI runs the second one verbatim."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _readme_commands() -> list[str]:
+    text = (ROOT / "README.md").read_text()
+    blocks = re.findall(r"```(?:bash|sh)?\n(.*?)```", text, flags=re.S)
+    return [b.strip() for b in blocks[:2]]
+
+
+def test_readme_opens_with_two_commands():
+    first, second = _readme_commands()
+    assert "dflash-check examples/" in first
+    assert "pytest" in second
+    head = (ROOT / "README.md").read_text().split("```")[0]
+    assert "```" not in head and len(head.splitlines()) < 12, "the commands come first"
+
+
+def test_ci_runs_the_readme_test_command():
+    _, second = _readme_commands()
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert second in ci.splitlines()
