@@ -45,21 +45,35 @@ class TorchDefaultAdapter(TargetAdapter):
             raise RuntimeUnsupportedError("target: not a transformers model (no .config); write an adapter for it")
         self.config = config
         self.text_config = config.get_text_config(decoder=True) if hasattr(config, "get_text_config") else config
-        self._embedding = model.get_input_embeddings()
-        head = getattr(model, "lm_head", None)
-        self._head = head if head is not None else model.get_output_embeddings()
+        self._embedding = self.embed_tokens
+        self._head = self.lm_head
         if self._embedding is None or self._head is None:
             raise RuntimeUnsupportedError(
                 "target: no input embedding or output head found (get_input_embeddings / lm_head / "
                 "get_output_embeddings); write an adapter for it (dflash-check adapt)"
             )
-        self._layers = _find_layers(model)
+        self._layers = self.decoder_layers
         params = inspect.signature(model.forward).parameters
         # transformers >= 5.x names the cache `cache`; older releases (and many remote-code
         # models) take `past_key_values`.
         self._cache_kwarg = "cache" if "cache" in params else "past_key_values"
         self._keep_kwarg = next((k for k in ("logits_to_keep", "num_logits_to_keep") if k in params), None)
         self._kind, self._problem = _rollback_kind(self.text_config)
+
+    # ---- where the pieces live (a built-in layout adapter overrides these three) ----------
+
+    @property
+    def embed_tokens(self) -> Optional[nn.Module]:
+        return self.model.get_input_embeddings()
+
+    @property
+    def lm_head(self) -> Optional[nn.Module]:
+        head = getattr(self.model, "lm_head", None)
+        return head if head is not None else self.model.get_output_embeddings()
+
+    @property
+    def decoder_layers(self) -> nn.ModuleList:
+        return _find_layers(self.model)
 
     # ---- shape ---------------------------------------------------------------------------
 

@@ -93,9 +93,14 @@ def cli() -> None:
     "--framework", type=click.Choice(("auto", "torch", "mlx")), default="auto", show_default=True,
     help="How to inspect the target's modules: transformers (torch) or mlx-lm; auto-detected.",
 )
+@click.option(
+    "--adapter", metavar="FILE_OR_NAME",
+    help="Check the target as wrapped by this adapter: a shim file written by `dflash-check adapt` "
+    "(it is imported, i.e. run) or a built-in adapter name such as gpt2.",
+)
 def check_cmd(target: str, draft: str, backends, select, ignore, strict, fmt, output, num_speculative_tokens,
               num_draft_tokens, tp, draft_tp, max_num_seqs, max_num_batched_tokens, revision, draft_revision,
-              token, no_deep, trust_remote_code, framework) -> None:
+              token, no_deep, trust_remote_code, framework, adapter) -> None:
     """Check TARGET against DRAFT for every selected backend."""
     from .check import CheckRequest, run_check
     from .engine import BACKENDS, CheckOptions
@@ -110,6 +115,7 @@ def check_cmd(target: str, draft: str, backends, select, ignore, strict, fmt, ou
         max_num_batched_tokens=max_num_batched_tokens,
         deep=not no_deep,
         trust_remote_code=trust_remote_code,
+        adapter=adapter,
     )
     chosen = [b for b in BACKENDS if b in backends] if backends else list(BACKENDS)
     req = CheckRequest(

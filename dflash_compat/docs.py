@@ -43,3 +43,25 @@ def rules_markdown(rules: Sequence[Rule]) -> str:
             f"| {r.code} | `{r.name}` | {r.severity} | {', '.join(r.backends)}{deep} | {_cell(r.what)} |"
         )
     return "\n".join(lines) + "\n"
+
+
+START, END = "<!-- rules:start -->", "<!-- rules:end -->"
+
+
+def update_readme(path: str = "README.md") -> bool:
+    """Rewrite the rule table between the markers in README.md; True when it changed."""
+    from .rules import ALL_RULES
+
+    with open(path, encoding="utf-8") as fh:
+        text = fh.read()
+    head, _, rest = text.partition(START)
+    _, _, tail = rest.partition(END)
+    new = f"{head}{START}\n{rules_markdown(ALL_RULES)}{END}{tail}"
+    if new != text:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(new)
+    return new != text
+
+
+if __name__ == "__main__":  # python -m dflash_compat.docs  (run from the repo root)
+    print("README.md updated" if update_readme() else "README.md already current")

@@ -42,6 +42,9 @@ class CheckOptions:
     max_num_batched_tokens: Optional[int] = None
     deep: bool = True
     trust_remote_code: bool = False
+    # --adapter FILE_OR_NAME: the deep inspection wraps the target in it, so module rules see the
+    # adapted model (a shim file from `dflash-check adapt`, or a built-in adapter name).
+    adapter: Optional[str] = None
 
 
 @dataclass

@@ -11,10 +11,13 @@ from typing import Any, Optional
 
 from .exceptions import ConfigError, ResolutionError
 
-__all__ = ["Resolved", "resolve", "load_json", "SMALL_FILES"]
+__all__ = ["Resolved", "resolve", "load_json", "download_weights", "SMALL_FILES", "WEIGHT_PATTERNS"]
 
 # The only files the config-level checks fetch: never weights.
 SMALL_FILES = ("config.json", "generation_config.json", "tokenizer_config.json")
+# What the runtime fetches to run a model: weights (safetensors only, never pickles), configs and
+# tokenizer files.
+WEIGHT_PATTERNS = ("*.safetensors", "*.json", "*.model", "*.tiktoken", "merges.txt", "vocab.txt")
 _REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 _MAX_JSON_BYTES = 64 * 1024 * 1024
 
@@ -130,3 +133,29 @@ def _resolve_hub(ref: str, repo_id: str, revision: Optional[str], role: str, tok
         files[name] = Path(local)
     folder = files["config.json"].parent
     return Resolved(ref=ref, folder=folder, repo_id=repo_id, revision=revision, files=files)
+
+
+def download_weights(resolved: Resolved, *, token: Optional[str] = None,
+                     patterns: tuple[str, ...] = WEIGHT_PATTERNS) -> Path:
+    """The folder holding the model's weights: the local folder itself (no-op), or a Hub snapshot of
+    `patterns` (safetensors, JSON, tokenizer files) fetched via huggingface_hub's cache."""
+    if not resolved.is_hub:
+        return resolved.folder
+    try:
+        from huggingface_hub import snapshot_download
+        from huggingface_hub import errors as hf_errors
+    except ImportError:  # pragma: no cover - a core dependency
+        raise ResolutionError(f"{resolved.ref}: huggingface_hub is not installed; pip install huggingface_hub") from None
+    try:
+        folder = snapshot_download(
+            resolved.repo_id, revision=resolved.revision, token=token, allow_patterns=list(patterns)
+        )
+    except (hf_errors.LocalEntryNotFoundError, hf_errors.OfflineModeIsEnabled):
+        raise ResolutionError(
+            f"{resolved.ref}: weights are not in the local Hugging Face cache and the Hub cannot be reached"
+        ) from None
+    except hf_errors.HfHubHTTPError as exc:
+        raise ResolutionError(f"{resolved.ref}: weight download failed ({str(exc).splitlines()[0]})") from None
+    except OSError as exc:
+        raise ResolutionError(f"{resolved.ref}: weight download failed ({exc})") from None
+    return Path(folder)

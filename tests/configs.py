@@ -58,6 +58,26 @@ QWEN3_8B_DRAFT = {
     "vocab_size": 151936,
 }
 
+# The same draft in vllm-project/speculators layout (aux ids are z-lab ids + 1).
+QWEN3_8B_SPECULATORS = {
+    "speculators_model_type": "dflash",
+    "architectures": ["DFlashSpeculator"],
+    "aux_hidden_state_layer_ids": [2, 10, 18, 26, 34],
+    "mask_token_id": 151669,
+    "block_size": 16,
+    "draft_vocab_size": 151936,
+    "target_hidden_size": 4096,
+    "speculators_config": {
+        "proposal_methods": [{"proposal_type": "greedy", "speculative_tokens": 15}],
+        "verifier": {"name_or_path": "Qwen/Qwen3-8B", "architectures": ["Qwen3ForCausalLM"]},
+    },
+    "transformer_layer_config": {
+        "model_type": "qwen3", "hidden_size": 4096, "num_hidden_layers": 5, "num_attention_heads": 32,
+        "num_key_value_heads": 8, "head_dim": 128, "intermediate_size": 12288, "vocab_size": 151936,
+        "rms_norm_eps": 1e-06, "rope_theta": 1000000, "hidden_act": "silu",
+    },
+}
+
 
 def merge(base: dict[str, Any], **changes: Any) -> dict[str, Any]:
     """Deep copy of `base` with dotted keys set (`**{"dflash_config.mask_token_id": 3}`);
@@ -84,6 +104,10 @@ def target(**changes: Any) -> dict[str, Any]:
 
 def draft(**changes: Any) -> dict[str, Any]:
     return merge(QWEN3_8B_DRAFT, **changes)
+
+
+def speculators_draft(**changes: Any) -> dict[str, Any]:
+    return merge(QWEN3_8B_SPECULATORS, **changes)
 
 
 def run_rule(

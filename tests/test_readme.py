@@ -26,3 +26,13 @@ def test_ci_runs_the_readme_test_command():
     _, second = _readme_commands()
     ci = (ROOT / ".ci" / "run").read_text()
     assert second in ci.splitlines()
+
+
+def test_readme_rule_table_is_generated_from_the_rules():
+    from dflash_compat.docs import END, START, rules_markdown
+    from dflash_compat.rules import ALL_RULES
+
+    text = (ROOT / "README.md").read_text()
+    assert START in text and END in text
+    table = text.split(START)[1].split(END)[0].strip()
+    assert table == rules_markdown(ALL_RULES).strip(), "run: python -m dflash_compat.docs"

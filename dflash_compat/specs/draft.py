@@ -41,6 +41,12 @@ class DraftWeights(BaseModel):
     # tensor name -> shape, kept out of the report (large) but available to rules
     shapes: dict[str, list[int]] = Field(default_factory=dict, exclude=True)
     tensor_dtypes: dict[str, str] = Field(default_factory=dict, exclude=True)
+    tensor_files: dict[str, str] = Field(default_factory=dict, exclude=True)
+    skipped: Optional[str] = Field(None, description="Why the headers were not read (no-safetensors, hub-offline, ...).")
+    incomplete: dict[str, list[int]] = Field(
+        default_factory=dict, description="File -> [data bytes present, data bytes its header declares] when short."
+    )
+    metadata: dict[str, str] = Field(default_factory=dict, description="The first file's __metadata__ (e.g. format).")
 
 
 class DraftSpec(BaseModel):

@@ -159,7 +159,7 @@ def parse_target_config(
         "hidden_act": ("hidden_act", "activation_function", "hidden_activation"),
         "max_position_embeddings": ("max_position_embeddings", "n_positions"),
         "layer_types": ("layer_types",),
-        "sliding_window": ("sliding_window",),
+        "sliding_window": ("sliding_window", "sliding_window_size", "attention_window_size"),
         "use_sliding_window": ("use_sliding_window",),
         "final_logit_softcapping": ("final_logit_softcapping",),
         "embedding_multiplier": ("embedding_multiplier",),

@@ -1,0 +1,158 @@
+"""`dflash-check adapt`: write an adapter shim that makes a non-conforming target fit the DFlash contract."""
+
+from __future__ import annotations
+
+import sys
+from typing import Optional
+
+import click
+
+__all__ = ["adapt_cmd", "plan_for_target"]
+
+
+def _fail(exc: Exception) -> None:
+    from ..exceptions import DFlashCompatError
+
+    code = exc.exit_code if isinstance(exc, DFlashCompatError) else 2
+    message = str(exc).replace("\n", " ").strip()
+    click.echo(f"dflash-check: error: {message}", err=True)
+    sys.exit(code)
+
+
+def _probe_paths(resolved, spec, framework: str, trust_remote_code: bool, notes: list[str]) -> dict[str, str]:
+    """Paths from the deep inspection (the target built without weights), or {} when it cannot run."""
+    from ..engine import CheckOptions
+
+    options = CheckOptions(trust_remote_code=trust_remote_code)
+    try:
+        if framework == "mlx":
+            from ..probe.mlx_tree import inspect_mlx_target
+
+            inspect_mlx_target(resolved, spec, options, notes)
+        else:
+            from ..probe.torch_meta import inspect_torch_target
+
+            inspect_torch_target(resolved, spec, options, notes)
+    except ImportError as exc:
+        notes.append(f"deep inspection unavailable ({exc})")
+        return {}
+    found = {"embed": spec.embed_path, "layers": spec.layers_path}
+    head = spec.lm_head_path
+    if head and not head.endswith(".as_linear"):  # MLX: a tied head is the embedding's as_linear
+        found["lm_head"] = head
+    return {role: path for role, path in found.items() if path}
+
+
+def plan_for_target(
+    target: str,
+    framework: str = "torch",
+    mapping: Optional[dict[str, str]] = None,
+    *,
+    revision: Optional[str] = None,
+    token: Optional[str] = None,
+    trust_remote_code: bool = False,
+    notes: Optional[list[str]] = None,
+):
+    """The ShimPlan for TARGET: the built-in layout for its model_type, else the deep inspection's
+    paths, then `mapping` (--map-file, --map) on top. Raises a DFlashCompatError on bad input."""
+    from ..adapters import registry
+    from ..adapters.shim import ShimPlan, validate_path
+    from ..check import load_target
+    from ..resolve import resolve
+
+    notes = notes if notes is not None else []
+    resolved = resolve(target, "target", revision=revision, token=token)
+    spec = load_target(resolved)
+    model_type = spec.model_type
+    paths: dict[str, str] = {}
+    source = []
+    ref = registry.adapter_ref(model_type, framework)
+    if ref is not None:
+        try:
+            paths = registry.layout_paths(registry.load_class(ref))
+            source.append(f"the built-in {model_type} layout")
+        except ImportError as exc:
+            notes.append(f"built-in {model_type} layout unavailable ({exc})")
+    mapping = dict(mapping or {})
+    if not all(r in {**paths, **mapping} for r in ("embed", "layers")):
+        found = _probe_paths(resolved, spec, framework, trust_remote_code, notes)
+        for role, path in found.items():
+            paths.setdefault(role, validate_path(path, f"deep inspection: {role}"))
+        if found:
+            source.append("the deep inspection of the model built without weights")
+    if mapping:
+        paths.update(mapping)
+        source.append("--map")
+    arch = next((a for a in spec.architectures if isinstance(a, str)), None)
+    if arch is not None and not (arch.isascii() and arch.isidentifier()):
+        arch = None
+    plan = ShimPlan(
+        framework=framework,
+        paths=paths,
+        model_type=model_type if isinstance(model_type, str) else None,
+        architecture=arch if framework == "torch" else None,
+        source=", then ".join(source) or "--map",
+    )
+    if "embed" not in paths or "layers" not in paths:
+        from ..exceptions import InputError
+
+        missing = [r for r in ("embed", "layers") if r not in paths]
+        why = f" ({notes[-1]})" if notes else ""
+        raise InputError(
+            f"target {target}: cannot tell where its {' and '.join(missing)} live{why}; "
+            f"pass --map {missing[0]}=PATH (e.g. --map embed=transformer.wte --map layers=transformer.h)"
+        )
+    return plan
+
+
+@click.command("adapt")
+@click.argument("target")
+@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write the shim to this .py file (default: print it to stdout).")
+@click.option(
+    "--framework", type=click.Choice(("torch", "mlx")), default="torch", show_default=True,
+    help="Which kind of model the shim wraps: a transformers (PyTorch) model or an mlx-lm model.",
+)
+@click.option(
+    "--map", "maps", multiple=True, metavar="ROLE=PATH",
+    help="Where a role lives in the model, e.g. --map embed=transformer.wte; repeat for several. "
+    "Roles: embed, embed_proj, layers, norm, head_proj, lm_head.",
+)
+@click.option("--map-file", type=click.Path(dir_okay=False), help="Read ROLE = PATH pairs from a .json or .toml file (--map wins).")
+@click.option("--force", is_flag=True, help="Overwrite the output file if it exists.")
+@click.option("--revision", help="Hub revision of TARGET (also TARGET@revision).")
+@click.option("--token", envvar="HF_TOKEN", help="Hugging Face token for private or gated repos.")
+@click.option("--trust-remote-code", is_flag=True, help="Allow importing the target repo's own Python code to find its modules.")
+def adapt_cmd(target: str, output: Optional[str], framework: str, maps: tuple[str, ...], map_file: Optional[str],
+              force: bool, revision: Optional[str], token: Optional[str], trust_remote_code: bool) -> None:
+    """Write a Python adapter shim for TARGET: a standalone module whose wrap(model) exposes what
+    DFlash engines and the reference runtime reach for (get_input_embeddings, lm_head,
+    model.embed_tokens, model.layers, a forward with the cache and hidden states).
+
+    \b
+      dflash-check adapt gpt2 -o adapter.py
+      dflash-check adapt ./my-model --map embed=backbone.tok --map layers=backbone.blocks -o adapter.py
+      dflash-check TARGET --draft DRAFT --adapter adapter.py
+
+    Paths come from the built-in layout for the model's model_type, else from building the model
+    without weights, then from --map-file and --map. Exit codes: 0 written, 2 bad input.
+    """
+    from ..adapters.shim import load_map_file, parse_map_options, render_shim, write_shim
+    from ..exceptions import DFlashCompatError
+
+    notes: list[str] = []
+    try:
+        mapping = load_map_file(map_file) if map_file else {}
+        mapping.update(parse_map_options(maps))
+        plan = plan_for_target(target, framework, mapping, revision=revision, token=token,
+                               trust_remote_code=trust_remote_code, notes=notes)
+        source = render_shim(plan)
+        if output is None or output == "-":
+            click.echo(source, nl=False)
+            return
+        path = write_shim(source, output, force=force)
+    except DFlashCompatError as exc:
+        _fail(exc)
+        return
+    roles = ", ".join(f"{role} -> {p}" for role, p in plan.checked().paths.items())
+    click.echo(f"wrote {path}: {roles}", err=True)
+    click.echo(f"use it: dflash-check {target} --draft DRAFT --adapter {path}", err=True)

@@ -1,0 +1,325 @@
+"""`dflash-check smoke`: run DFlash end to end on a few prompts; check losslessness, acceptance and speed-up."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import click
+
+from ..exceptions import EXIT_FAIL, EXIT_OK, DFlashCompatError, InputError, MissingDependencyError
+
+__all__ = ["smoke_cmd", "SmokeRequest", "SmokeRun", "PromptRun", "build_payload", "SCHEMA_VERSION"]
+
+SCHEMA_VERSION = 1
+DEFAULT_PROMPT = "Write a short story about a robot who learns to paint."
+_TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json", "tiktoken.model")
+
+
+@dataclass
+class SmokeRequest:
+    """Everything a backend needs to run the smoke test (plain data, no framework objects)."""
+
+    target: str
+    draft: str
+    texts: list[str] = field(default_factory=list)
+    prompt_ids: list[list[int]] = field(default_factory=list)
+    max_new_tokens: int = 64
+    block_size: Optional[int] = None
+    temperature: float = 0.0
+    top_p: float = 1.0
+    top_k: int = 0
+    seed: int = 0
+    device: str = "auto"
+    dtype: str = "auto"
+    trust_remote_code: bool = False
+    token: Optional[str] = None
+    adapter: Optional[str] = None  # --adapter FILE_OR_NAME (None: chosen by model_type)
+
+
+@dataclass
+class PromptRun:
+    """One prompt: its ids, the speculative result and the plain greedy baseline (GenerationResult)."""
+
+    prompt_tokens: list[int]
+    spec: Any
+    baseline: Any
+
+
+@dataclass
+class SmokeRun:
+    backend: str
+    device: str
+    dtype: str
+    block_size: int
+    prompts: list[PromptRun]
+
+
+# ---------------------------------------------------------------------------------------------
+# backends
+# ---------------------------------------------------------------------------------------------
+
+
+def _run_backend(backend: str, req: SmokeRequest, step: Callable[[], None], total: Callable[[int], None]) -> SmokeRun:
+    """Dispatch to a runtime. Each branch loads target + draft, then runs spec and baseline per prompt."""
+    if backend == "torch":
+        return _run_torch(req, step, total)
+    if backend == "mlx":
+        return _run_mlx(req, step, total)
+    raise InputError(f"unknown backend {backend!r}")  # pragma: no cover - click validates
+
+
+def _run_mlx(req: SmokeRequest, step: Callable[[], None], total: Callable[[int], None]) -> SmokeRun:
+    import importlib.util
+
+    if importlib.util.find_spec("dflash_compat.runtime.mlx_generate") is None:
+        raise MissingDependencyError("--backend mlx is not available in this version yet; use --backend torch")
+    raise MissingDependencyError("--backend mlx is not wired into `dflash-check smoke` yet; use --backend torch")
+
+
+def _tokenize(folder: Path, texts: list[str], target: str) -> list[list[int]]:
+    if not texts:
+        return []
+    if not any((folder / name).is_file() for name in _TOKENIZER_FILES):
+        raise InputError(f"target {target} has no tokenizer, so text prompts cannot be encoded; pass --prompt-ids 1,2,3")
+    try:
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(str(folder))
+    except (OSError, ValueError, TypeError) as exc:
+        raise InputError(f"target {target}: cannot load its tokenizer ({str(exc).splitlines()[0]}); pass --prompt-ids") from None
+    encoded = [list(tokenizer(t)["input_ids"]) for t in texts]
+    empty = [i for i, ids in enumerate(encoded) if not ids]
+    if empty:
+        raise InputError(f"prompt {empty[0]} encodes to no tokens")
+    return encoded
+
+
+def _torch_device_dtype(device: str, dtype: str):
+    import torch
+
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        raise InputError("--device cuda: no CUDA GPU is available to this torch build")
+    if dtype == "auto":
+        dtype = "bfloat16" if device == "cuda" else "float32"
+    return device, dtype, getattr(torch, dtype)
+
+
+def _run_torch(req: SmokeRequest, step: Callable[[], None], total: Callable[[int], None]) -> SmokeRun:
+    try:
+        import torch  # noqa: F401
+        import transformers  # noqa: F401
+    except ImportError:
+        raise MissingDependencyError("the torch backend needs torch and transformers: pip install 'dflash-compat[torch]'") from None
+    from ..resolve import download_weights, resolve
+    from ..runtime import torch_generate as rt
+
+    device, dtype_name, dtype = _torch_device_dtype(req.device, req.dtype)
+    resolved = resolve(req.target, "target", token=req.token)
+    folder = download_weights(resolved, token=req.token)
+    prompts = _tokenize(folder, req.texts, req.target) + [list(p) for p in req.prompt_ids]
+    target = rt.load_target(folder, device=device, dtype=dtype, trust_remote_code=req.trust_remote_code,
+                            adapter=req.adapter)
+    draft = rt.load_draft(req.draft, device=device, dtype=dtype, token=req.token)
+    bs = draft.block_size if req.block_size is None else req.block_size
+    if not 1 <= bs <= draft.block_size:
+        raise InputError(f"--block-size {bs} must be between 1 and the draft's block_size {draft.block_size}")
+    for i, ids in enumerate(prompts):
+        bad = [t for t in ids if not 0 <= t < target.vocab_size]
+        if bad:
+            raise InputError(f"prompt {i}: token id {bad[0]} is outside the target's vocabulary (0..{target.vocab_size - 1})")
+    stops = rt.stop_tokens_of(target)
+    sampling = dict(temperature=req.temperature, top_p=req.top_p, top_k=req.top_k)
+    total(2 * len(prompts))
+    # warm-up: first calls pay for lazy initialisation (and CUDA kernel selection)
+    rt.spec_generate(draft, target, prompts[0], max_new_tokens=min(8, req.max_new_tokens), block_size=bs,
+                     stop_token_ids=stops, seed=req.seed, **sampling)
+    rt.greedy_generate(target, prompts[0], max_new_tokens=min(8, req.max_new_tokens), stop_token_ids=stops)
+    runs = []
+    for ids in prompts:
+        spec = rt.spec_generate(draft, target, ids, max_new_tokens=req.max_new_tokens, block_size=bs,
+                                stop_token_ids=stops, seed=req.seed, **sampling)
+        step()
+        base = rt.greedy_generate(target, ids, max_new_tokens=req.max_new_tokens, stop_token_ids=stops)
+        step()
+        runs.append(PromptRun(ids, spec, base))
+    return SmokeRun("torch", device, dtype_name, bs, runs)
+
+
+# ---------------------------------------------------------------------------------------------
+# the report (plain data)
+# ---------------------------------------------------------------------------------------------
+
+
+def _rate(tokens: int, seconds: float) -> float:
+    return tokens / seconds if seconds > 0 else 0.0
+
+
+def build_payload(run: SmokeRun, temperature: float) -> dict[str, Any]:
+    """The JSON report. `lossless` is null with temperature > 0: sampled outputs are random, so
+    they cannot be compared token for token with the greedy baseline."""
+    from ..runtime.stats import histogram, mean_acceptance
+
+    greedy = temperature <= 0
+    results, lengths = [], []
+    spec_tokens = spec_s = base_tokens = base_s = 0.0
+    for i, p in enumerate(run.prompts):
+        s, b = p.spec.stats, p.baseline.stats
+        lengths += s.acceptance_lengths
+        spec_tokens, spec_s = spec_tokens + s.decode_tokens, spec_s + s.decode_s
+        base_tokens, base_s = base_tokens + b.decode_tokens, base_s + b.decode_s
+        results.append({
+            "prompt_index": i,
+            "prompt_tokens": list(p.prompt_tokens),
+            "output_tokens": list(p.spec.tokens),
+            "baseline_tokens": list(p.baseline.tokens),
+            "lossless": (p.spec.tokens == p.baseline.tokens) if greedy else None,
+            "acceptance_lengths": list(s.acceptance_lengths),
+            "mean_acceptance": float(s.tau),
+            "decode_tokens_per_s": float(s.decode_tokens_per_s),
+            "baseline_tokens_per_s": float(b.decode_tokens_per_s),
+        })
+    base_rate = _rate(base_tokens, base_s)
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "backend": run.backend,
+        "device": run.device,
+        "dtype": run.dtype,
+        "block_size": run.block_size,
+        "temperature": float(temperature),
+        "results": results,
+        "summary": {
+            "lossless": all(r["lossless"] for r in results) if greedy else None,
+            "mean_acceptance": float(mean_acceptance(lengths)),
+            "histogram": {str(k): v for k, v in histogram(lengths, run.block_size).items()},
+            "speedup": _rate(spec_tokens, spec_s) / base_rate if base_rate > 0 else 0.0,
+        },
+    }
+
+
+def first_divergence(a: list[int], b: list[int]) -> Optional[int]:
+    """Index of the first token where two outputs differ (None when identical)."""
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            return i
+    return None if len(a) == len(b) else min(len(a), len(b))
+
+
+def exit_code(payload: dict[str, Any], min_acceptance: Optional[float]) -> int:
+    summary = payload["summary"]
+    if summary["lossless"] is False:
+        return EXIT_FAIL
+    if min_acceptance is not None and summary["mean_acceptance"] < min_acceptance:
+        return EXIT_FAIL
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------------------------------------
+# the command
+# ---------------------------------------------------------------------------------------------
+
+
+def _parse_ids(values: tuple[str, ...]) -> list[list[int]]:
+    out = []
+    for v in values:
+        try:
+            ids = [int(p) for p in v.replace(" ", "").split(",") if p]
+        except ValueError:
+            raise InputError(f"--prompt-ids {v!r}: expected comma-separated token ids like 1,2,3") from None
+        if not ids or any(i < 0 for i in ids):
+            raise InputError(f"--prompt-ids {v!r}: expected non-negative token ids like 1,2,3")
+        out.append(ids)
+    return out
+
+
+def _read_prompts_file(path: Optional[str]) -> list[str]:
+    if path is None:
+        return []
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"--prompts-file {path}: cannot read it ({exc})") from None
+    return [line for line in text.splitlines() if line.strip()]
+
+
+def _fail(exc: DFlashCompatError) -> None:
+    click.echo(f"dflash-check: error: {str(exc).replace(chr(10), ' ').strip()}", err=True)
+    sys.exit(exc.exit_code)
+
+
+@click.command("smoke", context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("target")
+@click.option("--draft", "-d", required=True, help="The DFlash draft: a local folder or a Hub repo id.")
+@click.option("--prompt", "-p", "prompts", multiple=True, help="A text prompt (needs the target's tokenizer); repeat for several.")
+@click.option("--prompts-file", type=click.Path(dir_okay=False), help="A file of text prompts, one per line (blank lines are skipped).")
+@click.option("--prompt-ids", multiple=True, help="A prompt as comma-separated token ids (e.g. 1,2,3); repeat for several.")
+@click.option("--max-new-tokens", type=click.IntRange(min=1), default=64, show_default=True, help="Tokens to generate per prompt.")
+@click.option("--block-size", type=click.IntRange(min=1), help="Block size per step, at most the draft's (default: the draft's block_size).")
+@click.option("--temperature", type=click.FloatRange(min=0), default=0.0, show_default=True,
+              help="0 is greedy and checked token for token; above 0 uses lossless rejection sampling (not comparable token for token).")
+@click.option("--top-p", type=click.FloatRange(min=0, max=1, min_open=True), default=1.0, show_default=True, help="Nucleus sampling mass (with --temperature > 0).")
+@click.option("--top-k", type=click.IntRange(min=0), default=0, show_default=True, help="Sample among the k most likely tokens; 0 means all (with --temperature > 0).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Random seed for sampling.")
+@click.option("--device", type=click.Choice(("auto", "cpu", "cuda")), default="auto", show_default=True, help="Where to run; auto picks cuda when available.")
+@click.option("--dtype", type=click.Choice(("auto", "float32", "bfloat16", "float16")), default="auto", show_default=True,
+              help="Weights and activations dtype; auto is bfloat16 on cuda, float32 on cpu.")
+@click.option("--min-acceptance", type=float, help="Fail (exit 1) when the mean acceptance length is below this.")
+@click.option("--format", "-f", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True, help="text: a summary table; json: the machine-readable report.")
+@click.option("--backend", type=click.Choice(("torch", "mlx")), default="torch", show_default=True, help="Which reference runtime runs the models.")
+@click.option("--trust-remote-code", is_flag=True, help="Allow the target repo's own Python code (never needed for standard architectures).")
+@click.option("--token", envvar="HF_TOKEN", help="Hugging Face token for private or gated repos (default: HF_TOKEN or the saved login).")
+@click.option("--adapter", metavar="FILE_OR_NAME",
+              help="Run the target through this adapter: a shim file written by `dflash-check adapt` (it is imported, "
+              "i.e. run) or a built-in adapter name such as gpt2. Default: chosen by the model_type.")
+def smoke_cmd(target, draft, prompts, prompts_file, prompt_ids, max_new_tokens, block_size, temperature, top_p, top_k,
+              seed, device, dtype, min_acceptance, fmt, backend, trust_remote_code, token, adapter) -> None:
+    """Run DFlash speculative decoding of TARGET with DRAFT on a few prompts, next to plain greedy
+    decoding of TARGET alone, and report losslessness, acceptance lengths and the speed-up.
+
+    \b
+    Exit codes: 0 passed; 1 output differs from the greedy baseline (temperature 0) or the mean
+    acceptance is under --min-acceptance; 2 bad input, or a pairing the runtime cannot run.
+    """
+    try:
+        texts = list(prompts) + _read_prompts_file(prompts_file)
+        ids = _parse_ids(prompt_ids)
+        if not texts and not ids:
+            texts = [DEFAULT_PROMPT]
+        req = SmokeRequest(
+            target=target, draft=draft, texts=texts, prompt_ids=ids, max_new_tokens=max_new_tokens,
+            block_size=block_size, temperature=temperature, top_p=top_p, top_k=top_k, seed=seed,
+            device=device, dtype=dtype, trust_remote_code=trust_remote_code, token=token, adapter=adapter,
+        )
+        run = _run_with_progress(backend, req)
+    except DFlashCompatError as exc:
+        _fail(exc)
+        return
+    payload = build_payload(run, temperature)
+    if fmt == "json":
+        click.echo(json.dumps(payload, indent=2))
+    else:
+        from ..console import make_console, render_smoke
+
+        divergence = [first_divergence(r["output_tokens"], r["baseline_tokens"]) for r in payload["results"]]
+        render_smoke(payload, make_console(), divergence=divergence, min_acceptance=min_acceptance)
+    sys.exit(exit_code(payload, min_acceptance))
+
+
+def _run_with_progress(backend: str, req: SmokeRequest) -> SmokeRun:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from ..console import make_console
+
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=make_console(stderr=True), transient=True) as progress:
+        task = progress.add_task("loading models", total=None)
+
+        def total(n: int) -> None:
+            progress.update(task, total=n, description="generating (spec + baseline)")
+
+        return _run_backend(backend, req, lambda: progress.advance(task), total)

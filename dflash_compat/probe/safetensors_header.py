@@ -1,0 +1,274 @@
+"""Draft weight facts from safetensors headers only: local files (8-byte length + JSON) or the Hub's header API.
+
+No tensor data is ever read, and nothing here imports torch, numpy or safetensors.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from ..exceptions import WeightsError
+from ..resolve import Resolved
+from ..specs import DraftSpec, DraftWeights
+
+__all__ = [
+    "DTYPE_BYTES",
+    "FileHeader",
+    "read_header",
+    "read_local_headers",
+    "read_hub_headers",
+    "inspect_draft_weights",
+]
+
+INDEX_FILE = "model.safetensors.index.json"
+SINGLE_FILE = "model.safetensors"
+# The safetensors format caps the header at 100 MB; anything larger is corruption, not a model.
+MAX_HEADER_BYTES = 100_000_000
+
+# Bytes per element of each safetensors dtype (sub-byte types as fractions).
+DTYPE_BYTES: dict[str, float] = {
+    "BOOL": 1, "U8": 1, "I8": 1, "F8_E4M3": 1, "F8_E5M2": 1, "F8_E8M0": 1,
+    "I16": 2, "U16": 2, "F16": 2, "BF16": 2,
+    "I32": 4, "U32": 4, "F32": 4,
+    "I64": 8, "U64": 8, "F64": 8, "C64": 8,
+    "F4": 0.5, "F6_E2M3": 0.75, "F6_E3M2": 0.75,
+}
+
+
+@dataclass
+class FileHeader:
+    """One safetensors file's header: tensor name -> (dtype, shape), plus what the data section holds."""
+
+    name: str
+    tensors: dict[str, tuple[str, list[int]]] = field(default_factory=dict)
+    metadata: dict[str, str] = field(default_factory=dict)
+    data_bytes_declared: int = 0
+    data_bytes_present: Optional[int] = None  # None: unknown (remote header)
+
+
+def _prod(shape: list[int]) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def _parse_header(name: str, raw: bytes) -> FileHeader:
+    """Validate a header's JSON (the bytes after the 8-byte length); raises WeightsError."""
+    try:
+        doc = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise WeightsError(f"{name}: corrupt safetensors header (not JSON: {str(exc).splitlines()[0]})") from None
+    if not isinstance(doc, dict):
+        raise WeightsError(f"{name}: corrupt safetensors header (not a JSON object)")
+    out = FileHeader(name=name)
+    meta = doc.pop("__metadata__", None)
+    if isinstance(meta, dict):
+        out.metadata = {str(k): str(v) for k, v in meta.items()}
+    end_max = 0
+    for tname, info in doc.items():
+        if not isinstance(info, dict):
+            raise WeightsError(f"{name}: corrupt safetensors header (entry {tname!r} is not an object)")
+        dtype, shape, offsets = info.get("dtype"), info.get("shape"), info.get("data_offsets")
+        if not isinstance(dtype, str):
+            raise WeightsError(f"{name}: corrupt safetensors header ({tname!r} has no dtype)")
+        if not isinstance(shape, list) or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape):
+            raise WeightsError(f"{name}: corrupt safetensors header ({tname!r} has an invalid shape {shape!r})")
+        if (
+            not isinstance(offsets, list) or len(offsets) != 2
+            or not all(isinstance(o, int) and not isinstance(o, bool) for o in offsets)
+            or not 0 <= offsets[0] <= offsets[1]
+        ):
+            raise WeightsError(f"{name}: corrupt safetensors header ({tname!r} has invalid data_offsets {offsets!r})")
+        size = DTYPE_BYTES.get(dtype)
+        if size is not None and offsets[1] - offsets[0] != int(_prod(shape) * size + 0.999):
+            raise WeightsError(
+                f"{name}: corrupt safetensors header ({tname!r}: {dtype}{shape} needs "
+                f"{int(_prod(shape) * size + 0.999)} bytes, its offsets span {offsets[1] - offsets[0]})"
+            )
+        out.tensors[tname] = (dtype, list(shape))
+        end_max = max(end_max, offsets[1])
+    out.data_bytes_declared = end_max
+    return out
+
+
+def read_header(path: Path, name: Optional[str] = None) -> FileHeader:
+    """Read only the first 8 + N bytes of a safetensors file (N: the little-endian header length)."""
+    name = name or path.name
+    try:
+        total = path.stat().st_size
+        with open(path, "rb") as fh:
+            head = fh.read(8)
+            if len(head) < 8:
+                raise WeightsError(f"{name}: truncated ({total} bytes): no safetensors header; download it again")
+            (length,) = struct.unpack("<Q", head)
+            if length == 0 or length > MAX_HEADER_BYTES:
+                raise WeightsError(f"{name}: corrupt: header length {length} is not a safetensors header")
+            if 8 + length > total:
+                raise WeightsError(
+                    f"{name}: truncated: the header needs {8 + length} bytes, the file has {total}; download it again"
+                )
+            raw = fh.read(length)
+    except WeightsError:
+        raise
+    except OSError as exc:
+        raise WeightsError(f"{name}: cannot read ({exc.strerror or exc})") from None
+    if len(raw) < length:
+        raise WeightsError(f"{name}: truncated while reading its header; download it again")
+    header = _parse_header(name, raw)
+    header.data_bytes_present = total - 8 - length
+    return header
+
+
+def _index_files(index_path: Path) -> tuple[list[str], dict[str, str]]:
+    try:
+        index = json.loads(index_path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise WeightsError(f"{index_path.name}: unreadable index ({str(exc).splitlines()[0]})") from None
+    wmap = index.get("weight_map") if isinstance(index, dict) else None
+    if not isinstance(wmap, dict) or not all(isinstance(v, str) for v in wmap.values()):
+        raise WeightsError(f"{index_path.name}: corrupt index (no weight_map of tensor -> file)")
+    for shard in wmap.values():
+        # An index must name files beside it; never follow paths out of the model folder.
+        if "/" in shard or "\\" in shard or shard.startswith("."):
+            raise WeightsError(f"{index_path.name}: corrupt index (shard name {shard!r} is not a file name)")
+    return sorted(set(wmap.values())), wmap
+
+
+def local_weight_files(folder: Path) -> tuple[list[str], Optional[dict[str, str]]]:
+    """The safetensors files a folder's model consists of (index first), and the index's weight map."""
+    index = folder / INDEX_FILE
+    if index.is_file():
+        return _index_files(index)
+    files = sorted(p.name for p in folder.glob("*.safetensors") if p.is_file())
+    return files, None
+
+
+def read_local_headers(folder: Path) -> list[FileHeader]:
+    """Headers of every safetensors file of the model in `folder`; [] when it holds none."""
+    files, wmap = local_weight_files(folder)
+    missing = [f for f in files if not (folder / f).is_file()]
+    if missing and wmap is not None and len(missing) == len(files):
+        return []  # an index without its shards (e.g. a config-only snapshot): nothing local to read
+    if missing:
+        raise WeightsError(f"{folder}: shard {missing[0]} listed in {INDEX_FILE} is missing; download it again")
+    headers = [read_header(folder / f, f) for f in files]
+    if wmap is not None:
+        _check_index(headers, wmap)
+    return headers
+
+
+def _check_index(headers: list[FileHeader], wmap: dict[str, str]) -> None:
+    by_name = {h.name: h for h in headers}
+    for tensor, shard in wmap.items():
+        if tensor not in by_name[shard].tensors:
+            raise WeightsError(f"{shard}: {INDEX_FILE} lists {tensor!r} in it, its header does not")
+
+
+def read_hub_headers(repo_id: str, revision: Optional[str] = None, token: Optional[str] = None, api: Any = None) -> list[FileHeader]:
+    """Headers of a Hub repo's safetensors files, read remotely by huggingface_hub (HTTP range requests)."""
+    if api is None:
+        from huggingface_hub import HfApi
+
+        api = HfApi()
+    meta = api.get_safetensors_metadata(repo_id, revision=revision, token=token)
+    headers = []
+    for fname in sorted(meta.files_metadata):
+        fmeta = meta.files_metadata[fname]
+        h = FileHeader(name=fname, metadata=dict(fmeta.metadata or {}))
+        end = 0
+        for tname, info in fmeta.tensors.items():
+            h.tensors[tname] = (str(info.dtype), [int(s) for s in info.shape])
+            end = max(end, int(info.data_offsets[1]))
+        h.data_bytes_declared = end
+        headers.append(h)
+    return headers
+
+
+def summarize(headers: list[FileHeader]) -> DraftWeights:
+    """Fold file headers into the DraftWeights facts the rules read."""
+    shapes: dict[str, list[int]] = {}
+    dtypes: dict[str, str] = {}
+    where: dict[str, str] = {}
+    params: dict[str, int] = {}
+    incomplete: dict[str, list[int]] = {}
+    metadata: dict[str, str] = {}
+    for h in headers:
+        metadata = metadata or h.metadata
+        for tname, (dtype, shape) in h.tensors.items():
+            shapes[tname] = shape
+            dtypes[tname] = dtype
+            where[tname] = h.name
+            params[dtype] = params.get(dtype, 0) + _prod(shape)
+        if h.data_bytes_present is not None and h.data_bytes_present < h.data_bytes_declared:
+            incomplete[h.name] = [h.data_bytes_present, h.data_bytes_declared]
+    main = max(params, key=lambda d: (params[d], d)) if params else None
+    return DraftWeights(
+        checked=True,
+        files=[h.name for h in headers],
+        tensor_count=len(shapes),
+        dtype=main,
+        dtypes=sorted(params),
+        shapes=shapes,
+        tensor_dtypes=dtypes,
+        tensor_files=where,
+        incomplete=incomplete,
+        metadata=metadata,
+    )
+
+
+def _hub_offline() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def inspect_draft_weights(resolved: Resolved, draft: DraftSpec, notes: list[str], api: Any = None,
+                          token: Optional[str] = None) -> None:
+    """Fill `draft.weights` in place. Local files first; for Hub drafts without local weights, the Hub header API."""
+    headers = read_local_headers(resolved.folder)
+    if not headers and resolved.is_hub:
+        headers = _hub_headers_or_skip(resolved, draft, notes, api, token)
+        if headers is None:
+            return
+    if not headers:
+        has_bin = any(resolved.folder.glob("*.bin")) or any(resolved.folder.glob("*.pt"))
+        reason = "pickle-only" if has_bin else "no-safetensors"
+        draft.weights = DraftWeights(checked=False, skipped=reason)
+        notes.append(f"draft weights not checked: {reason}")
+        return
+    draft.weights = summarize(headers)
+
+
+def _hub_headers_or_skip(resolved: Resolved, draft: DraftSpec, notes: list[str], api: Any,
+                         token: Optional[str]) -> Optional[list[FileHeader]]:
+    if _hub_offline():
+        draft.weights = DraftWeights(checked=False, skipped="hub-offline")
+        notes.append("draft weights not checked: HF_HUB_OFFLINE is set")
+        return None
+    try:
+        from huggingface_hub import errors as hf_errors
+    except ImportError:  # pragma: no cover - a core dependency
+        draft.weights = DraftWeights(checked=False, skipped="hub-unreachable")
+        return None
+    try:
+        return read_hub_headers(resolved.repo_id, resolved.revision, token, api=api)
+    except hf_errors.NotASafetensorsRepoError:
+        draft.weights = DraftWeights(checked=False, skipped="no-safetensors")
+        notes.append("draft weights not checked: the repo has no safetensors files")
+    except hf_errors.SafetensorsParsingError as exc:
+        raise WeightsError(f"draft {resolved.ref}: corrupt safetensors header on the Hub ({str(exc).splitlines()[0]})") from None
+    except (hf_errors.RepositoryNotFoundError, hf_errors.GatedRepoError) as exc:
+        draft.weights = DraftWeights(checked=False, skipped="hub-unreachable")
+        notes.append(f"draft weights not checked: {type(exc).__name__}")
+    except WeightsError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - HTTP client errors (httpx, OSError, HfHubHTTPError, offline)
+        # A network failure must not hide the config-level verdict: report the skip instead.
+        draft.weights = DraftWeights(checked=False, skipped="hub-unreachable")
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        notes.append(f"draft weights not checked: Hub header request failed ({first})")
+    return None

@@ -1,0 +1,535 @@
+"""DFlash draft models in MLX: v1 (DFlashDraftModel) and v2 (DFlash2DraftModel), loaded from z-lab checkpoints.
+
+The modules are ours, the weights come from `*.safetensors` only (mx.load, never a pickle).
+Mirrors `torch_draft.py` function for function; the maths are the same, shapes in the comments.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Optional, Union
+
+import mlx.core as mx
+import mlx.nn as nn
+from mlx.utils import tree_flatten
+
+from ..exceptions import ConfigError, RuntimeUnsupportedError, WeightsError
+from ..specs import DraftSpec, parse_draft_config
+
+__all__ = [
+    "DraftConfig",
+    "draft_config",
+    "DraftCache",
+    "DFlashDraftModel",
+    "DFlash2DraftModel",
+    "build_draft",
+    "load_draft_weights",
+    "load_draft",
+]
+
+_STATIC_ROPE_TYPES = ("linear", "yarn", "llama3", "proportional")
+
+
+# ---------------------------------------------------------------------------------------------
+# config
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DraftConfig:
+    """Everything the draft's modules and the runtime read, resolved from a DraftSpec."""
+
+    version: int  # 1: DFlashDraftModel, 2: DFlash2DraftModel
+    hidden_size: int
+    num_layers: int
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    intermediate_size: int
+    vocab_size: Optional[int]
+    rms_norm_eps: float
+    attention_bias: bool
+    target_layer_ids: tuple[int, ...]
+    block_size: int
+    mask_token_id: int
+    layer_causal: tuple[bool, ...]  # per draft layer
+    layer_window: tuple[Optional[int], ...]  # per draft layer: sliding window, or None
+    input_embedding_scale: float = 1.0
+    output_multiplier: float = 1.0
+    final_logit_softcapping: Optional[float] = None
+    rope_theta: float = 10000.0
+    rope_type: str = "default"
+    conv_kernel_size: int = 0
+    conv_group_size: int = 0
+    selector_rank: int = 0
+    selector_top_k: int = 0
+
+
+def draft_config(spec: DraftSpec) -> DraftConfig:
+    """Resolve a DraftSpec into a DraftConfig, with the reference runtime's defaults (the same
+    resolution as torch_draft.draft_config, so both runtimes build the same draft)."""
+    where = f"draft {spec.source}: {spec.config_file}"
+    if spec.format == "speculators":
+        raise RuntimeUnsupportedError(
+            f"{where}: speculators-format drafts are not supported by the reference runtime; use the z-lab checkpoint"
+        )
+    if spec.hidden_act not in (None, "silu"):
+        raise RuntimeUnsupportedError(f"{where}: hidden_act {spec.hidden_act!r} is not supported (silu only)")
+    if spec.num_attention_heads is None:
+        raise ConfigError(f"{where}: `num_attention_heads` is required")
+    if spec.intermediate_size is None:
+        raise ConfigError(f"{where}: `intermediate_size` is required")
+    if spec.mask_token_id is None:
+        raise ConfigError(f"{where}: `dflash_config.mask_token_id` is required")
+    ids = spec.target_layer_ids
+    if not ids or not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in ids):
+        raise ConfigError(f"{where}: `dflash_config.target_layer_ids` must be a non-empty list of layer indices")
+    n = spec.num_hidden_layers
+    layer_types = list(spec.layer_types or ["full_attention"] * n)
+    if len(layer_types) != n or any(t not in ("full_attention", "sliding_attention") for t in layer_types):
+        raise ConfigError(f"{where}: `layer_types` must list full_attention / sliding_attention for each of {n} layers")
+    # As transformers' Qwen3Config reads it: the window takes effect only with use_sliding_window.
+    window = spec.sliding_window if spec.raw.get("use_sliding_window") else None
+    causal = tuple(t == "sliding_attention" if spec.is_causal is None else bool(spec.is_causal) for t in layer_types)
+    windows = tuple(window if t == "sliding_attention" else None for t in layer_types)
+    rope = spec.rope
+    if rope.mrope_section:
+        raise RuntimeUnsupportedError(f"{where}: mrope_section in the draft's RoPE is not supported")
+    if rope.partial_rotary_factor not in (None, 1, 1.0):
+        raise RuntimeUnsupportedError(f"{where}: partial_rotary_factor {rope.partial_rotary_factor} is not supported")
+    rope_type = rope.rope_type or "default"
+    if rope_type not in ("default", *_STATIC_ROPE_TYPES):
+        raise RuntimeUnsupportedError(f"{where}: RoPE type {rope_type!r} is not supported")
+    version = 2 if spec.format == "zlab-v2" else 1
+    if version == 2:
+        missing = [k for k in ("conv_kernel_size", "conv_group_size", "selector_rank", "selector_top_k")
+                   if getattr(spec, k) is None]
+        if missing:
+            raise ConfigError(f"{where}: a DFlash 2 draft needs dflash_config.{', dflash_config.'.join(missing)}")
+        if spec.hidden_size % spec.conv_group_size:
+            raise ConfigError(f"{where}: conv_group_size {spec.conv_group_size} does not divide hidden_size")
+    block = spec.block_size if spec.block_size is not None else 16
+    if block < 1:
+        raise ConfigError(f"{where}: block_size must be >= 1 (got {block})")
+    heads = spec.num_attention_heads
+    softcap = spec.final_logit_softcapping
+    return DraftConfig(
+        version=version,
+        hidden_size=spec.hidden_size,
+        num_layers=n,
+        num_heads=heads,
+        num_kv_heads=spec.num_key_value_heads or heads,
+        head_dim=spec.head_dim or spec.hidden_size // heads,
+        intermediate_size=spec.intermediate_size,
+        vocab_size=spec.vocab_size,
+        rms_norm_eps=float(spec.rms_norm_eps if spec.rms_norm_eps is not None else 1e-6),
+        attention_bias=bool(spec.attention_bias),
+        target_layer_ids=tuple(ids),
+        block_size=block,
+        mask_token_id=spec.mask_token_id,
+        layer_causal=causal,
+        layer_window=windows,
+        input_embedding_scale=float(spec.input_embedding_scale if spec.input_embedding_scale is not None else 1.0),
+        output_multiplier=float(spec.output_multiplier if spec.output_multiplier is not None else 1.0),
+        final_logit_softcapping=float(softcap) if softcap is not None and softcap > 0 else None,
+        rope_theta=float(rope.theta if rope.theta is not None else 10000.0),
+        rope_type=rope_type,
+        conv_kernel_size=spec.conv_kernel_size or 0,
+        conv_group_size=spec.conv_group_size or 0,
+        selector_rank=spec.selector_rank or 0,
+        selector_top_k=spec.selector_top_k or 0,
+    )
+
+
+def make_rope(cfg: DraftConfig, raw: Optional[dict[str, Any]] = None) -> nn.Module:
+    """RoPE in the neox layout (halves rotate together); scaled types through mlx-lm's rope_utils."""
+    if cfg.rope_type == "default":
+        return nn.RoPE(cfg.head_dim, traditional=False, base=cfg.rope_theta)
+    from mlx_lm.models.rope_utils import initialize_rope
+
+    raw = raw or {}
+    scaling = raw.get("rope_scaling") or raw.get("rope_parameters")
+    return initialize_rope(cfg.head_dim, cfg.rope_theta, False, scaling, raw.get("max_position_embeddings"))
+
+
+# ---------------------------------------------------------------------------------------------
+# KV cache of the context features (the block never stays in it)
+# ---------------------------------------------------------------------------------------------
+
+
+class DraftCache:
+    """Per draft layer, keys/values of the context features seen so far, in buffers grown in steps.
+
+    Each call writes context + block past `length`; only the context is kept (`length` advances
+    over it), the block is overwritten next time -- the reference's crop-to-start, without a copy.
+    """
+
+    step = 256
+
+    def __init__(self, num_layers: int, capacity: int = 0) -> None:
+        self.length = 0  # context positions held (== target positions 0 .. length-1)
+        self.capacity = capacity
+        self.keys: list[Optional[mx.array]] = [None] * num_layers  # [B, kvH, capacity, D]
+        self.values: list[Optional[mx.array]] = [None] * num_layers
+
+    def write(self, layer: int, k: mx.array, v: mx.array) -> tuple[mx.array, mx.array]:
+        """Put context+block keys/values [B, kvH, C+T, D] at length .. length+C+T-1; return all keys/values so far."""
+        end = self.length + k.shape[2]
+        if self.keys[layer] is None or end > self.keys[layer].shape[2]:
+            self._grow(layer, k, end)
+        self.keys[layer][:, :, self.length:end] = k
+        self.values[layer][:, :, self.length:end] = v
+        return self.keys[layer][:, :, :end], self.values[layer][:, :, :end]
+
+    def _grow(self, layer: int, like: mx.array, needed: int) -> None:
+        old_k, old_v = self.keys[layer], self.values[layer]
+        size = max(needed, self.capacity, 2 * old_k.shape[2] if old_k is not None else 0)
+        size = -(-size // self.step) * self.step
+        b, h, _, d = like.shape
+        new_k, new_v = mx.zeros((b, h, size, d), like.dtype), mx.zeros((b, h, size, d), like.dtype)
+        if old_k is not None:
+            new_k[:, :, :self.length] = old_k[:, :, :self.length]
+            new_v[:, :, :self.length] = old_v[:, :, :self.length]
+        self.keys[layer], self.values[layer] = new_k, new_v
+
+
+# ---------------------------------------------------------------------------------------------
+# modules
+# ---------------------------------------------------------------------------------------------
+
+
+def attention_mask(q_start: int, q_len: int, k_len: int, causal: bool, window: Optional[int]) -> Optional[mx.array]:
+    """Boolean [q_len, k_len] mask (True = visible), or None for full attention.
+
+    Key index == target position (the cache holds positions 0 .. k_len-1); the queries are the
+    block at positions q_start .. q_start+q_len-1.
+    """
+    if not causal and window is None:
+        return None
+    q = mx.arange(q_start, q_start + q_len)[:, None]
+    k = mx.arange(k_len)[None, :]
+    visible = mx.ones((q_len, k_len), dtype=mx.bool_)
+    if causal:
+        visible = visible & (k <= q)
+    if window is not None:
+        visible = visible & (q - k < window)
+        if not causal:
+            visible = visible & (k - q < window)
+    return visible
+
+
+class DraftAttention(nn.Module):
+    """Queries from the block; keys/values from the context features, then the block."""
+
+    def __init__(self, cfg: DraftConfig) -> None:
+        super().__init__()
+        h, d, bias = cfg.hidden_size, cfg.head_dim, cfg.attention_bias
+        self.num_heads, self.num_kv_heads, self.head_dim = cfg.num_heads, cfg.num_kv_heads, d
+        self.scale = d ** -0.5
+        self.q_proj = nn.Linear(h, cfg.num_heads * d, bias=bias)
+        self.k_proj = nn.Linear(h, cfg.num_kv_heads * d, bias=bias)
+        self.v_proj = nn.Linear(h, cfg.num_kv_heads * d, bias=bias)
+        self.o_proj = nn.Linear(cfg.num_heads * d, h, bias=bias)
+        self.q_norm = nn.RMSNorm(d, eps=cfg.rms_norm_eps)
+        self.k_norm = nn.RMSNorm(d, eps=cfg.rms_norm_eps)
+
+    def __call__(self, x: mx.array, ctx: mx.array, rope: Callable, start: int,
+                 cache: DraftCache, layer: int, mask: Optional[mx.array]) -> mx.array:
+        # x [B, T, H] block at positions start..; ctx [B, C, H] normalised context features at start-C..
+        b, t, _ = x.shape
+        c = ctx.shape[1]
+        both = mx.concatenate([ctx, x], axis=1)  # [B, C+T, H]
+        q = self.q_norm(self.q_proj(x).reshape(b, t, self.num_heads, self.head_dim)).transpose(0, 2, 1, 3)
+        k = self.k_norm(self.k_proj(both).reshape(b, c + t, self.num_kv_heads, self.head_dim)).transpose(0, 2, 1, 3)
+        v = self.v_proj(both).reshape(b, c + t, self.num_kv_heads, self.head_dim).transpose(0, 2, 1, 3)
+        q = rope(q, offset=start)  # [B, h, T, D]
+        k = rope(k, offset=start - c)  # [B, kvh, C+T, D]
+        keys, values = cache.write(layer, k, v)  # [B, kvh, S+C+T, D]
+        out = mx.fast.scaled_dot_product_attention(q, keys, values, scale=self.scale, mask=mask)  # [B, h, T, D]
+        return self.o_proj(out.transpose(0, 2, 1, 3).reshape(b, t, -1))
+
+
+class DraftMLP(nn.Module):
+    def __init__(self, cfg: DraftConfig) -> None:
+        super().__init__()
+        self.gate_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, bias=False)
+        self.up_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, bias=False)
+        self.down_proj = nn.Linear(cfg.intermediate_size, cfg.hidden_size, bias=False)
+
+    def __call__(self, x: mx.array) -> mx.array:
+        return self.down_proj(nn.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+def grouped_dynamic_conv(x: mx.array, dynamic: mx.array, base: mx.array, group_size: int) -> mx.array:
+    """Causal convolution over the block: out[t] = sum_o (base[o] + dynamic[t, o]) * x[t - o].
+
+    x [B, T, H]; dynamic [B, T, K, G] (one weight per group of `group_size` channels); base [K, H].
+    """
+    b, t, h = x.shape
+    groups = h // group_size
+    xg = x.reshape(b, t, groups, group_size)  # [B, T, G, gs]
+    dyn = dynamic[..., None]  # [B, T, K, G, 1]
+    out = mx.zeros_like(xg)
+    for o in range(base.shape[0]):
+        # x[t - o], zeros before the block
+        shifted = xg if o == 0 else mx.concatenate([mx.zeros_like(xg[:, :o]), xg[:, : t - o]], axis=1)
+        out = out + base[o].reshape(1, 1, groups, group_size).astype(x.dtype) * shifted
+        out = out + dyn[:, :, o] * shifted
+    return out.reshape(b, t, h)
+
+
+class DynamicConv(nn.Module):
+    """DFlash 2: one convolution before a sub-layer (prepare) and one after it (finish)."""
+
+    def __init__(self, cfg: DraftConfig) -> None:
+        super().__init__()
+        self.kernel_size, self.group_size = cfg.conv_kernel_size, cfg.conv_group_size
+        self.groups = cfg.hidden_size // cfg.conv_group_size
+        self.base_kernel = mx.zeros((2, self.kernel_size, cfg.hidden_size))  # [before/after, K, H]
+        self.kernel_projection = nn.Linear(cfg.hidden_size, 2 * self.kernel_size * self.groups, bias=False)
+
+    def prepare(self, x: mx.array) -> tuple[mx.array, mx.array]:
+        # the kernels for both convolutions come from the sub-layer's input
+        dyn = self.kernel_projection(x).reshape(*x.shape[:-1], 2, self.kernel_size, self.groups)  # [B, T, 2, K, G]
+        return grouped_dynamic_conv(x, dyn[..., 0, :, :], self.base_kernel[0], self.group_size), dyn[..., 1, :, :]
+
+    def finish(self, x: mx.array, dyn_after: mx.array) -> mx.array:
+        return grouped_dynamic_conv(x, dyn_after, self.base_kernel[1], self.group_size)
+
+
+class DraftLayer(nn.Module):
+    def __init__(self, cfg: DraftConfig, index: int) -> None:
+        super().__init__()
+        self.causal, self.window = cfg.layer_causal[index], cfg.layer_window[index]
+        self.self_attn = DraftAttention(cfg)
+        self.mlp = DraftMLP(cfg)
+        self.input_layernorm = nn.RMSNorm(cfg.hidden_size, eps=cfg.rms_norm_eps)
+        self.post_attention_layernorm = nn.RMSNorm(cfg.hidden_size, eps=cfg.rms_norm_eps)
+        if cfg.version == 2:
+            self.attention_conv = DynamicConv(cfg)
+            self.mlp_conv = DynamicConv(cfg)
+        self.v2 = cfg.version == 2
+
+    def __call__(self, x: mx.array, ctx: mx.array, rope: Callable, start: int,
+                 cache: DraftCache, layer: int, mask: Optional[mx.array]) -> mx.array:
+        h = self.input_layernorm(x)
+        if self.v2:
+            h, after = self.attention_conv.prepare(h)
+        h = self.self_attn(h, ctx, rope, start, cache, layer, mask)
+        if self.v2:
+            h = self.attention_conv.finish(h, after)
+        x = x + h
+        h = self.post_attention_layernorm(x)
+        if self.v2:
+            h, after = self.mlp_conv.prepare(h)
+        h = self.mlp(h)
+        if self.v2:
+            h = self.mlp_conv.finish(h, after)
+        return x + h
+
+
+class CandidateSelector(nn.Module):
+    """DFlash 2: rescore the draft's top-k candidates left to right with a low-rank bigram term."""
+
+    def __init__(self, cfg: DraftConfig) -> None:
+        super().__init__()
+        if not cfg.vocab_size:
+            raise ConfigError("a DFlash 2 draft needs vocab_size for its candidate selector")
+        self.top_k = cfg.selector_top_k
+        self.predecessor_codebook = nn.Embedding(cfg.vocab_size, cfg.selector_rank)
+        self.successor_codebook = nn.Embedding(cfg.vocab_size, cfg.selector_rank)
+        self.hidden_projection = nn.Linear(cfg.hidden_size, cfg.selector_rank, bias=False)
+
+    def select(self, hidden: mx.array, logits: mx.array, anchor: mx.array, temperature: float,
+               key: Optional[mx.array] = None) -> tuple[mx.array, Optional[mx.array]]:
+        """hidden [B, T, H], logits [B, T, V], anchor [B] -> tokens [B, T], and with temperature > 0
+        the proposal distribution over the full vocabulary [B, T, V] (zero outside the candidates)."""
+        k = min(self.top_k, logits.shape[-1])
+        cands = mx.argpartition(-logits, k - 1, axis=-1)[..., :k]  # [B, T, k] (unordered)
+        unary = mx.take_along_axis(logits, cands, axis=-1)  # [B, T, k]
+        proj = self.hidden_projection(hidden)  # [B, T, R]
+        succ = self.successor_codebook(cands)  # [B, T, k, R]
+        keys = mx.random.split(key, hidden.shape[1]) if key is not None and temperature > 0 else None
+        prev = anchor
+        tokens, rows = [], []
+        for pos in range(hidden.shape[1]):
+            query = self.predecessor_codebook(prev) * proj[:, pos]  # [B, R]
+            scores = unary[:, pos] + (succ[:, pos] @ query[..., None])[..., 0]  # [B, k]
+            if temperature > 0:
+                q = mx.softmax(scores.astype(mx.float32) / temperature, axis=-1)  # [B, k]
+                index = mx.random.categorical(mx.log(q), key=None if keys is None else keys[pos])
+                rows.append(mx.put_along_axis(mx.zeros(logits[:, pos].shape, q.dtype), cands[:, pos], q, axis=-1))
+            else:
+                index = mx.argmax(scores, axis=-1)
+            prev = mx.take_along_axis(cands[:, pos], index[:, None], axis=-1)[:, 0]
+            tokens.append(prev)
+        return mx.stack(tokens, axis=1), mx.stack(rows, axis=1) if rows else None
+
+
+class DFlashDraftModel(nn.Module):
+    """DFlash v1: fc + hidden_norm over the target features, Qwen3-style non-causal layers, norm."""
+
+    def __init__(self, cfg: DraftConfig, raw_config: Optional[dict[str, Any]] = None) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.layers = [DraftLayer(cfg, i) for i in range(cfg.num_layers)]
+        self.norm = nn.RMSNorm(cfg.hidden_size, eps=cfg.rms_norm_eps)
+        self.fc = nn.Linear(len(cfg.target_layer_ids) * cfg.hidden_size, cfg.hidden_size, bias=False)
+        self.hidden_norm = nn.RMSNorm(cfg.hidden_size, eps=cfg.rms_norm_eps)
+        # computed, never loaded: kept out of the parameter tree
+        object.__setattr__(self, "_rope", make_rope(cfg, raw_config))
+
+    # the runtime reads these
+    @property
+    def block_size(self) -> int:
+        return self.cfg.block_size
+
+    @property
+    def mask_token_id(self) -> int:
+        return self.cfg.mask_token_id
+
+    @property
+    def target_layer_ids(self) -> tuple[int, ...]:
+        return self.cfg.target_layer_ids
+
+    def new_cache(self, capacity: int = 0) -> DraftCache:
+        return DraftCache(self.cfg.num_layers, capacity)
+
+    def __call__(self, noise: mx.array, features: mx.array, start: int, cache: DraftCache) -> mx.array:
+        """noise [B, T, H]: the embedded block at positions start .. start+T-1; features [B, C, L*H]:
+        target features of positions start-C .. start-1 (appended to the cache). -> [B, T, H], normed."""
+        t, c = noise.shape[1], features.shape[1]
+        if cache.length != start - c:
+            raise RuntimeError(f"draft cache holds {cache.length} positions, expected {start - c}")
+        ctx = self.hidden_norm(self.fc(features))  # [B, C, H]
+        masks: dict[tuple[bool, Optional[int]], Optional[mx.array]] = {}
+        h = noise
+        for i, layer in enumerate(self.layers):
+            key = (layer.causal, layer.window)
+            if key not in masks:
+                masks[key] = attention_mask(start, t, start + t, layer.causal, layer.window)
+            h = layer(h, ctx, self._rope, start, cache, i, masks[key])
+        cache.length = start
+        return self.norm(h)
+
+    def compute_logits(self, hidden: mx.array, head: Callable[[mx.array], mx.array]) -> mx.array:
+        """Target head on the draft's hidden states [B, T, H] -> [B, T, V], with the draft's
+        output multiplier and soft-cap."""
+        logits = head(hidden)
+        if self.cfg.output_multiplier != 1.0:
+            logits = logits * self.cfg.output_multiplier
+        cap = self.cfg.final_logit_softcapping
+        if cap is not None:
+            logits = mx.tanh(logits / cap) * cap
+        return logits
+
+
+class DFlash2DraftModel(DFlashDraftModel):
+    """DFlash 2: v1 plus grouped dynamic causal convolutions around attention and MLP, and a
+    candidate selector that proposes the block left to right."""
+
+    def __init__(self, cfg: DraftConfig, raw_config: Optional[dict[str, Any]] = None) -> None:
+        super().__init__(cfg, raw_config)
+        self.candidate_selector = CandidateSelector(cfg)
+
+
+# ---------------------------------------------------------------------------------------------
+# loading
+# ---------------------------------------------------------------------------------------------
+
+
+def build_draft(cfg: DraftConfig, raw_config: Optional[dict[str, Any]] = None) -> DFlashDraftModel:
+    """A draft module with unevaluated (lazy) parameters until weights are loaded."""
+    cls = DFlash2DraftModel if cfg.version == 2 else DFlashDraftModel
+    return cls(cfg, raw_config)
+
+
+def _normalise_key(name: str) -> str:
+    # z-lab v2 checkpoints store the codebooks as bare tensors
+    if name in ("candidate_selector.predecessor_codebook", "candidate_selector.successor_codebook"):
+        return name + ".weight"
+    return name
+
+
+def _weight_files(folder: Path) -> list[Path]:
+    import json
+
+    index = folder / "model.safetensors.index.json"
+    if index.is_file():
+        try:
+            names = sorted(set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values()))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise WeightsError(f"{index}: unreadable index ({exc})") from None
+        return [folder / n for n in names]
+    return sorted(folder.glob("*.safetensors"))
+
+
+def load_draft_weights(folder: Union[str, Path]) -> dict[str, mx.array]:
+    """Every tensor of the draft's *.safetensors files (never pickles), names normalised."""
+    folder = Path(folder)
+    files = _weight_files(folder)
+    if not files:
+        raise WeightsError(f"draft {folder}: no *.safetensors files (pickled .bin weights are never loaded)")
+    state: dict[str, mx.array] = {}
+    for path in files:
+        try:
+            tensors = mx.load(str(path), format="safetensors")
+        except (RuntimeError, OSError, ValueError) as exc:
+            raise WeightsError(f"{path}: cannot read safetensors ({str(exc).splitlines()[0]})") from None
+        for name, tensor in tensors.items():
+            state[_normalise_key(name[len("model."):] if name.startswith("model.layers.") else name)] = tensor
+    return state
+
+
+def _quantize_like(model: nn.Module, state: dict[str, mx.array], raw: dict[str, Any]) -> None:
+    """An mlx-quantised draft (`quantization` in its config): quantise the modules it stores packed."""
+    quant = raw.get("quantization")
+    if not isinstance(quant, dict) or "bits" not in quant:
+        return
+    nn.quantize(model, group_size=quant.get("group_size", 64), bits=quant["bits"], mode=quant.get("mode", "affine"),
+                class_predicate=lambda p, m: hasattr(m, "to_quantized") and f"{p}.scales" in state)
+
+
+def _check_state(model: nn.Module, state: dict[str, mx.array], where: str) -> None:
+    expected = {k: tuple(v.shape) for k, v in tree_flatten(model.parameters())}
+    missing = sorted(set(expected) - set(state))
+    unexpected = sorted(set(state) - set(expected))
+    if missing or unexpected:
+        parts = []
+        if missing:
+            parts.append(f"missing {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}")
+        if unexpected:
+            parts.append(f"unexpected {', '.join(unexpected[:5])}{' ...' if len(unexpected) > 5 else ''}")
+        raise WeightsError(f"{where}: weights do not match the config ({'; '.join(parts)})")
+    for name, shape in expected.items():
+        if tuple(state[name].shape) != shape:
+            raise WeightsError(f"{where}: {name} has shape {list(state[name].shape)}, the config implies {list(shape)}")
+
+
+def load_draft(
+    ref: Union[str, Path],
+    *,
+    dtype: Optional[mx.Dtype] = mx.float32,
+    token: Optional[str] = None,
+) -> DFlashDraftModel:
+    """Load a z-lab draft (a local folder or a Hub repo id) into our modules, in eval mode.
+    `dtype` casts the floating-point weights (None keeps the checkpoint's dtype)."""
+    from ..resolve import download_weights, resolve
+
+    resolved = resolve(str(ref), "draft", token=token)
+    folder = download_weights(resolved, token=token)
+    raw = resolved.json("config.json")
+    spec = parse_draft_config(raw, str(ref))
+    cfg = draft_config(spec)
+    model = build_draft(cfg, raw)
+    state = load_draft_weights(folder)
+    _quantize_like(model, state, raw)
+    _check_state(model, state, f"draft {ref}")
+    if dtype is not None:
+        # packed quantised weights are integers; only floating tensors (and their scales) are cast
+        state = {k: v.astype(dtype) if mx.issubdtype(v.dtype, mx.floating) else v for k, v in state.items()}
+    model.load_weights(list(state.items()), strict=True)
+    mx.eval(model.parameters())
+    model.eval()
+    return model

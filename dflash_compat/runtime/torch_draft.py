@@ -1,0 +1,563 @@
+"""DFlash draft models in plain PyTorch: v1 (DFlashDraftModel) and v2 (DFlash2DraftModel), loaded from z-lab checkpoints.
+
+No transformers modelling code and no remote code: the modules are ours, the weights come from
+`*.safetensors` only. Mirrored function for function by `mlx_draft.py`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Optional, Union
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..exceptions import ConfigError, RuntimeUnsupportedError, WeightsError
+from ..specs import DraftSpec, parse_draft_config
+
+__all__ = [
+    "DraftConfig",
+    "draft_config",
+    "DraftCache",
+    "DFlashDraftModel",
+    "DFlash2DraftModel",
+    "build_draft",
+    "load_draft_weights",
+    "load_draft",
+]
+
+_STATIC_ROPE_TYPES = ("linear", "yarn", "llama3", "proportional")
+_SDPA_GQA = tuple(int(p) for p in torch.__version__.split(".")[:2]) >= (2, 5)
+
+
+# ---------------------------------------------------------------------------------------------
+# config
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DraftConfig:
+    """Everything the draft's modules and the runtime read, resolved from a DraftSpec."""
+
+    version: int  # 1: DFlashDraftModel, 2: DFlash2DraftModel
+    hidden_size: int
+    num_layers: int
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    intermediate_size: int
+    vocab_size: Optional[int]
+    rms_norm_eps: float
+    attention_bias: bool
+    target_layer_ids: tuple[int, ...]
+    block_size: int
+    mask_token_id: int
+    layer_causal: tuple[bool, ...]  # per draft layer
+    layer_window: tuple[Optional[int], ...]  # per draft layer: sliding window, or None
+    input_embedding_scale: float = 1.0
+    output_multiplier: float = 1.0
+    final_logit_softcapping: Optional[float] = None
+    rope_theta: float = 10000.0
+    rope_type: str = "default"
+    conv_kernel_size: int = 0
+    conv_group_size: int = 0
+    selector_rank: int = 0
+    selector_top_k: int = 0
+
+
+def draft_config(spec: DraftSpec) -> DraftConfig:
+    """Resolve a DraftSpec into a DraftConfig, with the reference runtime's defaults."""
+    where = f"draft {spec.source}: {spec.config_file}"
+    if spec.format == "speculators":
+        raise RuntimeUnsupportedError(
+            f"{where}: speculators-format drafts are not supported by the reference runtime; use the z-lab checkpoint"
+        )
+    if spec.hidden_act not in (None, "silu"):
+        raise RuntimeUnsupportedError(f"{where}: hidden_act {spec.hidden_act!r} is not supported (silu only)")
+    if spec.num_attention_heads is None:
+        raise ConfigError(f"{where}: `num_attention_heads` is required")
+    if spec.intermediate_size is None:
+        raise ConfigError(f"{where}: `intermediate_size` is required")
+    if spec.mask_token_id is None:
+        raise ConfigError(f"{where}: `dflash_config.mask_token_id` is required")
+    ids = spec.target_layer_ids
+    if not ids or not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in ids):
+        raise ConfigError(f"{where}: `dflash_config.target_layer_ids` must be a non-empty list of layer indices")
+    n = spec.num_hidden_layers
+    layer_types = list(spec.layer_types or ["full_attention"] * n)
+    if len(layer_types) != n or any(t not in ("full_attention", "sliding_attention") for t in layer_types):
+        raise ConfigError(f"{where}: `layer_types` must list full_attention / sliding_attention for each of {n} layers")
+    # As transformers' Qwen3Config (and so the dflash package) does: the window takes effect only
+    # with use_sliding_window; a sliding layer without it is causal with no window.
+    window = spec.sliding_window if spec.raw.get("use_sliding_window") else None
+    causal = tuple(t == "sliding_attention" if spec.is_causal is None else bool(spec.is_causal) for t in layer_types)
+    windows = tuple(window if t == "sliding_attention" else None for t in layer_types)
+    rope = spec.rope
+    if rope.mrope_section:
+        raise RuntimeUnsupportedError(f"{where}: mrope_section in the draft's RoPE is not supported")
+    if rope.partial_rotary_factor not in (None, 1, 1.0):
+        raise RuntimeUnsupportedError(f"{where}: partial_rotary_factor {rope.partial_rotary_factor} is not supported")
+    rope_type = rope.rope_type or "default"
+    if rope_type not in ("default", *_STATIC_ROPE_TYPES):
+        raise RuntimeUnsupportedError(f"{where}: RoPE type {rope_type!r} is not supported")
+    version = 2 if spec.format == "zlab-v2" else 1
+    if version == 2:
+        missing = [k for k in ("conv_kernel_size", "conv_group_size", "selector_rank", "selector_top_k")
+                   if getattr(spec, k) is None]
+        if missing:
+            raise ConfigError(f"{where}: a DFlash 2 draft needs dflash_config.{', dflash_config.'.join(missing)}")
+        if spec.hidden_size % spec.conv_group_size:
+            raise ConfigError(f"{where}: conv_group_size {spec.conv_group_size} does not divide hidden_size")
+    block = spec.block_size if spec.block_size is not None else 16
+    if block < 1:
+        raise ConfigError(f"{where}: block_size must be >= 1 (got {block})")
+    heads = spec.num_attention_heads
+    softcap = spec.final_logit_softcapping
+    return DraftConfig(
+        version=version,
+        hidden_size=spec.hidden_size,
+        num_layers=n,
+        num_heads=heads,
+        num_kv_heads=spec.num_key_value_heads or heads,
+        head_dim=spec.head_dim or spec.hidden_size // heads,
+        intermediate_size=spec.intermediate_size,
+        vocab_size=spec.vocab_size,
+        rms_norm_eps=float(spec.rms_norm_eps if spec.rms_norm_eps is not None else 1e-6),
+        attention_bias=bool(spec.attention_bias),
+        target_layer_ids=tuple(ids),
+        block_size=block,
+        mask_token_id=spec.mask_token_id,
+        layer_causal=causal,
+        layer_window=windows,
+        input_embedding_scale=float(spec.input_embedding_scale if spec.input_embedding_scale is not None else 1.0),
+        output_multiplier=float(spec.output_multiplier if spec.output_multiplier is not None else 1.0),
+        final_logit_softcapping=float(softcap) if softcap is not None and softcap > 0 else None,
+        rope_theta=float(rope.theta if rope.theta is not None else 10000.0),
+        rope_type=rope_type,
+        conv_kernel_size=spec.conv_kernel_size or 0,
+        conv_group_size=spec.conv_group_size or 0,
+        selector_rank=spec.selector_rank or 0,
+        selector_top_k=spec.selector_top_k or 0,
+    )
+
+
+def rope_inv_freq(cfg: DraftConfig, raw: Optional[dict[str, Any]] = None) -> tuple[torch.Tensor, float]:
+    """Inverse frequencies [head_dim/2] and the cos/sin scale; scaled RoPE types via transformers."""
+    if cfg.rope_type == "default":
+        exponents = torch.arange(0, cfg.head_dim, 2, dtype=torch.float32, device="cpu") / cfg.head_dim
+        return 1.0 / (cfg.rope_theta ** exponents), 1.0
+    from transformers import Qwen3Config
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+
+    with torch.device("cpu"):  # real numbers even while the modules are built on the meta device
+        inv_freq, scale = ROPE_INIT_FUNCTIONS[cfg.rope_type](Qwen3Config(**(raw or {})), device="cpu")
+    return inv_freq.float(), float(scale)
+
+
+# ---------------------------------------------------------------------------------------------
+# KV cache of the context features (the block never stays in it)
+# ---------------------------------------------------------------------------------------------
+
+
+class DraftCache:
+    """Per draft layer, keys/values of the context features seen so far, in preallocated buffers.
+
+    The reference runtime appends context + block to a DynamicCache and crops the block off after
+    every call; here the block is written past `length` and simply overwritten next time.
+    """
+
+    def __init__(self, num_layers: int, capacity: int = 0) -> None:
+        self.length = 0  # context positions held (== target positions 0 .. length-1)
+        self.capacity = capacity
+        self.keys: list[Optional[torch.Tensor]] = [None] * num_layers  # [B, kvH, capacity, D]
+        self.values: list[Optional[torch.Tensor]] = [None] * num_layers
+
+    def write(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Put context+block keys/values [B, kvH, C+T, D] at length .. length+C+T-1; return all keys/values so far."""
+        end = self.length + k.shape[2]
+        if self.keys[layer] is None or end > self.keys[layer].shape[2]:
+            self._grow(layer, k, end)
+        buf_k, buf_v = self.keys[layer], self.values[layer]
+        buf_k[:, :, self.length:end] = k
+        buf_v[:, :, self.length:end] = v
+        return buf_k[:, :, :end], buf_v[:, :, :end]
+
+    def _grow(self, layer: int, like: torch.Tensor, needed: int) -> None:
+        old_k, old_v = self.keys[layer], self.values[layer]
+        size = max(needed, self.capacity, 2 * old_k.shape[2] if old_k is not None else 0)
+        b, h, _, d = like.shape
+        self.keys[layer], self.values[layer] = like.new_empty(b, h, size, d), like.new_empty(b, h, size, d)
+        if old_k is not None:
+            self.keys[layer][:, :, :self.length] = old_k[:, :, :self.length]
+            self.values[layer][:, :, :self.length] = old_v[:, :, :self.length]
+
+
+# ---------------------------------------------------------------------------------------------
+# modules
+# ---------------------------------------------------------------------------------------------
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim: int, eps: float) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(dim))
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        # statistics in float32, as the Qwen3 target computes them
+        x32 = x.float()
+        x32 = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.weight * x32.to(x.dtype)
+
+
+def rotate_half(x: torch.Tensor) -> torch.Tensor:
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    # x [B, heads, T, D]; cos/sin [T, D] (neox layout: the two halves rotate together)
+    return x * cos + rotate_half(x) * sin
+
+
+def attention_mask(q_start: int, q_len: int, k_len: int, causal: bool, window: Optional[int],
+                   device: torch.device) -> Optional[torch.Tensor]:
+    """Boolean [q_len, k_len] mask (True = visible), or None for full attention.
+
+    Key index == target position (the cache holds positions 0 .. k_len-1); the queries are the
+    block at positions q_start .. q_start+q_len-1.
+    """
+    if not causal and window is None:
+        return None
+    q = torch.arange(q_start, q_start + q_len, device=device)[:, None]
+    k = torch.arange(k_len, device=device)[None, :]
+    visible = torch.ones(q_len, k_len, dtype=torch.bool, device=device)
+    if causal:
+        visible &= k <= q
+    if window is not None:
+        visible &= q - k < window
+        if not causal:
+            visible &= k - q < window
+    return visible
+
+
+class DraftAttention(nn.Module):
+    """Queries from the block; keys/values from the context features, then the block."""
+
+    def __init__(self, cfg: DraftConfig) -> None:
+        super().__init__()
+        h, d, bias = cfg.hidden_size, cfg.head_dim, cfg.attention_bias
+        self.num_heads, self.num_kv_heads, self.head_dim = cfg.num_heads, cfg.num_kv_heads, d
+        self.q_proj = nn.Linear(h, cfg.num_heads * d, bias=bias)
+        self.k_proj = nn.Linear(h, cfg.num_kv_heads * d, bias=bias)
+        self.v_proj = nn.Linear(h, cfg.num_kv_heads * d, bias=bias)
+        self.o_proj = nn.Linear(cfg.num_heads * d, h, bias=bias)
+        self.q_norm = RMSNorm(d, cfg.rms_norm_eps)
+        self.k_norm = RMSNorm(d, cfg.rms_norm_eps)
+
+    def forward(self, x: torch.Tensor, ctx: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
+                cache: DraftCache, layer: int, mask: Optional[torch.Tensor]) -> torch.Tensor:
+        # x [B, T, H] block; ctx [B, C, H] normalised context features; cos/sin [C+T, D]
+        b, t, _ = x.shape
+        c = ctx.shape[1]
+        q = self.q_norm(self.q_proj(x).view(b, t, self.num_heads, self.head_dim)).transpose(1, 2)  # [B, h, T, D]
+        k = torch.cat([self.k_proj(ctx), self.k_proj(x)], dim=1).view(b, c + t, self.num_kv_heads, self.head_dim)
+        v = torch.cat([self.v_proj(ctx), self.v_proj(x)], dim=1).view(b, c + t, self.num_kv_heads, self.head_dim)
+        k = self.k_norm(k).transpose(1, 2)  # [B, kvh, C+T, D]
+        v = v.transpose(1, 2)
+        q = apply_rope(q, cos[c:], sin[c:])
+        k = apply_rope(k, cos, sin)
+        keys, values = cache.write(layer, k, v)  # [B, kvh, S+C+T, D]
+        out = _sdpa(q, keys, values, mask, self.num_heads // self.num_kv_heads)  # [B, h, T, D]
+        return self.o_proj(out.transpose(1, 2).reshape(b, t, -1))
+
+
+def _sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: Optional[torch.Tensor], groups: int) -> torch.Tensor:
+    if groups > 1 and not _SDPA_GQA:  # pragma: no cover - torch < 2.5
+        k, v = k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1)
+        groups = 1
+    extra = {"enable_gqa": True} if groups > 1 else {}
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, **extra)
+
+
+class DraftMLP(nn.Module):
+    def __init__(self, cfg: DraftConfig) -> None:
+        super().__init__()
+        self.gate_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, bias=False)
+        self.up_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, bias=False)
+        self.down_proj = nn.Linear(cfg.intermediate_size, cfg.hidden_size, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+def grouped_dynamic_conv(x: torch.Tensor, dynamic: torch.Tensor, base: torch.Tensor, group_size: int) -> torch.Tensor:
+    """Causal convolution over the block: out[t] = sum_o (base[o] + dynamic[t, o]) * x[t - o].
+
+    x [B, T, H]; dynamic [B, T, K, G] (one weight per group of `group_size` channels); base [K, H].
+    """
+    b, t, h = x.shape
+    groups = h // group_size
+    xg = x.view(b, t, groups, group_size)  # [B, T, G, gs]
+    dyn = dynamic.unsqueeze(-1)  # [B, T, K, G, 1]
+    out = torch.zeros_like(xg)
+    for o in range(base.shape[0]):
+        shifted = xg if o == 0 else F.pad(xg[:, :-o], (0, 0, 0, 0, o, 0))  # x[t - o], zeros before the block
+        out = out + base[o].view(1, 1, groups, group_size).to(x.dtype) * shifted
+        out = torch.addcmul(out, dyn[:, :, o], shifted)
+    return out.view(b, t, h)
+
+
+class DynamicConv(nn.Module):
+    """DFlash 2: one convolution before a sub-layer (prepare) and one after it (finish)."""
+
+    def __init__(self, cfg: DraftConfig) -> None:
+        super().__init__()
+        self.kernel_size, self.group_size = cfg.conv_kernel_size, cfg.conv_group_size
+        self.groups = cfg.hidden_size // cfg.conv_group_size
+        self.base_kernel = nn.Parameter(torch.zeros(2, self.kernel_size, cfg.hidden_size))  # [before/after, K, H]
+        self.kernel_projection = nn.Linear(cfg.hidden_size, 2 * self.kernel_size * self.groups, bias=False)
+
+    def prepare(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        # the kernels for both convolutions come from the sub-layer's input
+        dyn = self.kernel_projection(x).view(*x.shape[:-1], 2, self.kernel_size, self.groups)  # [B, T, 2, K, G]
+        return grouped_dynamic_conv(x, dyn[..., 0, :, :], self.base_kernel[0], self.group_size), dyn[..., 1, :, :]
+
+    def finish(self, x: torch.Tensor, dyn_after: torch.Tensor) -> torch.Tensor:
+        return grouped_dynamic_conv(x, dyn_after, self.base_kernel[1], self.group_size)
+
+
+class DraftLayer(nn.Module):
+    def __init__(self, cfg: DraftConfig, index: int) -> None:
+        super().__init__()
+        self.causal, self.window = cfg.layer_causal[index], cfg.layer_window[index]
+        self.self_attn = DraftAttention(cfg)
+        self.mlp = DraftMLP(cfg)
+        self.input_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+        self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+        self.attention_conv: Optional[DynamicConv] = DynamicConv(cfg) if cfg.version == 2 else None
+        self.mlp_conv: Optional[DynamicConv] = DynamicConv(cfg) if cfg.version == 2 else None
+
+    def forward(self, x: torch.Tensor, ctx: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
+                cache: DraftCache, layer: int, mask: Optional[torch.Tensor]) -> torch.Tensor:
+        h = self.input_layernorm(x)
+        if self.attention_conv is not None:
+            h, after = self.attention_conv.prepare(h)
+        h = self.self_attn(h, ctx, cos, sin, cache, layer, mask)
+        if self.attention_conv is not None:
+            h = self.attention_conv.finish(h, after)
+        x = x + h
+        h = self.post_attention_layernorm(x)
+        if self.mlp_conv is not None:
+            h, after = self.mlp_conv.prepare(h)
+        h = self.mlp(h)
+        if self.mlp_conv is not None:
+            h = self.mlp_conv.finish(h, after)
+        return x + h
+
+
+class CandidateSelector(nn.Module):
+    """DFlash 2: rescore the draft's top-k candidates left to right with a low-rank bigram term."""
+
+    def __init__(self, cfg: DraftConfig) -> None:
+        super().__init__()
+        if not cfg.vocab_size:
+            raise ConfigError("a DFlash 2 draft needs vocab_size for its candidate selector")
+        self.top_k = cfg.selector_top_k
+        self.predecessor_codebook = nn.Embedding(cfg.vocab_size, cfg.selector_rank)
+        self.successor_codebook = nn.Embedding(cfg.vocab_size, cfg.selector_rank)
+        self.hidden_projection = nn.Linear(cfg.hidden_size, cfg.selector_rank, bias=False)
+
+    def select(self, hidden: torch.Tensor, logits: torch.Tensor, anchor: torch.Tensor, temperature: float,
+               generator: Optional[torch.Generator] = None) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
+        """hidden [B, T, H], logits [B, T, V], anchor [B] -> tokens [B, T], and with temperature > 0
+        the proposal distribution over the full vocabulary [B, T, V] (zero outside the candidates)."""
+        unary, cands = torch.topk(logits, self.top_k, dim=-1, sorted=False)  # [B, T, k]
+        proj = self.hidden_projection(hidden)  # [B, T, R]
+        succ = self.successor_codebook(cands)  # [B, T, k, R]
+        prev = anchor
+        tokens, rows = [], []
+        for pos in range(hidden.shape[1]):
+            query = self.predecessor_codebook(prev) * proj[:, pos]  # [B, R]
+            scores = unary[:, pos] + torch.einsum("br,bkr->bk", query, succ[:, pos])  # [B, k]
+            if temperature > 0:
+                q = torch.softmax(scores.float() / temperature, dim=-1)  # [B, k]
+                index = torch.multinomial(q, 1, generator=generator)[:, 0]
+                rows.append(torch.zeros_like(logits[:, pos], dtype=q.dtype).scatter(-1, cands[:, pos], q))
+            else:
+                index = scores.argmax(dim=-1)
+            prev = cands[:, pos].gather(-1, index[:, None])[:, 0]
+            tokens.append(prev)
+        return torch.stack(tokens, dim=1), torch.stack(rows, dim=1) if rows else None
+
+
+class DFlashDraftModel(nn.Module):
+    """DFlash v1: fc + hidden_norm over the target features, Qwen3-style non-causal layers, norm."""
+
+    def __init__(self, cfg: DraftConfig, raw_config: Optional[dict[str, Any]] = None) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.layers = nn.ModuleList(DraftLayer(cfg, i) for i in range(cfg.num_layers))
+        self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+        self.fc = nn.Linear(len(cfg.target_layer_ids) * cfg.hidden_size, cfg.hidden_size, bias=False)
+        self.hidden_norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+        inv_freq, self._rope_scale = rope_inv_freq(cfg, raw_config)
+        self._inv_freq = inv_freq.to("cpu")  # kept off the state dict: computed, never loaded
+        self._rope: Optional[tuple[torch.Tensor, torch.Tensor]] = None  # cos/sin tables [P, D]
+
+    # the runtime reads these
+    @property
+    def block_size(self) -> int:
+        return self.cfg.block_size
+
+    @property
+    def mask_token_id(self) -> int:
+        return self.cfg.mask_token_id
+
+    @property
+    def target_layer_ids(self) -> tuple[int, ...]:
+        return self.cfg.target_layer_ids
+
+    def new_cache(self, capacity: int = 0) -> DraftCache:
+        return DraftCache(self.cfg.num_layers, capacity)
+
+    def rope(self, begin: int, end: int, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """cos/sin [end-begin, D] for positions begin .. end-1, from a table grown on demand."""
+        if self._rope is None or self._rope[0].shape[0] < end or self._rope[0].dtype != like.dtype \
+                or self._rope[0].device != like.device:
+            size = max(end, 2 * (self._rope[0].shape[0] if self._rope is not None else 0), 256)
+            pos = torch.arange(size, dtype=torch.float32, device=like.device)
+            freqs = pos[:, None] * self._inv_freq.to(like.device)[None, :]  # [P, D/2]
+            emb = torch.cat((freqs, freqs), dim=-1)  # [P, D]
+            self._rope = ((emb.cos() * self._rope_scale).to(like.dtype), (emb.sin() * self._rope_scale).to(like.dtype))
+        return self._rope[0][begin:end], self._rope[1][begin:end]
+
+    def forward(self, noise: torch.Tensor, features: torch.Tensor, start: int, cache: DraftCache) -> torch.Tensor:
+        """noise [B, T, H]: the embedded block at positions start .. start+T-1; features [B, C, L*H]:
+        target features of positions start-C .. start-1 (appended to the cache). -> [B, T, H], normed."""
+        t, c = noise.shape[1], features.shape[1]
+        if cache.length != start - c:
+            raise RuntimeError(f"draft cache holds {cache.length} positions, expected {start - c}")
+        ctx = self.hidden_norm(self.fc(features))  # [B, C, H]
+        cos, sin = self.rope(start - c, start + t, noise)
+        masks: dict[tuple[bool, Optional[int]], Optional[torch.Tensor]] = {}
+        h = noise
+        for i, layer in enumerate(self.layers):
+            key = (layer.causal, layer.window)
+            if key not in masks:
+                masks[key] = attention_mask(start, t, start + t, layer.causal, layer.window, noise.device)
+            h = layer(h, ctx, cos, sin, cache, i, masks[key])
+        cache.length = start
+        return self.norm(h)
+
+    def compute_logits(self, hidden: torch.Tensor, head: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
+        """Target head on the draft's hidden states [B, T, H] -> [B, T, V], with the draft's
+        output multiplier and soft-cap."""
+        logits = head(hidden)
+        if self.cfg.output_multiplier != 1.0:
+            logits = logits * self.cfg.output_multiplier
+        cap = self.cfg.final_logit_softcapping
+        if cap is not None:
+            logits = torch.tanh(logits / cap) * cap
+        return logits
+
+
+class DFlash2DraftModel(DFlashDraftModel):
+    """DFlash 2: v1 plus grouped dynamic causal convolutions around attention and MLP, and a
+    candidate selector that proposes the block left to right."""
+
+    def __init__(self, cfg: DraftConfig, raw_config: Optional[dict[str, Any]] = None) -> None:
+        super().__init__(cfg, raw_config)
+        self.candidate_selector = CandidateSelector(cfg)
+
+
+# ---------------------------------------------------------------------------------------------
+# loading
+# ---------------------------------------------------------------------------------------------
+
+
+def build_draft(cfg: DraftConfig, raw_config: Optional[dict[str, Any]] = None) -> DFlashDraftModel:
+    """An uninitialised draft module (weights on the meta device until loaded)."""
+    cls = DFlash2DraftModel if cfg.version == 2 else DFlashDraftModel
+    with torch.device("meta"):
+        return cls(cfg, raw_config)
+
+
+def _normalise_key(name: str) -> str:
+    # z-lab v2 checkpoints store the codebooks as bare tensors
+    if name in ("candidate_selector.predecessor_codebook", "candidate_selector.successor_codebook"):
+        return name + ".weight"
+    return name
+
+
+def _weight_files(folder: Path) -> list[Path]:
+    index = folder / "model.safetensors.index.json"
+    if index.is_file():
+        try:
+            names = sorted(set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values()))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise WeightsError(f"{index}: unreadable index ({exc})") from None
+        return [folder / n for n in names]
+    return sorted(folder.glob("*.safetensors"))
+
+
+def load_draft_weights(folder: Union[str, Path]) -> dict[str, torch.Tensor]:
+    """Every tensor of the draft's *.safetensors files (never pickles), names normalised."""
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    folder = Path(folder)
+    files = _weight_files(folder)
+    if not files:
+        raise WeightsError(f"draft {folder}: no *.safetensors files (pickled .bin weights are never loaded)")
+    state: dict[str, torch.Tensor] = {}
+    for path in files:
+        try:
+            tensors = load_file(str(path), device="cpu")
+        except (SafetensorError, OSError, ValueError) as exc:
+            raise WeightsError(f"{path}: cannot read safetensors ({str(exc).splitlines()[0]})") from None
+        for name, tensor in tensors.items():
+            state[_normalise_key(name[len("model."):] if name.startswith("model.layers.") else name)] = tensor
+    return state
+
+
+def _check_state(model: nn.Module, state: dict[str, torch.Tensor], where: str) -> None:
+    expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    missing = sorted(set(expected) - set(state))
+    unexpected = sorted(set(state) - set(expected))
+    if missing or unexpected:
+        parts = []
+        if missing:
+            parts.append(f"missing {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}")
+        if unexpected:
+            parts.append(f"unexpected {', '.join(unexpected[:5])}{' ...' if len(unexpected) > 5 else ''}")
+        raise WeightsError(f"{where}: weights do not match the config ({'; '.join(parts)})")
+    for name, shape in expected.items():
+        if tuple(state[name].shape) != shape:
+            raise WeightsError(f"{where}: {name} has shape {list(state[name].shape)}, the config implies {list(shape)}")
+
+
+def load_draft(
+    ref: Union[str, Path],
+    *,
+    device: Union[str, torch.device] = "cpu",
+    dtype: torch.dtype = torch.float32,
+    token: Optional[str] = None,
+) -> DFlashDraftModel:
+    """Load a z-lab draft (a local folder or a Hub repo id) into our modules, in eval mode."""
+    from ..resolve import download_weights, resolve
+
+    resolved = resolve(str(ref), "draft", token=token)
+    folder = download_weights(resolved, token=token)
+    raw = resolved.json("config.json")
+    spec = parse_draft_config(raw, str(ref))
+    cfg = draft_config(spec)
+    model = build_draft(cfg, raw)
+    state = load_draft_weights(folder)
+    _check_state(model, state, f"draft {ref}")
+    model.load_state_dict(state, strict=True, assign=True)
+    return model.to(device=device, dtype=dtype).eval()
+

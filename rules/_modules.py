@@ -1,0 +1,51 @@
+"""Facts the module-tree rules share: the deep dict, the fixed paths each engine reaches, the adapter hint."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dflash_compat.engine import CheckContext
+
+__all__ = [
+    "ADAPT_HINT",
+    "MLX_EMBED_PATHS",
+    "MLX_HEAD_PATHS",
+    "MLX_LAYER_PATHS",
+    "MLX_REPLAY_MODEL_TYPES",
+    "deep",
+    "model_type",
+    "vllm_reaches",
+]
+
+ADAPT_HINT = "`dflash-check adapt TARGET -o adapter.py` generates a shim that exposes them where the runtime looks"
+
+# Where the MLX port looks (dflash.model_mlx bind / _get_layers), in order.
+MLX_EMBED_PATHS = ("embed_tokens", "model.embed_tokens", "language_model.model.embed_tokens")
+MLX_HEAD_PATHS = ("lm_head", "language_model.lm_head")
+MLX_LAYER_PATHS = ("model.layers", "language_model.layers", "layers")
+# mlx-lm models whose GatedDeltaNet state the MLX reference rolls back by replaying the accepted prefix.
+MLX_REPLAY_MODEL_TYPES = {"qwen3_5", "qwen3_5_moe", "qwen3_5_text", "qwen3_5_moe_text"}
+
+
+def deep(ctx: CheckContext, key: str, default: Any = None) -> Any:
+    return ctx.target.deep.get(key, default)
+
+
+def model_type(ctx: CheckContext) -> str:
+    return str(ctx.target.text_model_type or ctx.target.model_type or "")
+
+
+def _lm_relative(path: str) -> str:
+    """A VLM wrapper's path as seen from its language model (HF `model.language_model.X` -> `model.X`)."""
+    for pre, repl in (("model.language_model.", "model."), ("language_model.", "")):
+        if path.startswith(pre):
+            return repl + path[len(pre):]
+    return path
+
+
+def vllm_reaches(kind: str, path: str) -> bool:
+    """vLLM's DFlash proposer shares the target's `model.embed_tokens` (or `.embedding`) and `lm_head`."""
+    rel = _lm_relative(path)
+    if kind == "embed":
+        return rel in ("model.embed_tokens", "model.embedding", "embedding")
+    return rel == "lm_head"

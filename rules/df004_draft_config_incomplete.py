@@ -1,0 +1,35 @@
+"""DF004: the draft's config lacks fields needed to build the draft model."""
+
+from __future__ import annotations
+
+from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
+
+REQUIRED = ("vocab_size", "num_attention_heads", "num_key_value_heads", "intermediate_size", "rms_norm_eps")
+
+
+def check(ctx: CheckContext):
+    d = ctx.draft
+    missing = [f for f in REQUIRED if getattr(d, f) is None]
+    if not missing:
+        return
+    prefix = "transformer_layer_config." if d.format == "speculators" else ""
+    keys = [d.sources.get(f, prefix + f) for f in missing]
+    yield Violation(
+        f"draft config has no {', '.join(keys)}: the draft model cannot be built from it",
+        [ctx.dloc(f, key) for f, key in zip(missing, keys)],
+    )
+
+
+RULE = Rule(
+    code="DF004",
+    name="draft-config-incomplete",
+    severity="error",
+    backends=(COMMON,),
+    check=check,
+    what="The draft's config gives the Qwen3 fields the loaders build it from: `vocab_size`, `num_attention_heads`, "
+    "`num_key_value_heads`, `intermediate_size`, `rms_norm_eps`.",
+    why="Engines construct the draft's attention and MLP from these; a missing one either fails at load "
+    "(MLX reads them as required keys) or silently takes a Qwen3 default that does not match the weights.",
+    example='draft {"architectures": ["DFlashDraftModel"], "hidden_size": 4096, "num_hidden_layers": 5} and nothing else',
+    fix="Restore the draft's full config.json from its original repository.",
+)

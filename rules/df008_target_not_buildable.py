@@ -1,0 +1,31 @@
+"""DF008: the installed transformers cannot build the target from its config."""
+
+from __future__ import annotations
+
+from dflash_compat.engine import CheckContext, Rule, Violation
+
+REASONS = ("unknown-model-type", "build-failed", "no-causal-lm-class")
+
+
+def check(ctx: CheckContext):
+    deep = ctx.target.deep
+    if deep.get("framework") == "torch" and deep.get("skipped") in REASONS:
+        yield Violation(
+            f"transformers cannot build the target: {deep.get('detail') or deep['skipped']}; module checks skipped",
+            [ctx.tloc("model_type", key="model_type")],
+        )
+
+
+RULE = Rule(
+    code="DF008",
+    name="target-not-buildable",
+    severity="warning",
+    backends=("transformers",),
+    check=check,
+    what="The target can be built by the installed transformers from its config (on the meta device, no weights).",
+    why="The transformers runtime loads the target with AutoModelForCausalLM / AutoModelForImageTextToText; "
+    "a model type it does not know, or a config it rejects, fails there before any drafting.",
+    example='target {"model_type": "brand_new_arch"} with a transformers release that predates it',
+    fix="Upgrade transformers to a release that supports the model type (or use --trust-remote-code if the repo "
+    "ships its own code); vLLM/SGLang/MLX use their own model implementations and may still work.",
+)

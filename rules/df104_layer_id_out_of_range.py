@@ -1,0 +1,43 @@
+"""DF104: a target layer id is not an integer index of an existing target decoder layer."""
+
+from __future__ import annotations
+
+from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
+
+
+def _is_int(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def check(ctx: CheckContext):
+    d, n = ctx.draft, ctx.target.num_hidden_layers
+    ids = d.target_layer_ids
+    if not isinstance(ids, list):
+        return
+    written = " (written +1 in aux_hidden_state_layer_ids)" if d.format == "speculators" else ""
+    loc = [ctx.dloc("target_layer_ids")]
+    for i, lid in enumerate(ids):
+        if not _is_int(lid):
+            yield Violation(f"target layer id #{i} is {lid!r}, not an integer", loc)
+        elif lid < 0:
+            yield Violation(f"target layer id {lid}{written} is negative: layer ids count decoder layers from 0", loc)
+        elif n is not None and lid >= n:
+            yield Violation(
+                f"target layer id {lid}{written} does not exist: the target has {n} decoder layers (ids 0..{n - 1})",
+                [*loc, ctx.tloc("num_hidden_layers")],
+            )
+
+
+RULE = Rule(
+    code="DF104",
+    name="layer-id-out-of-range",
+    severity="error",
+    backends=(COMMON,),
+    check=check,
+    what="Every target layer id is an integer with 0 <= id < N, N = the target's `num_hidden_layers` "
+    "(speculators ids are read with their +1 removed).",
+    why="Feature i is the output of decoder layer `id`; an id the target does not have fails at load "
+    "(SGLang ValueError, IndexError elsewhere) or, with a -1 left by a bad conversion, reads the wrong layer.",
+    example='target {"num_hidden_layers": 28}, draft {"dflash_config": {"target_layer_ids": [1, 9, 17, 25, 33]}}',
+    fix="Use a draft trained for this target's depth; the ids cannot be remapped without retraining.",
+)

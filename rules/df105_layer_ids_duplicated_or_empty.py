@@ -1,0 +1,34 @@
+"""DF105: the target layer id list is empty or names a layer twice."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
+
+
+def check(ctx: CheckContext):
+    ids = ctx.draft.target_layer_ids
+    if not isinstance(ids, list):
+        return
+    loc = [ctx.dloc("target_layer_ids")]
+    if not ids:
+        yield Violation("target layer id list is empty: the draft would get no context features", loc)
+        return
+    dups = sorted(i for i, c in Counter(repr(i) for i in ids).items() if c > 1)
+    if dups:
+        yield Violation(f"target layer ids {ids} repeat {', '.join(dups)}", loc)
+
+
+RULE = Rule(
+    code="DF105",
+    name="layer-ids-duplicated-or-empty",
+    severity="error",
+    backends=(COMMON,),
+    check=check,
+    what="The target layer id list is non-empty and every id appears once.",
+    why="Engines capture one hidden state per distinct layer; a repeated id either fails at load or yields fewer "
+    "features than `fc` expects (`len(ids) * hidden` inputs), and an empty list gives the draft no context at all.",
+    example='draft {"dflash_config": {"target_layer_ids": [1, 9, 9, 25]}}',
+    fix="Restore the ids the draft was trained with (its training config or model card).",
+)

@@ -1,0 +1,37 @@
+"""DF106: the target layer ids are not in increasing order."""
+
+from __future__ import annotations
+
+from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
+
+
+def _is_int(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def check(ctx: CheckContext):
+    ids = ctx.draft.target_layer_ids
+    if not isinstance(ids, list) or not all(_is_int(i) for i in ids):
+        return
+    if any(b < a for a, b in zip(ids, ids[1:])):
+        yield Violation(
+            f"target layer ids {ids} are not increasing: engines that collect features in layer order "
+            f"would concatenate them as {sorted(ids)}",
+            [ctx.dloc("target_layer_ids")],
+        )
+
+
+RULE = Rule(
+    code="DF106",
+    name="layer-ids-not-increasing",
+    severity="warning",
+    backends=(COMMON,),
+    check=check,
+    what="The target layer ids are listed in increasing order.",
+    why="The draft's `fc` weight expects the features concatenated in the listed order, but engines that capture "
+    "hidden states during the forward pass collect them in layer order; an unsorted list then feeds `fc` "
+    "permuted features and acceptance collapses without an error.",
+    example='draft {"dflash_config": {"target_layer_ids": [33, 1, 9, 17, 25]}}',
+    fix="If the draft really was trained in this order, keep it only for runtimes that honour the list order; "
+    "otherwise sort the ids (and check the training config).",
+)

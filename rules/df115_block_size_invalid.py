@@ -1,0 +1,45 @@
+"""DF115: the draft's block size is unusable, unusually large, or not stated."""
+
+from __future__ import annotations
+
+from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
+
+DEFAULT = 16
+LARGEST_SEEN = 64
+
+
+def check(ctx: CheckContext):
+    bs = ctx.draft.block_size
+    if bs is None:
+        key = "block_size" if ctx.draft.format == "speculators" else "dflash_config.block_size"
+        yield Violation(
+            f"draft config gives no block_size: the reference and the engines assume {DEFAULT}",
+            [ctx.dloc("block_size", key)],
+            severity="info",
+        )
+    elif bs < 2:
+        yield Violation(
+            f"block_size {bs} is below 2: a block is the anchor plus at least one drafted token",
+            [ctx.dloc("block_size")],
+        )
+    elif bs > LARGEST_SEEN:
+        yield Violation(
+            f"block_size {bs} is above {LARGEST_SEEN}: published drafts use 8-16; check it is not a typo",
+            [ctx.dloc("block_size")],
+            severity="warning",
+        )
+
+
+RULE = Rule(
+    code="DF115",
+    name="block-size-invalid",
+    severity="error",
+    backends=(COMMON,),
+    check=check,
+    what="`block_size` (top level or `dflash_config.block_size`) is at least 2; above 64 is a warning, "
+    "absence an info (the default 16 applies).",
+    why="The block is the last committed token followed by `block_size - 1` masks; with fewer than 2 nothing is "
+    "drafted, and the draft only predicts well at the length it was trained with.",
+    example='draft {"block_size": 1}',
+    fix="Set the block size the draft was trained with (its model card; `b16` in a repo name means 16).",
+)

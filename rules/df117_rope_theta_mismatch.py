@@ -1,0 +1,41 @@
+"""DF117: the draft's RoPE base differs from the target's."""
+
+from __future__ import annotations
+
+import math
+
+from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
+
+# Qwen3Config's default when a draft config sets no rope_theta (transformers, vLLM and MLX agree).
+DRAFT_DEFAULT_THETA = 10_000.0
+
+
+def check(ctx: CheckContext):
+    t, d = ctx.target.rope.theta, ctx.draft.rope.theta
+    if t is None:
+        return
+    stated = d is not None
+    theta = d if stated else DRAFT_DEFAULT_THETA
+    if math.isclose(float(theta), float(t), rel_tol=1e-6):
+        return
+    what = f"draft rope_theta {theta:g}" if stated else f"draft sets no rope_theta (default {theta:g})"
+    yield Violation(
+        f"{what} != target rope_theta {t:g}: the draft's positions rotate differently from what it was trained "
+        "on, and acceptance drops to about 1 without any error",
+        [ctx.dloc("rope.theta", None if stated else "rope_theta"), ctx.tloc("rope.theta")],
+    )
+
+
+RULE = Rule(
+    code="DF117",
+    name="rope-theta-mismatch",
+    severity="error",
+    backends=(COMMON,),
+    check=check,
+    what="The draft's `rope_theta` (top level or `rope_parameters.rope_theta`) equals the target's; a draft "
+    "without one gets the Qwen3 default 10000.",
+    why="Drafts inherit the target's RoPE base at training time; a config that says otherwise (a stale copy, a "
+    "draft for another model) rotates queries and keys wrongly and acceptance falls to about 1 silently.",
+    example='target {"rope_theta": 1000000}, draft {"rope_theta": 10000}',
+    fix="Set the draft's `rope_theta` to the value it was trained with, normally the target's.",
+)

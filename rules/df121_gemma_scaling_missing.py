@@ -1,0 +1,62 @@
+"""DF121: the target scales embeddings or logits and the draft config does not do the same."""
+
+from __future__ import annotations
+
+import math
+
+from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
+
+
+def _differs(a, b) -> bool:
+    return not math.isclose(float(a), float(b), rel_tol=1e-3)
+
+
+def check(ctx: CheckContext):
+    t, d = ctx.target, ctx.draft
+    # (what the target does, the draft field that must mirror it, the value it should have, target field)
+    needs = []
+    if t.scales_embeddings and t.hidden_size is not None:
+        needs.append(("multiplies embeddings by sqrt(hidden_size)", "input_embedding_scale",
+                      math.sqrt(t.hidden_size), "hidden_size"))
+    if t.embedding_multiplier is not None and t.embedding_multiplier != 1:
+        needs.append((f"multiplies embeddings by embedding_multiplier {t.embedding_multiplier:g}",
+                      "input_embedding_scale", float(t.embedding_multiplier), "embedding_multiplier"))
+    if t.logits_scaling is not None and t.logits_scaling != 1:
+        needs.append((f"divides logits by logits_scaling {t.logits_scaling:g}", "output_multiplier",
+                      1.0 / float(t.logits_scaling), "logits_scaling"))
+    if t.final_logit_softcapping is not None:
+        needs.append((f"soft-caps logits at {t.final_logit_softcapping:g}", "final_logit_softcapping",
+                      float(t.final_logit_softcapping), "final_logit_softcapping"))
+    for doing, field, expected, tfield in needs:
+        have = getattr(d, field)
+        locs = [ctx.dloc(field, d.key(field, f"dflash_config.{field}")), ctx.tloc(tfield)]
+        if have is None:
+            yield Violation(
+                f"target {doing} but the draft config has no {field} (expected {expected:g})", locs
+            )
+        elif _differs(have, expected):
+            yield Violation(
+                f"target {doing} but the draft's {field} is {have:g} (expected {expected:g})",
+                locs,
+                severity="warning",
+            )
+
+
+RULE = Rule(
+    code="DF121",
+    name="gemma-scaling-missing",
+    severity="error",
+    backends=(COMMON,),
+    check=check,
+    what="A target that scales its embeddings (Gemma: sqrt(hidden); Granite: `embedding_multiplier`), divides its "
+    "logits (`logits_scaling`) or soft-caps them (`final_logit_softcapping`) is mirrored by the draft's "
+    "`dflash_config.input_embedding_scale` / `output_multiplier` / `final_logit_softcapping`. Missing: error; "
+    "a different value: warning.",
+    why="The draft looks up raw embedding rows and applies the raw output head, so the target's scaling is not "
+    "applied unless the draft config asks for it; the draft then sees embeddings at the wrong scale and its "
+    "probabilities differ from the target's.",
+    example='target {"model_type": "gemma2", "hidden_size": 3584, "final_logit_softcapping": 30.0}, '
+    'draft {"dflash_config": {}}',
+    fix="Set the missing keys in `dflash_config` to the values the draft was trained with (normally the expected "
+    "values in the message).",
+)

@@ -1,0 +1,30 @@
+"""DF123: the draft checkpoint itself is quantised."""
+
+from __future__ import annotations
+
+from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
+
+
+def check(ctx: CheckContext):
+    q = ctx.draft.quantization_config
+    if not q:
+        return
+    method = q.get("quant_method", "unknown method")
+    yield Violation(
+        f"draft is quantised ({method}): quantised drafts have silently given about 0% acceptance",
+        [ctx.dloc("quantization_config")],
+    )
+
+
+RULE = Rule(
+    code="DF123",
+    name="draft-quantized",
+    severity="warning",
+    backends=(COMMON,),
+    check=check,
+    what="The draft's config has no `quantization_config`.",
+    why="A DFlash draft is small (1-8 layers) and its one-pass block prediction is sensitive to precision: "
+    "quantised drafts, fp16 casts and quantised draft KV caches have produced about 0% acceptance without any error.",
+    example='draft {"quantization_config": {"quant_method": "fp8"}}',
+    fix="Use the bf16 release of the draft; the memory it saves is small next to the target.",
+)

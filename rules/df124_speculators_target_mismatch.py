@@ -1,0 +1,39 @@
+"""DF124: a speculators-format draft names a verifier that is not this target."""
+
+from __future__ import annotations
+
+from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
+
+
+def check(ctx: CheckContext):
+    t, d = ctx.target, ctx.draft
+    if d.format != "speculators":
+        return
+    if d.target_hidden_size is not None and t.hidden_size is not None and d.target_hidden_size != t.hidden_size:
+        yield Violation(
+            f"draft target_hidden_size {d.target_hidden_size} != target hidden_size {t.hidden_size}",
+            [ctx.dloc("target_hidden_size"), ctx.tloc("hidden_size")],
+        )
+    archs = d.verifier_architectures
+    if archs and t.architectures and not set(archs) & set(t.architectures):
+        name = f" ({d.verifier_name_or_path})" if d.verifier_name_or_path else ""
+        yield Violation(
+            f"draft was trained for verifier architectures {archs}{name}, the target is {t.architectures}",
+            [ctx.dloc("verifier_architectures"), ctx.tloc("architectures", "architectures")],
+            severity="warning",
+        )
+
+
+RULE = Rule(
+    code="DF124",
+    name="speculators-target-mismatch",
+    severity="error",
+    backends=(COMMON,),
+    check=check,
+    what="For a speculators-format draft: `target_hidden_size` equals the target's hidden size (error), and "
+    "`speculators_config.verifier.architectures` shares a class with the target's (warning).",
+    why="speculators records the verifier it was trained against; another hidden size cannot load, and another "
+    "architecture usually means another model whose hidden states the draft has never seen.",
+    example='draft {"speculators_model_type": "dflash", "target_hidden_size": 5120}, target {"hidden_size": 4096}',
+    fix="Use the draft trained for this target (its verifier.name_or_path says which model that was).",
+)

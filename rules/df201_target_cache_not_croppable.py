@@ -1,0 +1,42 @@
+"""DF201: the target keeps recurrent state that cropping a KV cache cannot roll back."""
+
+from __future__ import annotations
+
+from dflash_compat.engine import CheckContext, Rule, Violation
+
+
+def check(ctx: CheckContext):
+    t = ctx.target
+    if not t.is_hybrid:
+        return
+    model_type = t.text_model_type or t.model_type
+    if t.recurrent_layers:
+        n = t.num_hidden_layers or "?"
+        which = f"{len(t.recurrent_layers)} of its {n} layers are recurrent / linear-attention"
+        locs = [ctx.tloc("layer_types")] if "layer_types" in t.sources else []
+    else:
+        which = f"model_type {model_type!r} has recurrent / state-space layers"
+        locs = []
+    yield Violation(
+        f"target cannot be rolled back by cropping its cache: {which}; rejected draft tokens would stay in "
+        "their state, so output is not lossless",
+        [*locs, ctx.tloc("model_type", "model_type")],
+    )
+
+
+RULE = Rule(
+    code="DF201",
+    name="target-cache-not-croppable",
+    severity="error",
+    backends=("transformers",),
+    check=check,
+    what="The target has no recurrent, state-space or linear-attention layers (Qwen3-Next, Qwen3.5, Jamba, Bamba, "
+    "FalconH1, Zamba, LFM2, Mamba, Nemotron-H, ...), judged from `model_type` and per-layer type lists.",
+    why="After each verify step the reference runtime crops the target's cache back to the accepted length; a "
+    "recurrent state has already absorbed the rejected tokens and cannot be cropped, so the output drifts "
+    "from the target's own greedy output.",
+    example='target {"model_type": "qwen3_next", "layer_types": ["linear_attention", "linear_attention", '
+    '"linear_attention", "full_attention"]}',
+    fix="Serve this target with an engine that rolls back recurrent state (vLLM, SGLang with "
+    "`--mamba-scheduler-strategy extra_buffer`, MLX for qwen3_5), or use a pure-attention target.",
+)

@@ -1,0 +1,37 @@
+"""DF253: get_input_embeddings() / lm_head / get_output_embeddings() do not give the modules the reference needs."""
+
+from __future__ import annotations
+
+from dflash_compat.engine import CheckContext, Rule, Violation
+
+from ._modules import ADAPT_HINT, deep
+
+
+def check(ctx: CheckContext):
+    t = ctx.target
+    problems, locs = [], []
+    if t.embed_path and deep(ctx, "embed_via") == "search":
+        problems.append(f"get_input_embeddings() does not return the embedding (found at {t.embed_path} by search)")
+        locs.append(ctx.module_loc(t.embed_path))
+    if t.lm_head_path and deep(ctx, "lm_head_via") == "search":
+        problems.append(f"there is no `lm_head` and get_output_embeddings() is None (head found at {t.lm_head_path})")
+        locs.append(ctx.module_loc(t.lm_head_path))
+    if problems:
+        yield Violation("; ".join(problems), locs)
+
+
+RULE = Rule(
+    code="DF253",
+    name="embedding-accessors-missing",
+    severity="error",
+    backends=("transformers",),
+    needs=("modules",),
+    check=check,
+    what="`target.get_input_embeddings()` returns the input embedding and `target.lm_head` or "
+    "`target.get_output_embeddings()` the output head.",
+    why="The transformers reference embeds the block with `get_input_embeddings().weight` and projects with "
+    "`lm_head`, else `get_output_embeddings()`; when these return None or raise, drafting fails before the first "
+    "block.",
+    example="a custom model that never overrides get_input_embeddings()",
+    fix=f"Implement the accessors in an adapter; {ADAPT_HINT}.",
+)

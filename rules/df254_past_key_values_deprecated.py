@@ -1,0 +1,44 @@
+"""DF254: this transformers names the forward's cache argument `cache`; `past_key_values` is only a deprecated alias."""
+
+from __future__ import annotations
+
+from dflash_compat.engine import CheckContext, Rule, Violation
+
+from ._modules import deep
+
+
+def check(ctx: CheckContext):
+    how = (deep(ctx, "forward_accepts_how") or {}).get("past_key_values")
+    alias = (deep(ctx, "deprecated_kwargs") or {}).get("past_key_values") or {}
+    version = deep(ctx, "transformers_version")
+    loc = [ctx.module_loc("forward")]
+    if how == "deprecated-alias":
+        until = f", removed in {alias['removed_in']}" if alias.get("removed_in") else ""
+        yield Violation(
+            f"transformers {version}: the target's forward takes `cache=`; `past_key_values=` (what the dflash 0.1 "
+            f"reference passes) still works through a deprecation shim{until}, and outputs carry `.cache`",
+            loc,
+        )
+    elif how == "no" and deep(ctx, "cache_arg") == "cache":
+        yield Violation(
+            f"transformers {version}: the target's forward takes only `cache=`; runtimes passing "
+            "`past_key_values=` fail with an unexpected keyword argument",
+            loc, severity="error",
+        )
+
+
+RULE = Rule(
+    code="DF254",
+    name="past-key-values-deprecated",
+    severity="info",
+    backends=("transformers",),
+    needs=("modules",),
+    check=check,
+    what="Notes that the installed transformers renamed the forward's cache argument from `past_key_values` to "
+    "`cache` (found from the forward's signature and its deprecate_kwarg shim); an error once the alias is gone.",
+    why="transformers 5.x moved to `cache=` / `output.cache`; the alias warns until its removal version, after "
+    "which runtimes written for 4.x (and the dflash 0.1 reference) stop working without a code change.",
+    example="LlamaForCausalLM.forward(..., cache=...) with @deprecate_kwarg('past_key_values', '5.40.0', new_name='cache')",
+    fix="Pass the cache as `cache=` (and read `output.cache`) on transformers 5.x, or pin a transformers version "
+    "below the alias' removal.",
+)

@@ -1,0 +1,46 @@
+"""DF257: the target's cache has sliding-window layers that crop only with past recording on."""
+
+from __future__ import annotations
+
+from dflash_compat.engine import CheckContext, Rule, Violation
+
+from ._modules import deep
+
+
+def check(ctx: CheckContext):
+    t = ctx.target
+    sliding = deep(ctx, "sliding_layers") or []
+    if not sliding:
+        return
+    window = deep(ctx, "sliding_window")
+    win = f" of {window} tokens" if window else ""
+    loc = [ctx.module_loc(f"{t.layers_path}.{sliding[0]}" if t.layers_path else "cache")]
+    if deep(ctx, "past_recording") is False:
+        yield Violation(
+            f"{len(sliding)} cache layers slide over a window{win} and this transformers' DynamicCache has no "
+            "activate_past_recording(): rejected tokens cannot be cropped once the window is full",
+            loc, severity="error",
+        )
+    elif not t.uses_sliding_window:  # DF202 reports sliding windows the config shows
+        yield Violation(
+            f"{len(sliding)} cache layers slide over a window{win} (a default of {deep(ctx, 'model_class')}): crop "
+            "raises past the window unless the runtime calls cache.activate_past_recording() before prefill",
+            loc,
+        )
+
+
+RULE = Rule(
+    code="DF257",
+    name="sliding-cache-needs-past-recording",
+    severity="warning",
+    backends=("transformers",),
+    needs=("modules",),
+    check=check,
+    what="Sliding-window layers of the cache the target builds (DynamicSlidingWindowLayer) can be cropped: the "
+    "installed transformers offers activate_past_recording(). Complements DF202 for windows set by model defaults.",
+    why="A sliding layer keeps only the window; cropping after it has filled raises unless past states were "
+    "recorded. Without that API (older transformers) speculative decoding breaks after `window` tokens.",
+    example="a Mistral-style target whose config class defaults sliding_window=4096",
+    fix="Call `cache.activate_past_recording()` right after creating the cache (the dflash 0.1 reference does); "
+    "upgrade transformers if it lacks the method.",
+)

@@ -1,0 +1,46 @@
+"""DF302: vLLM cannot capture the auxiliary hidden states of the target's model class."""
+
+from __future__ import annotations
+
+from dflash_compat.engine import CheckContext, Rule, Violation
+from dflash_compat.engine_support import engine_data, provenance, target_support
+
+
+def check(ctx: CheckContext):
+    archs = ctx.target.architectures
+    if not archs:
+        return
+    verdict, names = target_support("vllm", archs)
+    if verdict == "supported":
+        return
+    loc = [ctx.tloc("architectures", "architectures")]
+    fallback = engine_data("vllm").get("fallback")
+    if verdict == "unsupported":
+        yield Violation(
+            f"vLLM's {', '.join(names)} does not implement the EAGLE-3 aux-hidden-state interface: vLLM stops with "
+            "\"Model does not support EAGLE3 interface but aux_hidden_state_outputs was requested\"",
+            loc,
+        )
+    else:
+        yield Violation(
+            f"target architectures {names} are not in our list of vLLM classes with the EAGLE-3 aux-hidden-state "
+            f"interface ({provenance('vllm')}); {fallback or 'check the vLLM model class'}",
+            loc,
+            severity="warning",
+        )
+
+
+RULE = Rule(
+    code="DF302",
+    name="vllm-target-architecture-unsupported",
+    severity="error",
+    backends=("vllm",),
+    check=check,
+    what="The target's class is one vLLM can take auxiliary hidden states from (EAGLE-3 interface). Listed as "
+    "unsupported: error; not listed either way: warning. The list is data, in dflash_compat/data/engine_support.json.",
+    why="vLLM's DFlash proposer gets its context features through the same hook as EAGLE-3; a model class without "
+    "it fails at start-up. Not supported in mid-2026: Glm4Moe, Gemma2/3, Mixtral, Qwen2-MoE.",
+    example='target {"architectures": ["MixtralForCausalLM"]}',
+    fix="Use a vLLM build whose model class implements SupportsEagle3, try `--model-impl transformers` "
+    "(transformers >= 5.2), or serve with another engine.",
+)

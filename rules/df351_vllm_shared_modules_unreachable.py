@@ -1,0 +1,42 @@
+"""DF351: vLLM's DFlash proposer cannot share the target's embedding or head at their paths."""
+
+from __future__ import annotations
+
+from dflash_compat.engine import CheckContext, Rule, Violation
+
+from ._modules import vllm_reaches
+
+
+def check(ctx: CheckContext):
+    t = ctx.target
+    problems, locs = [], []
+    if t.embed_path and not vllm_reaches("embed", t.embed_path):
+        problems.append(f"the embedding is at {t.embed_path}, not the language model's model.embed_tokens / embedding")
+        locs.append(ctx.module_loc(t.embed_path))
+    if t.lm_head_path and not vllm_reaches("head", t.lm_head_path):
+        problems.append(f"the head is at {t.lm_head_path}, not lm_head")
+        locs.append(ctx.module_loc(t.lm_head_path))
+    if problems:
+        yield Violation(
+            "vLLM's proposer shares the target's embedding and head by attribute: " + "; ".join(problems)
+            + " (paths from the transformers tree, which vLLM's model classes usually mirror)",
+            locs,
+        )
+
+
+RULE = Rule(
+    code="DF351",
+    name="vllm-shared-modules-unreachable",
+    severity="warning",
+    backends=("vllm",),
+    needs=("modules",),
+    check=check,
+    what="The target's embedding is at the language model's `model.embed_tokens` (or `.embedding`) and its head at "
+    "`lm_head`, where vLLM's DFlash/EAGLE proposer takes them from.",
+    why="vLLM loads the draft without an embedding or head and points it at the target's modules by attribute; "
+    "other layouts (transformer.wte, gpt_neox.embed_in, model.decoder.embed_tokens) fail at load or need a "
+    "model-specific patch.",
+    example="a GPT-NeoX target (gpt_neox.embed_in)",
+    fix="Use a target architecture vLLM supports for EAGLE-3/DFlash (its model class then exposes model.embed_tokens), "
+    "or serve this target with the transformers backend.",
+)

@@ -1,0 +1,45 @@
+"""DF402: SGLang cannot capture DFlash layers from the target's model class."""
+
+from __future__ import annotations
+
+from dflash_compat.engine import CheckContext, Rule, Violation
+from dflash_compat.engine_support import provenance, target_support
+
+
+def check(ctx: CheckContext):
+    archs = ctx.target.architectures
+    if not archs:
+        return
+    verdict, names = target_support("sglang", archs)
+    if verdict == "supported":
+        return
+    loc = [ctx.tloc("architectures", "architectures")]
+    if verdict == "unsupported":
+        yield Violation(
+            f"SGLang's {', '.join(names)} has no set_dflash_layers_to_capture: the DFLASH algorithm cannot get "
+            "its context features",
+            loc,
+        )
+    else:
+        yield Violation(
+            f"target architectures {names} are not in our list of SGLang classes with set_dflash_layers_to_capture "
+            f"({provenance('sglang')}); check the SGLang model class",
+            loc,
+            severity="warning",
+        )
+
+
+RULE = Rule(
+    code="DF402",
+    name="sglang-target-architecture-unsupported",
+    severity="error",
+    backends=("sglang",),
+    check=check,
+    what="The target's class is one SGLang can capture DFlash layers from (`set_dflash_layers_to_capture`). "
+    "Listed as unsupported: error; not listed either way: warning. The list is data, in "
+    "dflash_compat/data/engine_support.json.",
+    why="SGLang asks the target model class to expose the chosen layers' hidden states; a class without the hook "
+    "cannot serve a DFlash draft. Not supported in mid-2026: Qwen2, MiniMax-M2, Glm4Moe.",
+    example='target {"architectures": ["Qwen2ForCausalLM"]}',
+    fix="Use an SGLang build whose model class implements set_dflash_layers_to_capture, or serve with another engine.",
+)

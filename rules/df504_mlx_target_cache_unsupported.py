@@ -1,0 +1,48 @@
+"""DF504: mlx-lm builds a target cache the MLX DFlash loop cannot roll back."""
+
+from __future__ import annotations
+
+from dflash_compat.engine import CheckContext, Rule, Violation
+from dflash_compat.engine_support import engine_data
+
+
+def check(ctx: CheckContext):
+    t = ctx.target
+    data = engine_data("mlx")
+    types = {x for x in (t.model_type, t.text_model_type) if x}
+    shown = t.text_model_type or t.model_type
+    loc = [ctx.tloc("model_type", "model_type")]
+    if t.is_hybrid and not types & set(data["replay_model_types"]):
+        yield Violation(
+            f"target {shown!r} has recurrent / state-space layers: MLX rolls back only qwen3_5 GatedDeltaNet "
+            "layers, any other non-trimmable cache fails an assertion",
+            loc,
+        )
+    sliding_layers = isinstance(t.layer_types, list) and "sliding_attention" in t.layer_types
+    rotating = (types & set(data["rotating_kv_cache_model_types"]) and t.uses_sliding_window) or (
+        types & set(data["rotating_when_layer_types_sliding"]) and sliding_layers
+    )
+    if rotating:
+        window = f" of {t.sliding_window} tokens" if t.sliding_window else ""
+        yield Violation(
+            f"mlx-lm gives {shown!r} a RotatingKVCache for its sliding-window layers{window}: once the window "
+            "wraps it silently stops trimming rejected tokens, and the output is wrong",
+            [*loc, ctx.tloc("sliding_window")] if t.sliding_window else loc,
+        )
+
+
+RULE = Rule(
+    code="DF504",
+    name="mlx-target-cache-unsupported",
+    severity="error",
+    backends=("mlx",),
+    check=check,
+    what="The target's mlx-lm cache can be rolled back: plain KVCache layers, or qwen3_5 GatedDeltaNet layers "
+    "(replayed). Judged from `model_type`, `layer_types` and `sliding_window`; the model-type lists are data "
+    "in dflash_compat/data/engine_support.json.",
+    why="After each verify step the MLX loop trims rejected tokens from the target cache. Other recurrent caches "
+    "(qwen3_next, nemotron_h, falcon_h1, lfm2, jamba, mamba, ...) trip its assertion; RotatingKVCache layers "
+    "(gpt_oss, gemma3, cohere2, ministral, ...) stop trimming once the window wraps and corrupt the output silently.",
+    example='target {"model_type": "gpt_oss", "sliding_window": 128, "layer_types": ["sliding_attention", "full_attention"]}',
+    fix="Serve this target with vLLM or SGLang, or keep MLX prompts plus output shorter than the sliding window.",
+)

@@ -1,0 +1,40 @@
+"""DF603: tensors every DFlash draft layer needs are absent from the draft's weights."""
+
+from __future__ import annotations
+
+from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
+
+from ._draft_tensors import expected, layer_index, weight_shapes
+
+
+def check(ctx: CheckContext):
+    d = ctx.draft
+    if d.format == "speculators":
+        return
+    pre, shapes, _ = weight_shapes(d)
+    # Layers absent altogether are DF602's; here: what a present layer (or the draft itself) lacks.
+    layers = sorted({i for i in (layer_index(n) for n in shapes) if i is not None and i < d.num_hidden_layers})
+    missing = [n for n in expected(d, layers) if n not in shapes and not n.endswith(".bias")]
+    if not missing:
+        return
+    shown = ", ".join(missing[:6]) + (f" and {len(missing) - 6} more" if len(missing) > 6 else "")
+    yield Violation(
+        f"{len(missing)} expected tensor(s) missing from the draft weights: {shown}",
+        [ctx.tensor_loc(pre + n, "*.safetensors") for n in missing[:3]],
+    )
+
+
+RULE = Rule(
+    code="DF603",
+    name="draft-tensor-missing",
+    severity="error",
+    backends=(COMMON,),
+    needs=("weights",),
+    check=check,
+    what="The draft's weights hold `fc.weight`, `hidden_norm.weight`, `norm.weight` and, per layer, the two "
+    "layernorms, q/k/v/o projections, q_norm/k_norm and the gate/up/down MLP projections.",
+    why="These are the tensors every DFlash runtime loads by name; one that is absent is either a load error or, "
+    "in transformers, a silently random-initialised weight and ~0% acceptance.",
+    example="a draft whose header has no `fc.weight` (exported from another speculative method)",
+    fix="Use a complete DFlash checkpoint (z-lab layout); re-export or re-download the missing shard.",
+)

@@ -1,0 +1,42 @@
+"""DF609: the draft's weights hold tensors no DFlash loader knows."""
+
+from __future__ import annotations
+
+from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
+
+from ._draft_tensors import BUNDLED, is_quant_aux, known_v1, v2_name, weight_shapes
+
+
+def check(ctx: CheckContext):
+    d = ctx.draft
+    if d.format == "speculators":
+        return
+    pre, shapes, _ = weight_shapes(d)
+    odd = sorted(
+        n for n in shapes
+        if not (known_v1(d, n) or v2_name(n) or n in BUNDLED or is_quant_aux(n)
+                or n.endswith(".bias") or "rotary_emb" in n)
+    )
+    if not odd:
+        return
+    shown = ", ".join(odd[:5]) + (f" and {len(odd) - 5} more" if len(odd) > 5 else "")
+    yield Violation(
+        f"{len(odd)} tensor(s) no DFlash loader reads: {shown}",
+        [ctx.tensor_loc(pre + n, d.weights.tensor_files.get(pre + n, "model.safetensors")) for n in odd[:3]],
+    )
+
+
+RULE = Rule(
+    code="DF609",
+    name="draft-unexpected-tensors",
+    severity="warning",
+    backends=(COMMON,),
+    needs=("weights",),
+    check=check,
+    what="Every tensor in the draft's weights is one a z-lab DFlash loader reads (v1 layout, v2 additions, "
+    "quantisation companions, the bundled embeddings of old revisions).",
+    why="Unknown names usually mean a checkpoint of another method (EAGLE, Medusa) or another layout under a "
+    "DFlash config; engines ignore them with a warning or refuse to load, and the draft is then incomplete.",
+    example="draft weights holding midlayer.self_attn.q_proj.weight (an EAGLE-3 head)",
+    fix="Use a DFlash checkpoint in the z-lab layout, or convert the names before loading.",
+)

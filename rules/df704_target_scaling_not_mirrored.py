@@ -1,0 +1,77 @@
+"""DF704: the built target scales embeddings or logits in a way the config keys did not reveal, and the draft does not mirror it."""
+
+from __future__ import annotations
+
+import math
+
+from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
+
+
+def _close(a, b) -> bool:
+    return math.isclose(float(a), float(b), rel_tol=1e-3)
+
+
+def _config_embed_scale(t):
+    # What the config-level rule (DF121) already infers: Gemma sqrt(hidden), Granite embedding_multiplier.
+    if t.scales_embeddings and t.hidden_size:
+        return math.sqrt(t.hidden_size)
+    if t.embedding_multiplier not in (None, 1):
+        return float(t.embedding_multiplier)
+    return None
+
+
+def check(ctx: CheckContext):
+    t, d, deep = ctx.target, ctx.draft, ctx.target.deep
+    loc = ctx.module_loc(t.embed_path or "")
+    if deep.get("embed_scaled"):
+        value, known = deep.get("embed_scale"), _config_embed_scale(t)
+        where = ", ".join(deep.get("embed_scale_source") or [])
+        have = d.input_embedding_scale
+        locs = [loc, ctx.dloc("input_embedding_scale", d.key("input_embedding_scale", "dflash_config.input_embedding_scale"))]
+        if value is None:
+            if known is None:
+                yield Violation(f"the target's embedding output is scaled ({where}) by an amount the meta-device "
+                                "tree does not show; check the draft's input_embedding_scale", locs, severity="warning")
+        elif known is None or not _close(known, value):
+            if have is None:
+                yield Violation(f"the target multiplies its embeddings by {value:g} ({where}); the draft config has "
+                                "no input_embedding_scale", locs)
+            elif not _close(have, value):
+                yield Violation(f"the target multiplies its embeddings by {value:g} ({where}); the draft's "
+                                f"input_embedding_scale is {have:g}", locs, severity="warning")
+    cap = deep.get("logit_softcap")
+    if cap is not None and t.final_logit_softcapping is None and not (d.final_logit_softcapping and _close(d.final_logit_softcapping, cap)):
+        yield Violation(
+            f"the target soft-caps its logits at {cap:g} (a default of {deep.get('model_class')}, not written in "
+            f"config.json); the draft's final_logit_softcapping is {d.final_logit_softcapping}",
+            [ctx.module_loc(t.lm_head_path or ""), ctx.dloc("final_logit_softcapping")], severity="warning",
+        )
+    div = deep.get("logits_scaling")
+    if div is not None and t.logits_scaling is None:
+        mult = d.output_multiplier
+        if mult is None or not _close(mult, 1.0 / div):
+            yield Violation(
+                f"the target divides its logits by {div:g} (a default of {deep.get('model_class')}); the draft's "
+                f"output_multiplier should be {1.0 / div:g}, it is {mult}",
+                [ctx.module_loc(t.lm_head_path or ""), ctx.dloc("output_multiplier")], severity="warning",
+            )
+
+
+RULE = Rule(
+    code="DF704",
+    name="target-scaling-not-mirrored",
+    severity="error",
+    backends=(COMMON,),
+    needs=("modules",),
+    check=check,
+    what="Scalings the built target applies inside its forward (a scaled embedding module or `embed_scale` "
+    "attribute, soft-capping or logit scaling set by the model class's defaults) that the config keys alone do "
+    "not reveal are mirrored by the draft's input_embedding_scale / final_logit_softcapping / output_multiplier. "
+    "Complements DF121, which reads the config keys.",
+    why="DFlash runtimes read the target's embedding weights and apply its head directly, bypassing whatever the "
+    "target's forward does around them; unmirrored, the draft sees embeddings at the wrong scale (acceptance near "
+    "zero) or proposes from differently shaped logits.",
+    example="a target whose embedding class multiplies by embed_scale=48.0 while its model_type is not a Gemma one",
+    fix="Set `dflash_config.input_embedding_scale` (and final_logit_softcapping / output_multiplier) to the values "
+    "the message gives, as the draft was trained with.",
+)

@@ -1,0 +1,37 @@
+"""DF705: a target_layer_id points past the decoder layers the target actually builds."""
+
+from __future__ import annotations
+
+from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
+
+
+def check(ctx: CheckContext):
+    t, d = ctx.target, ctx.draft
+    built = t.deep.get("layers_len")
+    ids = d.target_layer_ids if isinstance(d.target_layer_ids, list) else []
+    # Only where the config's count differs: otherwise the config-level range rule already judged the ids.
+    if not built or built == t.num_hidden_layers:
+        return
+    bad = [i for i in ids if isinstance(i, int) and not isinstance(i, bool) and i > built - 2]
+    if bad:
+        yield Violation(
+            f"target_layer_ids {bad} need layers past {t.layers_path}[{built - 2}] (the target builds {built} "
+            "decoder layers; the last one is unsafe, later ones do not exist)",
+            [ctx.dloc("target_layer_ids"), ctx.module_loc(t.layers_path or "")],
+        )
+
+
+RULE = Rule(
+    code="DF705",
+    name="layer-id-beyond-built-layers",
+    severity="error",
+    backends=(COMMON,),
+    needs=("modules",),
+    check=check,
+    what="Every target_layer_id is at most N-2, with N the number of decoder layers the built target really has "
+    "(checked only when that differs from the config's num_hidden_layers).",
+    why="Some configs count layers differently from the module tree (MTP heads, text/vision splits); engines "
+    "index the built list, so an id past its end is an IndexError and id N-1 is the post-norm state in HF.",
+    example="config num_hidden_layers 48 while the built text model has 46 decoder layers, ids up to 45",
+    fix="Use layer ids the draft was trained with for this exact target; they must index the built decoder layers.",
+)

@@ -1,0 +1,48 @@
+"""DF708: the MLX port's fixed attribute paths do not reach the target's embedding, head or layers."""
+
+from __future__ import annotations
+
+from dflash_compat.engine import CheckContext, Rule, Violation
+
+from ._modules import ADAPT_HINT, MLX_EMBED_PATHS, MLX_HEAD_PATHS, MLX_LAYER_PATHS, deep
+
+
+def check(ctx: CheckContext):
+    t = ctx.target
+    framework = deep(ctx, "framework")
+    paths = [p for p in (t.embed_path, t.lm_head_path, t.layers_path) if p]
+    if framework != "mlx" and any("language_model" in p for p in paths):
+        return  # HF and mlx-vlm name multimodal wrappers differently: only the MLX tree can tell
+    problems = []
+    if t.embed_path and t.embed_path not in MLX_EMBED_PATHS:
+        problems.append(f"embedding at {t.embed_path} (looks at {', '.join(MLX_EMBED_PATHS)})")
+    if t.lm_head_path and t.lm_head_path not in MLX_HEAD_PATHS and not t.tied_embeddings:
+        problems.append(f"untied head at {t.lm_head_path} (looks at lm_head, else embed_tokens.as_linear)")
+    if t.layers_path and t.layers_path not in MLX_LAYER_PATHS:
+        problems.append(f"layers at {t.layers_path} (looks at {', '.join(MLX_LAYER_PATHS)})")
+    if not problems:
+        return
+    source = "" if framework == "mlx" else " (paths from the transformers tree; mlx-lm usually mirrors them)"
+    yield Violation(
+        f"the MLX port cannot bind to the target{source}: {'; '.join(problems)}",
+        [ctx.module_loc(p) for p in paths if p not in MLX_EMBED_PATHS + MLX_HEAD_PATHS + MLX_LAYER_PATHS],
+        severity=None if framework == "mlx" else "warning",
+    )
+
+
+RULE = Rule(
+    code="DF708",
+    name="mlx-paths-unreachable",
+    severity="error",
+    backends=("mlx",),
+    needs=("modules",),
+    check=check,
+    what="The target's embedding is at embed_tokens / model.embed_tokens / language_model.model.embed_tokens, its "
+    "head at lm_head (or tied), its layers at model.layers / language_model.layers / layers: the fixed paths the "
+    "MLX port (and older z-lab code) binds to.",
+    why="`bind()` and the layer hooks use these attribute paths, not accessor methods; any other layout "
+    "(GPT-2 `transformer.wte` / `transformer.h`, GPT-NeoX `embed_in`, OPT `model.decoder`) raises "
+    "`Cannot find embed_tokens` / `Cannot find layers`.",
+    example="a GPT-NeoX target (gpt_neox.embed_in, gpt_neox.layers)",
+    fix=f"Expose the modules under the expected names; {ADAPT_HINT}.",
+)

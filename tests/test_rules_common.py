@@ -1,0 +1,324 @@
+"""DF1xx: the common draft/target contract, decided from the two config.json files."""
+
+import math
+
+import pytest
+
+from tests.configs import DELETE, catches, draft, run_rule, speculators_draft, target
+
+IDS = "dflash_config.target_layer_ids"
+
+
+def keys(findings):
+    return [[loc.key for loc in f.locations] for f in findings]
+
+
+# --- DF103 layer ids missing
+def test_df103_catches_no_ids_and_no_depth():
+    [f] = run_rule("DF103", target(), draft(num_target_layers=DELETE, **{IDS: DELETE}))
+    assert keys([f]) == [[IDS, "num_target_layers"]]
+
+
+def test_df103_passes_explicit_or_derivable_ids():
+    assert not catches("DF103", target(), draft())
+    assert not catches("DF103", target(), draft(**{IDS: DELETE}))
+
+
+# --- DF104 layer id out of range
+@pytest.mark.parametrize("ids, text", [([1, 9, 36], "does not exist"), ([-1, 9], "negative"), ([1, "9"], "not an integer"),
+                                        ([1, True], "not an integer")])
+def test_df104_catches_bad_ids(ids, text):
+    [f] = run_rule("DF104", target(), draft(**{IDS: ids}))
+    assert text in f.message
+
+
+def test_df104_mentions_the_target_depth():
+    [f] = run_rule("DF104", target(num_hidden_layers=28), draft())
+    assert "33" in f.message and "28 decoder layers" in f.message
+    assert keys([f]) == [[IDS, "num_hidden_layers"]]
+
+
+def test_df104_passes_valid_ids_and_last_layer():
+    assert not catches("DF104", target(), draft())
+    assert not catches("DF104", target(), draft(**{IDS: [1, 35]}))  # N-1 is DF107's
+
+
+# --- DF105 / DF106 ids duplicated, empty, unordered
+def test_df105_catches_duplicates_and_empty():
+    [f] = run_rule("DF105", target(), draft(**{IDS: [1, 9, 9, 25]}))
+    assert "repeat 9" in f.message
+    assert catches("DF105", target(), draft(**{IDS: []}))
+
+
+def test_df105_passes_unique_ids():
+    assert not catches("DF105", target(), draft())
+
+
+def test_df106_catches_unsorted_ids():
+    [f] = run_rule("DF106", target(), draft(**{IDS: [33, 1, 9, 17, 25]}))
+    assert "[1, 9, 17, 25, 33]" in f.message
+
+
+def test_df106_passes_increasing_ids():
+    assert not catches("DF106", target(), draft())
+
+
+# --- DF107 last layer
+def test_df107_catches_last_layer_id():
+    [f] = run_rule("DF107", target(), draft(**{IDS: [1, 12, 24, 35]}))
+    assert "35" in f.message and "36" in f.message and f.severity == "warning"
+
+
+def test_df107_passes_up_to_n_minus_2():
+    assert not catches("DF107", target(), draft(**{IDS: [1, 12, 24, 34]}))
+
+
+# --- DF108 num_target_layers mismatch
+def test_df108_warns_when_ids_are_explicit():
+    [f] = run_rule("DF108", target(num_hidden_layers=32), draft(**{IDS: [1, 9, 17, 25]}))
+    assert f.severity == "warning" and "36 != target num_hidden_layers 32" in f.message
+
+
+def test_df108_errors_when_ids_were_derived_from_it():
+    [f] = run_rule("DF108", target(num_hidden_layers=32), draft(**{IDS: DELETE}))
+    assert f.severity == "error" and "derived" in f.message
+
+
+def test_df108_passes_matching_or_absent_depth():
+    assert not catches("DF108", target(), draft())
+    assert not catches("DF108", target(num_hidden_layers=32), draft(num_target_layers=DELETE))
+
+
+# --- DF109 guessed ids
+def test_df109_catches_guessed_ids():
+    [f] = run_rule("DF109", target(), draft(**{IDS: DELETE}))
+    assert "[1, 9, 17, 25, 33]" in f.message
+
+
+def test_df109_passes_explicit_ids():
+    assert not catches("DF109", target(), draft())
+
+
+# --- DF110 vocab
+def test_df110_catches_vocab_mismatch():
+    [f] = run_rule("DF110", target(vocab_size=152064), draft())
+    assert "151936" in f.message and "152064" in f.message
+
+
+def test_df110_passes_equal_or_unknown_vocab():
+    assert not catches("DF110", target(), draft())
+    assert not catches("DF110", target(), draft(vocab_size=DELETE))
+
+
+# --- DF111..DF114 mask token
+def test_df111_catches_missing_mask_and_suggests_the_tokenizer_one():
+    tok = {"mask_token": "<|mask|>", "added_tokens_decoder": {"151669": {"content": "<|mask|>"}}}
+    [f] = run_rule("DF111", target(), draft(**{"dflash_config.mask_token_id": DELETE}), tokenizer_config=tok)
+    assert "151669" in f.message and keys([f]) == [["dflash_config.mask_token_id"]]
+
+
+def test_df111_passes_top_level_or_nested_mask():
+    assert not catches("DF111", target(), draft())
+    assert not catches("DF111", target(), draft(**{"dflash_config.mask_token_id": DELETE}, mask_token_id=151669))
+
+
+def test_df112_catches_mask_past_the_vocab_and_negative():
+    [f] = run_rule("DF112", target(vocab_size=128256), draft())
+    assert "151669" in f.message and "128256" in f.message
+    assert catches("DF112", target(), draft(**{"dflash_config.mask_token_id": -1}))
+
+
+def test_df112_passes_mask_inside_vocab():
+    assert not catches("DF112", target(), draft())
+
+
+@pytest.mark.parametrize("mask, role", [(151645, "eos"), (151643, "bos"), (151654, "pad")])
+def test_df113_catches_mask_equal_to_special_token(mask, role):
+    f = run_rule("DF113", target(pad_token_id=151654), draft(**{"dflash_config.mask_token_id": mask}))
+    assert [x for x in f if f"{role} token" in x.message]
+
+
+def test_df113_catches_eos_from_generation_config():
+    [f] = run_rule("DF113", target(eos_token_id=DELETE), draft(**{"dflash_config.mask_token_id": 151650}),
+                   generation_config={"eos_token_id": [151645, 151650]})
+    assert f.locations[1].file == "generation_config.json"
+
+
+def test_df113_passes_reserved_mask():
+    assert not catches("DF113", target(), draft())
+
+
+def test_df114_catches_two_mask_ids():
+    [f] = run_rule("DF114", target(), draft(mask_token_id=151643))
+    assert "151643" in f.message and "151669" in f.message
+    assert sorted(keys([f])[0]) == ["dflash_config.mask_token_id", "mask_token_id"]
+
+
+def test_df114_passes_one_or_agreeing_locations():
+    assert not catches("DF114", target(), draft())
+    assert not catches("DF114", target(), draft(mask_token_id=151669))
+
+
+# --- DF115 / DF116 block size
+def test_df115_catches_block_of_one():
+    [f] = run_rule("DF115", target(), draft(block_size=1))
+    assert f.severity == "error" and "block_size 1" in f.message
+
+
+def test_df115_warns_on_huge_and_informs_on_absent():
+    [big] = run_rule("DF115", target(), draft(block_size=128))
+    assert big.severity == "warning"
+    [absent] = run_rule("DF115", target(), draft(block_size=DELETE))
+    assert absent.severity == "info" and "16" in absent.message
+
+
+def test_df115_passes_usual_block():
+    assert not catches("DF115", target(), draft())
+
+
+def test_df116_catches_two_block_sizes():
+    [f] = run_rule("DF116", target(), draft(**{"dflash_config.block_size": 8}))
+    assert "block_size=16" in f.message and "dflash_config.block_size=8" in f.message
+
+
+def test_df116_passes_one_location():
+    assert not catches("DF116", target(), draft())
+    assert not catches("DF116", target(), draft(**{"dflash_config.block_size": 16}))
+
+
+# --- DF117 / DF118 RoPE
+def test_df117_catches_theta_mismatch():
+    [f] = run_rule("DF117", target(), draft(rope_theta=10000))
+    assert "10000" in f.message and "1e+06" in f.message
+
+
+def test_df117_catches_missing_draft_theta_as_the_qwen3_default():
+    [f] = run_rule("DF117", target(), draft(rope_theta=DELETE))
+    assert "default 10000" in f.message and f.locations[0].key == "rope_theta"
+
+
+def test_df117_passes_equal_theta_in_either_layout():
+    assert not catches("DF117", target(), draft())
+    rope = {"rope_type": "default", "rope_theta": 1000000.0}
+    assert not catches("DF117", target(), draft(rope_theta=DELETE, rope_parameters=rope))
+    assert not catches("DF117", target(rope_theta=DELETE), draft())  # target theta unknown
+
+
+def test_df118_catches_dropped_yarn_and_other_factor():
+    yarn = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}
+    [f] = run_rule("DF118", target(rope_scaling=yarn), draft())
+    assert "'default' != target 'yarn'" in f.message
+    [g] = run_rule("DF118", target(rope_scaling=yarn), draft(rope_scaling=dict(yarn, factor=2.0)))
+    assert "factor 2.0" in g.message
+
+
+def test_df118_catches_interleaved_layout():
+    [f] = run_rule("DF118", target(rope_interleave=True), draft())
+    assert "interleaved" in f.message and [loc.key for loc in f.locations] == ["rope_interleave", "rope_interleave"]
+
+
+def test_df118_passes_same_settings_and_mrope():
+    assert not catches("DF118", target(), draft())
+    mrope = {"type": "mrope", "mrope_section": [16, 24, 24]}
+    assert not catches("DF118", target(rope_scaling=mrope), draft())  # DF125's business
+    assert not catches("DF118", target(partial_rotary_factor=0.25), draft())  # Qwen3.5 drafts rotate fully
+
+
+# --- DF119 / DF120 draft layers
+def test_df119_catches_length_unknown_type_and_missing_window():
+    bad = run_rule("DF119", target(), draft(layer_types=["sliding_attention", "moe_attention"]))
+    msgs = " | ".join(f.message for f in bad)
+    assert len(bad) == 3 and "2 entries for 5 layers" in msgs and "'moe_attention'" in msgs and "sliding_window" in msgs
+
+
+def test_df119_passes_valid_layer_types():
+    ok = ["sliding_attention"] * 4 + ["full_attention"]
+    assert not catches("DF119", target(), draft(layer_types=ok, sliding_window=2048))
+    assert not catches("DF119", target(), draft())
+
+
+def test_df120_catches_gelu():
+    [f] = run_rule("DF120", target(), draft(hidden_act="gelu_pytorch_tanh"))
+    assert "gelu_pytorch_tanh" in f.message
+
+
+def test_df120_passes_silu_or_absent():
+    assert not catches("DF120", target(), draft())
+    assert not catches("DF120", target(), draft(hidden_act=DELETE))
+
+
+# --- DF121 Gemma-style scaling
+GEMMA2 = dict(architectures=["Gemma2ForCausalLM"], model_type="gemma2", hidden_size=3584, final_logit_softcapping=30.0)
+
+
+def test_df121_catches_missing_embedding_scale_and_softcap():
+    found = run_rule("DF121", target(**GEMMA2), draft(hidden_size=3584))
+    assert len(found) == 2 and all(f.severity == "error" for f in found)
+    assert any(f"{math.sqrt(3584):g}" in f.message for f in found)
+
+
+def test_df121_warns_on_a_different_softcap():
+    cfg = draft(hidden_size=3584, **{"dflash_config.input_embedding_scale": math.sqrt(3584),
+                                     "dflash_config.final_logit_softcapping": 50.0})
+    [f] = run_rule("DF121", target(**GEMMA2), cfg)
+    assert f.severity == "warning" and "50" in f.message and "30" in f.message
+
+
+def test_df121_catches_granite_multipliers():
+    found = run_rule("DF121", target(model_type="granite", embedding_multiplier=12.0, logits_scaling=16.0), draft())
+    assert {f.locations[0].key for f in found} == {"dflash_config.input_embedding_scale", "dflash_config.output_multiplier"}
+
+
+def test_df121_passes_matching_draft_and_plain_target():
+    cfg = draft(hidden_size=3584, **{"dflash_config.input_embedding_scale": math.sqrt(3584),
+                                     "dflash_config.final_logit_softcapping": 30.0})
+    assert not catches("DF121", target(**GEMMA2), cfg)
+    assert not catches("DF121", target(), draft())
+
+
+# --- DF122 / DF123 quantisation
+def test_df122_catches_quantised_head():
+    q = {"quant_method": "compressed-tensors", "ignore": []}
+    [f] = run_rule("DF122", target(quantization_config=q), draft())
+    assert "compressed-tensors" in f.message and f.locations[0].key == "quantization_config.ignore"
+
+
+def test_df122_passes_head_kept_in_full_precision():
+    assert not catches("DF122", target(quantization_config={"quant_method": "compressed-tensors", "ignore": ["lm_head"]}), draft())
+    assert not catches("DF122", target(quantization_config={"quant_method": "awq", "bits": 4}), draft())
+    assert not catches("DF122", target(), draft())
+
+
+def test_df123_catches_quantised_draft():
+    [f] = run_rule("DF123", target(), draft(quantization_config={"quant_method": "fp8"}))
+    assert "fp8" in f.message
+
+
+def test_df123_passes_bf16_draft():
+    assert not catches("DF123", target(), draft())
+
+
+# --- DF124 speculators verifier
+SPEC = speculators_draft()
+
+
+def test_df124_catches_other_hidden_size_and_verifier():
+    found = run_rule("DF124", target(hidden_size=5120, architectures=["LlamaForCausalLM"]), SPEC)
+    assert sorted(f.severity for f in found) == ["error", "warning"]
+    assert any("Qwen/Qwen3-8B" in f.message for f in found)
+
+
+def test_df124_passes_matching_verifier_and_zlab_drafts():
+    assert not catches("DF124", target(), SPEC)
+    assert not catches("DF124", target(hidden_size=5120), draft())
+
+
+# --- DF125 mrope target
+def test_df125_informs_about_mrope_target():
+    vl = target(rope_scaling={"rope_type": "default", "mrope_section": [24, 20, 20]})
+    [f] = run_rule("DF125", vl, draft())
+    assert f.severity == "info" and "[24, 20, 20]" in f.message
+
+
+def test_df125_passes_plain_rope_target():
+    assert not catches("DF125", target(), draft())
