@@ -18,12 +18,12 @@ from dflash_compat.exceptions import InputError
 
 from . import registry
 
-__all__ = ["is_shim_file", "load_shim_file", "torch_adapter", "check_wrapper", "adapter_label"]
+__all__ = ["is_shim_file", "load_shim_file", "torch_adapter", "mlx_adapter", "builtin_shim", "check_wrapper"]
 
 
 def is_shim_file(adapter: str) -> bool:
-    """A path (ends in .py or names an existing file) rather than a built-in adapter name."""
-    return adapter.endswith(".py") or "/" in adapter or "\\" in adapter or Path(adapter).is_file()
+    """A path (ends in .py or holds a path separator) rather than a built-in adapter name."""
+    return adapter.endswith(".py") or "/" in adapter or "\\" in adapter
 
 
 def load_shim_file(path: str, framework: str = "torch") -> types.ModuleType:
@@ -67,13 +67,6 @@ def _named_ref(name: str, framework: str) -> str:
     return ref
 
 
-def adapter_label(adapter: Optional[str]) -> Optional[str]:
-    """How reports name the adapter: the shim's file name, or the built-in name."""
-    if adapter is None:
-        return None
-    return f"shim {Path(adapter).name}" if is_shim_file(adapter) else adapter
-
-
 def torch_adapter(model: Any, adapter: Optional[str] = None) -> Any:
     """The TargetAdapter for a loaded PyTorch model: the table's choice by model_type when
     `adapter` is None, a built-in by name, or the default adapter over a shim's wrapped model."""
@@ -92,6 +85,26 @@ def torch_adapter(model: Any, adapter: Optional[str] = None) -> Any:
         out.name = f"shim:{Path(adapter).name}"
         return out
     return registry.load_class(_named_ref(adapter, "torch"))(model)
+
+
+def mlx_adapter(model: Any, config: Optional[dict[str, Any]] = None, adapter: Optional[str] = None) -> Any:
+    """The TargetAdapter for a loaded mlx-lm model (same choices as torch_adapter)."""
+    if adapter is None:
+        model_type = (config or {}).get("model_type") or getattr(model, "model_type", None)
+        ref = registry.adapter_ref(model_type, "mlx") or registry.MLX_DEFAULT
+        return registry.load_class(ref)(model, config)
+    if is_shim_file(adapter):
+        shim = load_shim_file(adapter, "mlx")
+        try:
+            wrapped = shim.wrap(model)
+        except Exception as exc:  # noqa: BLE001
+            raise InputError(f"--adapter {adapter}: wrap() failed ({type(exc).__name__}: {_first_line(exc)})") from None
+        from .mlx_default import MLXDefaultAdapter
+
+        out = MLXDefaultAdapter(wrapped, config)
+        out.name = f"shim:{Path(adapter).name}"
+        return out
+    return registry.load_class(_named_ref(adapter, "mlx"))(model, config)
 
 
 def builtin_shim(name: str, framework: str = "torch") -> Optional[types.ModuleType]:

@@ -366,6 +366,10 @@ def _replayable_module(layer: Any) -> Optional[Any]:
     return None
 
 
-def mlx_adapter_for(model: Any, config: Optional[dict[str, Any]] = None) -> TargetAdapter:
-    """The adapter for a loaded mlx-lm model (the default one: mlx-lm models share one layout)."""
-    return MLXDefaultAdapter(model, config)
+def mlx_adapter_for(model: Any, config: Optional[dict[str, Any]] = None, adapter: Optional[str] = None) -> TargetAdapter:
+    """The adapter for a loaded mlx-lm model: a built-in layout adapter chosen by model_type
+    (adapters/registry.py), else the default one. `adapter` (--adapter FILE_OR_NAME): a shim file
+    from `dflash-check adapt --framework mlx`, or a built-in adapter name."""
+    from .loading import mlx_adapter
+
+    return mlx_adapter(model, config, adapter)

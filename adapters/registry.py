@@ -8,7 +8,6 @@ module never imports torch or mlx.
 from __future__ import annotations
 
 import importlib
-import shlex
 from typing import Any, Optional
 
 __all__ = [
@@ -22,8 +21,8 @@ __all__ = [
     "adapter_ref",
     "named_adapter_ref",
     "load_class",
+    "adapter_names",
     "layout_paths",
-    "adapt_fix",
 ]
 
 _P = "dflash_compat.adapters."
@@ -164,16 +163,3 @@ def layout_paths(adapter_cls: type, attribute: str = "model") -> dict[str, str]:
             out[role] = object.__getattribute__(value, "_path")
     return out
 
-
-def adapt_fix(target_source: Optional[str] = None, model_type: Optional[str] = None, framework: str = "torch") -> str:
-    """Fix text for a module rule an adapter can fix: the `dflash-check adapt` command line (and,
-    when a built-in adapter covers the layout, that the reference runtime applies it by itself)."""
-    target = shlex.quote(target_source) if target_source else "TARGET"
-    fw = " --framework mlx" if framework == "mlx" else ""
-    text = (f"wrap the model in an adapter shim: `dflash-check adapt {target}{fw} -o adapter.py`, then load it with "
-            "`adapter.wrap(model)` (check it with `--adapter adapter.py`)")
-    ref = adapter_ref(model_type, framework)
-    if ref is not None:
-        name = next((n for n, r in _TABLES[framework][1].items() if r == ref), model_type)
-        text += f"; `dflash-check smoke` applies the built-in {name} adapter by itself"
-    return text

@@ -70,7 +70,7 @@ def validate_path(path: Any, what: str = "path") -> str:
     for part in parts:
         if not (part.isascii() and part.isidentifier()):
             raise InputError(f"{what}: {shown} is not a dotted path of Python identifiers (e.g. transformer.wte)")
-        if keyword.iskeyword(part) or keyword.issoftkeyword(part):
+        if keyword.iskeyword(part):
             raise InputError(f"{what}: {shown} uses the Python keyword {part!r}")
         if part.startswith("__"):
             raise InputError(f"{what}: {shown} reaches a dunder or name-mangled attribute ({part!r}); refused")
@@ -345,8 +345,6 @@ def write_shim(source: str, out: "str | os.PathLike[str]", force: bool = False) 
         raise InputError(f"-o {path}: is a folder; pass a file name such as {path / 'adapter.py'}")
     if path.suffix != ".py":
         raise InputError(f"-o {path}: the shim is a Python module; use a name ending in .py")
-    if not path.stem.isidentifier() or keyword.iskeyword(path.stem):
-        raise InputError(f"-o {path}: {path.stem!r} cannot be imported as a module name; use e.g. adapter.py")
     if (path.exists() or path.is_symlink()) and not force:
         raise InputError(f"-o {path}: already exists; pass --force to overwrite it")
     if not path.parent.is_dir():

@@ -101,7 +101,11 @@ class DFlashAdapted(nn.Module):
         return make_prompt_cache(self.target)
 
     def __getattr__(self, name):
-        if name != "target" and not name.startswith("__") and "target" in self:
+        # Own entries first (mlx keeps arrays, lists and modules set on a Module in its dict),
+        # then the original model's attributes.
+        if name in self:
+            return self[name]
+        if not name.startswith("__") and "target" in self:
             return getattr(self["target"], name)
         return super().__getattr__(name)
 

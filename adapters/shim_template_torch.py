@@ -72,11 +72,14 @@ class _ProjectedHead(nn.Module):
         return self.head.weight @ self.proj.weight
 
 
-class _ModelView:
-    """`adapted.model`: the standard names `model.embed_tokens`, `model.layers`, `model.norm`."""
+class _ModelView(nn.Module):
+    """`adapted.model`: the standard names `model.embed_tokens`, `model.layers`, `model.norm`.
+    A module (so `get_submodule("model.embed_tokens")` works) that owns nothing: it is built on
+    each access and never registered, so no weight appears twice in the wrapper's tree."""
 
     def __init__(self, adapted):
-        self._adapted = adapted
+        super().__init__()
+        object.__setattr__(self, "_adapted", adapted)
 
     @property
     def embed_tokens(self):
@@ -108,6 +111,13 @@ class DFlashAdapted(nn.Module):
                 f"(roles {', '.join(missing)}): this shim was generated for another layout; regenerate it "
                 "with `dflash-check adapt`"
             )
+        # OPT-350m style projections: composed once and registered, so each accessor returns one
+        # module of the tree (its weights are the original ones; only state_dict() lists them twice).
+        embed_proj = _resolve(target, PATHS["embed_proj"]) if "embed_proj" in PATHS else None
+        head_proj = _resolve(target, PATHS["head_proj"]) if "head_proj" in PATHS else None
+        self.projected_embed = None if embed_proj is None else _ProjectedEmbedding(
+            _resolve(target, PATHS["embed"]), embed_proj)
+        self.projected_head = None if head_proj is None else _ProjectedHead(head_proj, self._head())
         params = inspect.signature(target.forward).parameters
         self._accepts = frozenset(params)
         self._open = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
@@ -117,18 +127,20 @@ class DFlashAdapted(nn.Module):
     # ---- the pieces the draft borrows (plain passthroughs) --------------------------------
 
     def get_input_embeddings(self):
-        embed = _resolve(self.target, PATHS["embed"])
-        proj = _resolve(self.target, PATHS["embed_proj"]) if "embed_proj" in PATHS else None
-        return embed if proj is None else _ProjectedEmbedding(embed, proj)
+        if self.projected_embed is not None:
+            return self.projected_embed
+        return _resolve(self.target, PATHS["embed"])
 
     def get_output_embeddings(self):
+        return self.projected_head if self.projected_head is not None else self._head()
+
+    def _head(self):
         head = _resolve(self.target, PATHS["lm_head"]) if "lm_head" in PATHS else None
         if head is None:  # no lm_head path: whatever transformers reports (tied heads included)
             head = self.target.get_output_embeddings()
         if head is None:
             raise AttributeError("no output head found: regenerate with `dflash-check adapt --map lm_head=PATH`")
-        proj = _resolve(self.target, PATHS["head_proj"]) if "head_proj" in PATHS else None
-        return head if proj is None else _ProjectedHead(proj, head)
+        return head
 
     @property
     def lm_head(self):

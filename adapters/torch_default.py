@@ -176,6 +176,10 @@ class TorchDefaultAdapter(TargetAdapter):
         # A negative crop means "remove that many" in every transformers release; crop(0) is a
         # no-op (that trims sliding layers back to their window) only where the cache records its
         # past (transformers 5) -- older releases read crop(0) as "keep 0 positions".
+        if getattr(cache, "is_croppable", True) is False:  # transformers 5 knows (e.g. a recurrent layer)
+            raise RuntimeUnsupportedError(
+                f"target ({self.name} adapter): its cache reports that cropping cannot undo the rejected tokens"
+            )
         if remove or hasattr(cache, "activate_past_recording"):
             cache.crop(-remove)
 

@@ -122,6 +122,11 @@ def check_cmd(target: str, draft: str, backends, select, ignore, strict, fmt, ou
         target=target, draft=draft, backends=chosen, select=_split(select), ignore=_split(ignore),
         options=options, revision=revision, draft_revision=draft_revision, token=token, framework=framework,
     )
+    if adapter and no_deep:
+        from .exceptions import InputError
+
+        _fail(InputError("--adapter changes the module facts, which --no-deep skips; drop one of them"))
+        return
     try:
         deep = None
         if not no_deep:

@@ -14,6 +14,7 @@ __all__ = [
     "MLX_REPLAY_MODEL_TYPES",
     "deep",
     "model_type",
+    "tree_built",
     "vllm_reaches",
 ]
 
@@ -29,6 +30,12 @@ MLX_REPLAY_MODEL_TYPES = {"qwen3_5", "qwen3_5_moe", "qwen3_5_text", "qwen3_5_moe
 
 def deep(ctx: CheckContext, key: str, default: Any = None) -> Any:
     return ctx.target.deep.get(key, default)
+
+
+def tree_built(ctx: CheckContext) -> bool:
+    """False when an inspector ran but could not build the tree (mlx-lm rejects the config: DF510 says so)."""
+    mlx = ctx.target.deep.get("mlx")
+    return not (isinstance(mlx, dict) and mlx.get("supported") is False)
 
 
 def model_type(ctx: CheckContext) -> str:

@@ -14,6 +14,12 @@ def check(ctx: CheckContext):
             f"module-tree checks skipped: {deep.get('detail') or deep['skipped']}",
             [ctx.module_loc("")],
         )
+    elif deep.get("remote_code") == "not-imported-built-in-class-used":
+        yield Violation(
+            f"the repo's own code (auto_map) was not imported: the module checks ran on transformers' built-in "
+            f"{deep.get('model_class')}, which is what transformers loads without trust_remote_code",
+            [ctx.tloc("auto_map", "auto_map")],
+        )
 
 
 RULE = Rule(
@@ -23,8 +29,8 @@ RULE = Rule(
     backends=(COMMON,),
     check=check,
     what="Reports that the target's module tree was not inspected: torch/transformers (or the MLX inspector) is "
-    "not installed, or the target needs its repository's own code and --trust-remote-code was not given. Only "
-    "the config-level and weight-header checks ran.",
+    "not installed, or the target needs its repository's own code and --trust-remote-code was not given (when "
+    "transformers has a built-in class for the model type, that class is inspected instead and this says so).",
     why="Paths of the embedding, head and layers, the forward signature and whether the cache can be rolled "
     "back are only known from the module tree; without it those problems surface at launch instead.",
     example="dflash-check Qwen/Qwen3-8B --draft z-lab/Qwen3-8B-DFlash-b16 in an environment without torch",

@@ -25,6 +25,12 @@ def check(ctx: CheckContext):
             "`past_key_values=` fail with an unexpected keyword argument",
             loc, severity="error",
         )
+    elif how in ("untyped-kwargs", "kwargs-passthrough") and deep(ctx, "cache_arg") == "cache":
+        yield Violation(
+            f"transformers {version}: the target's forward takes `cache=` and has no `past_key_values` alias; "
+            "`past_key_values=` lands in **kwargs and is ignored, so every call starts from an empty cache",
+            loc, severity="error",
+        )
 
 
 RULE = Rule(
@@ -35,7 +41,8 @@ RULE = Rule(
     needs=("modules",),
     check=check,
     what="Notes that the installed transformers renamed the forward's cache argument from `past_key_values` to "
-    "`cache` (found from the forward's signature and its deprecate_kwarg shim); an error once the alias is gone.",
+    "`cache` (found from the forward's signature and its deprecate_kwarg shim); an error once the alias is gone, "
+    "or where the model has no alias and `past_key_values=` would vanish into **kwargs.",
     why="transformers 5.x moved to `cache=` / `output.cache`; the alias warns until its removal version, after "
     "which runtimes written for 4.x (and the dflash 0.1 reference) stop working without a code change.",
     example="LlamaForCausalLM.forward(..., cache=...) with @deprecate_kwarg('past_key_values', '5.40.0', new_name='cache')",

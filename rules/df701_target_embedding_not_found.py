@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
 
+from ._modules import tree_built
+
 
 def check(ctx: CheckContext):
     t = ctx.target
-    if t.embed_path is None:
+    if tree_built(ctx) and t.embed_path is None:
         yield Violation(
             f"no input embedding found in {t.deep.get('model_class', 'the target')}: neither get_input_embeddings() "
             f"nor a {t.vocab_size or 'vocab'}-row nn.Embedding",

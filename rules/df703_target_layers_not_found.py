@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
 
+from ._modules import tree_built
+
 
 def check(ctx: CheckContext):
     t, deep = ctx.target, ctx.target.deep
-    if t.layers_path is None:
+    if tree_built(ctx) and t.layers_path is None:
         yield Violation(
             f"no decoder-layer list found in {deep.get('model_class', 'the target')} (no ModuleList of "
             f"{deep.get('config_layers') or t.num_hidden_layers} layers)",

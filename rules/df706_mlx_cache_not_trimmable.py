@@ -4,29 +4,26 @@ from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, Rule, Violation
 
+from . import df504_mlx_target_cache_unsupported as df504
 from ._modules import MLX_REPLAY_MODEL_TYPES, deep, model_type
-
-# mlx-lm cache classes the MLX DFlash loop can roll back (KVCache trims; ArraysCache only for qwen3_5, by replay).
-_MLX_TRIMMABLE = {"KVCache", "QuantizedKVCache", "ConcatenateKVCache"}
 
 
 def check(ctx: CheckContext):
     t = ctx.target
     mt = model_type(ctx)
-    if mt in MLX_REPLAY_MODEL_TYPES:
-        return
+    if mt in MLX_REPLAY_MODEL_TYPES or any(df504.check(ctx)):
+        return  # replayed by the MLX loop, or already reported from the config by DF504
     if deep(ctx, "framework") == "mlx":
-        odd = sorted({c for c in (t.cache_layers or []) if c not in _MLX_TRIMMABLE and c != "RotatingKVCache"})
-        if odd:
+        if t.rollback == "none":
+            odd = sorted({c for c in (t.cache_layers or []) if c not in ("KVCache", "RotatingKVCache", "CacheList")})
             yield Violation(
-                f"mlx-lm builds {', '.join(odd)} cache layers for {mt!r}: the MLX loop cannot trim them "
-                "(only qwen3_5 GatedDeltaNet state is replayed), its assertion fails",
+                f"mlx-lm builds {', '.join(odd) or 'non-trimmable'} cache layers for {mt!r}: the MLX loop cannot "
+                "trim them (only qwen3_5 GatedDeltaNet state is replayed), its assertion fails",
                 [ctx.module_loc(t.layers_path or "")],
             )
         return
-    # From the transformers tree: report what the config-level DF504 cannot see (a model type not known as hybrid).
     bad = deep(ctx, "non_croppable_layers") or []
-    if bad and not t.is_hybrid:
+    if bad:
         yield Violation(
             f"{len(bad)} of the target's layers keep recurrent state ({', '.join(sorted(set(t.cache_layers or [])))}"
             "): the MLX loop rolls back only qwen3_5 GatedDeltaNet layers",

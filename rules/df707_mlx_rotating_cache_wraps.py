@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, Rule, Violation
 
+from . import df504_mlx_target_cache_unsupported as df504
 from ._modules import deep
 
 
 def check(ctx: CheckContext):
     t = ctx.target
-    # Only from the real mlx-lm tree; from transformers facts DF504 judges by model type.
-    if deep(ctx, "framework") != "mlx" or "RotatingKVCache" not in (t.cache_layers or []):
+    # Only from the real mlx-lm tree (from transformers facts DF504 judges by model type), and only what
+    # DF504 has not already reported from the config.
+    if deep(ctx, "framework") != "mlx" or "RotatingKVCache" not in (t.cache_layers or []) or any(df504.check(ctx)):
         return
     n = sum(1 for c in t.cache_layers if c == "RotatingKVCache")
     yield Violation(

@@ -17,7 +17,8 @@ def check(ctx: CheckContext):
     if t.embed_path and t.embed_path not in MLX_EMBED_PATHS:
         problems.append(f"embedding at {t.embed_path} (looks at {', '.join(MLX_EMBED_PATHS)})")
     if t.lm_head_path and t.lm_head_path not in MLX_HEAD_PATHS and not t.tied_embeddings:
-        problems.append(f"untied head at {t.lm_head_path} (looks at lm_head, else embed_tokens.as_linear)")
+        problems.append(f"untied head at {t.lm_head_path} (looks at lm_head, then silently uses embed_tokens.as_linear: "
+                        "the wrong head)")
     if t.layers_path and t.layers_path not in MLX_LAYER_PATHS:
         problems.append(f"layers at {t.layers_path} (looks at {', '.join(MLX_LAYER_PATHS)})")
     if not problems:

@@ -120,3 +120,51 @@ def reference_greedy(model, prompt, n: int) -> list[int]:
         out.append(nxt)
         ids = torch.cat([ids, torch.tensor([[nxt]])], dim=1)
     return out
+
+
+# ---- MLX (mlx-lm) layouts -------------------------------------------------------------------
+
+MLX_V = 32
+# model_type -> a tiny mlx-lm config of a layout the DFlash MLX loader cannot read (3 layers, hidden 32)
+MLX_CONFIGS: dict[str, dict[str, Any]] = {
+    "gpt2": dict(model_type="gpt2", n_ctx=256, n_embd=H, n_head=2, n_layer=N_LAYERS, n_positions=256,
+                 layer_norm_epsilon=1e-5, vocab_size=MLX_V),
+    "gptj": dict(model_type="gptj", n_embd=H, vocab_size=MLX_V, n_positions=256, n_head=2, rotary_dim=8,
+                 n_layer=N_LAYERS),
+    "gpt_neox": dict(model_type="gpt_neox", max_position_embeddings=256, hidden_size=H, num_attention_heads=2,
+                     num_hidden_layers=N_LAYERS, layer_norm_eps=1e-5, vocab_size=MLX_V, rotary_emb_base=10000,
+                     rotary_pct=0.25),
+    "gpt_bigcode": dict(model_type="gpt_bigcode", n_embd=H, n_layer=N_LAYERS, n_inner=64, n_head=2, n_positions=256,
+                        layer_norm_epsilon=1e-5, vocab_size=MLX_V),
+    "qwen": dict(model_type="qwen", hidden_size=H, num_attention_heads=2, num_hidden_layers=N_LAYERS, kv_channels=16,
+                 max_position_embeddings=256, intermediate_size=128, vocab_size=MLX_V),
+    "exaone": dict(model_type="exaone", hidden_size=H, num_layers=N_LAYERS, intermediate_size=64,
+                   num_attention_heads=2, vocab_size=MLX_V, rope_theta=10000.0, layer_norm_epsilon=1e-5,
+                   num_key_value_heads=1, tie_word_embeddings=False),
+    "dbrx": dict(model_type="dbrx", vocab_size=MLX_V, d_model=H, n_layers=N_LAYERS, n_heads=2,
+                 ffn_config={"ffn_hidden_size": 64, "moe_num_experts": 2, "moe_top_k": 1},
+                 attn_config={"kv_n_heads": 1, "clip_qkv": 8, "rope_theta": 10000}),
+    "internlm2": dict(model_type="internlm2", hidden_size=H, num_hidden_layers=N_LAYERS, intermediate_size=64,
+                      num_attention_heads=2, num_key_value_heads=1, rms_norm_eps=1e-6, vocab_size=MLX_V,
+                      max_position_embeddings=256, rope_theta=10000.0, bias=False, tie_word_embeddings=False),
+    "openelm": dict(model_type="openelm", head_dim=16, num_transformer_layers=N_LAYERS, model_dim=H,
+                    vocab_size=MLX_V, ffn_dim_divisor=8, num_query_heads=[2] * N_LAYERS,
+                    num_kv_heads=[1] * N_LAYERS, ffn_multipliers=[2.0] * N_LAYERS),
+    "plamo": dict(model_type="plamo", hidden_size=H, num_hidden_layers=N_LAYERS, intermediate_size=64,
+                  num_attention_heads=2, rms_norm_eps=1e-6, vocab_size=MLX_V, n_shared_head=2),
+}
+
+
+def mlx_draft_config(block_size: int = 4) -> dict[str, Any]:
+    return draft_config(vocab=MLX_V, block_size=block_size)
+
+
+def one_thread():
+    """A fixture body: tiny models run fastest on one thread, and a shared CI box is not slowed by
+    spinning OpenMP workers; restores the previous setting afterwards."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)

@@ -38,6 +38,15 @@ TARGETS: dict[str, dict[str, Any]] = {
     "hunyuan": dict(_BASE, model_type="hunyuan", attention_bias=False, moe_topk=1, num_experts=1,
                     num_shared_expert=1, use_mixed_mlp_moe=False, use_qk_norm=True, use_cla=False,
                     cla_share_factor=2, rope_scaling={"type": "dynamic", "factor": 1.0, "alpha": 1.0}),
+    "lfm2": dict(model_type="lfm2", vocab_size=V, hidden_size=32, num_hidden_layers=4, num_attention_heads=2,
+                 num_key_value_heads=1, max_position_embeddings=512, norm_eps=1e-5, conv_bias=False, conv_L_cache=3,
+                 block_dim=32, block_multiple_of=16, block_ffn_dim_multiplier=1.0, block_auto_adjust_ff_dim=False,
+                 intermediate_size=64,
+                 layer_types=["conv", "full_attention", "conv", "full_attention"]),
+    "gemma4_text": dict(model_type="gemma4_text", hidden_size=32, num_hidden_layers=2, intermediate_size=64,
+                        num_attention_heads=2, head_dim=16, global_head_dim=16, vocab_size=V,
+                        vocab_size_per_layer_input=V, num_key_value_heads=1, num_kv_shared_layers=0,
+                        hidden_size_per_layer_input=0, sliding_window=4, sliding_window_pattern=2),
     "mamba": dict(model_type="mamba", vocab_size=V, hidden_size=32, intermediate_size=64, state_size=4,
                   num_hidden_layers=2, conv_kernel=4, use_bias=False, use_conv_bias=True, time_step_rank=4,
                   tie_word_embeddings=True),
@@ -179,6 +188,12 @@ def make_tokenizer(vocab_size: int = V, eos: int = EOS):
     tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="t0"))
     tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
     return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token=f"t{eos}", unk_token="t0")
+
+
+def save_tokenizer(folder: Path) -> None:
+    """make_tokenizer() saved beside a target (transformers picks its class by the folder's
+    model_type: fine for qwen3 / llama, not for qwen3_5, whose tokenizer class rebuilds it)."""
+    make_tokenizer().save_pretrained(str(folder))
 
 
 def mlx_lm_greedy(model: Any, prompt: list[int], max_tokens: int) -> list[int]:

@@ -45,7 +45,7 @@ def _probe_paths(resolved, spec, framework: str, trust_remote_code: bool, notes:
 
 def plan_for_target(
     target: str,
-    framework: str = "torch",
+    framework: str = "auto",
     mapping: Optional[dict[str, str]] = None,
     *,
     revision: Optional[str] = None,
@@ -63,6 +63,10 @@ def plan_for_target(
     notes = notes if notes is not None else []
     resolved = resolve(target, "target", revision=revision, token=token)
     spec = load_target(resolved)
+    if framework == "auto":
+        from ..probe import detect_framework
+
+        framework = detect_framework(resolved, spec)
     model_type = spec.model_type
     paths: dict[str, str] = {}
     source = []
@@ -105,12 +109,13 @@ def plan_for_target(
     return plan
 
 
-@click.command("adapt")
+@click.command("adapt", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("target")
 @click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write the shim to this .py file (default: print it to stdout).")
 @click.option(
-    "--framework", type=click.Choice(("torch", "mlx")), default="torch", show_default=True,
-    help="Which kind of model the shim wraps: a transformers (PyTorch) model or an mlx-lm model.",
+    "--framework", type=click.Choice(("auto", "torch", "mlx")), default="auto", show_default=True,
+    help="Which kind of model the shim wraps: a transformers (PyTorch) model or an mlx-lm model; auto picks mlx "
+    "for mlx-lm conversions (an mlx quantization block or mlx-format weights), else torch.",
 )
 @click.option(
     "--map", "maps", multiple=True, metavar="ROLE=PATH",
@@ -153,6 +158,10 @@ def adapt_cmd(target: str, output: Optional[str], framework: str, maps: tuple[st
     except DFlashCompatError as exc:
         _fail(exc)
         return
+    import shlex
+
     roles = ", ".join(f"{role} -> {p}" for role, p in plan.checked().paths.items())
-    click.echo(f"wrote {path}: {roles}", err=True)
-    click.echo(f"use it: dflash-check {target} --draft DRAFT --adapter {path}", err=True)
+    fw = " --framework mlx" if plan.framework == "mlx" else ""
+    click.echo(f"wrote {path} ({plan.framework}): {roles}", err=True)
+    click.echo(f"use it: dflash-check {shlex.quote(target)} --draft DRAFT{fw} --adapter {shlex.quote(str(path))}",
+               err=True)

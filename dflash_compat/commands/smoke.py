@@ -73,11 +73,9 @@ def _run_backend(backend: str, req: SmokeRequest, step: Callable[[], None], tota
 
 
 def _run_mlx(req: SmokeRequest, step: Callable[[], None], total: Callable[[int], None]) -> SmokeRun:
-    import importlib.util
+    from .smoke_mlx import run_mlx
 
-    if importlib.util.find_spec("dflash_compat.runtime.mlx_generate") is None:
-        raise MissingDependencyError("--backend mlx is not available in this version yet; use --backend torch")
-    raise MissingDependencyError("--backend mlx is not wired into `dflash-check smoke` yet; use --backend torch")
+    return run_mlx(req, step, total)
 
 
 def _tokenize(folder: Path, texts: list[str], target: str) -> list[list[int]]:

@@ -55,7 +55,13 @@ def _inspect_target(framework: str, resolved: Resolved, target: TargetSpec, opti
                            "detail": f"the MLX module inspector is not available ({exc}); install dflash-compat[mlx]"}
             notes.append("module checks skipped: no MLX inspector")
             return
-        inspect_mlx_target(resolved, target, options, notes)
+        from ..exceptions import MissingDependencyError
+
+        try:
+            inspect_mlx_target(resolved, target, options, notes)
+        except MissingDependencyError as exc:
+            target.deep = {"inspected": False, "framework": "mlx", "skipped": "mlx-inspector-missing", "detail": str(exc)}
+            notes.append("module checks skipped: mlx is not installed")
         return
     from .torch_meta import inspect_torch_target
 

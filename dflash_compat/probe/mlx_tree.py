@@ -372,8 +372,27 @@ def describe_mlx_model(model: Any, config: dict[str, Any], quantization: Optiona
     facts["num_layers"] = len(layers)
     classes = sorted({_qualname(layer) for layer in layers if layer is not None})
     facts["layer_classes"] = classes
-    returns = {_call_returns(type(layer)) for layer in layers if layer is not None}
+    by_class = {type(layer).__name__: _call_returns(type(layer)) for layer in layers if layer is not None}
+    facts["layer_returns_by_class"] = by_class
+    returns = set(by_class.values())
     facts["layer_returns"] = "tuple" if "tuple" in returns else ("tensor" if returns == {"tensor"} else None)
+    # What the reference's bind() multiplies the block embedding by, besides input_embedding_scale:
+    # an `embed_scale` on the embedding module, else on the module that holds it.
+    owner = get_path(model, embed_path.rsplit(".", 1)[0]) if embed_path and "." in embed_path else model
+    scale = getattr(embed, "embed_scale", None) if embed is not None else None
+    where = f"{embed_path}.embed_scale" if scale is not None else None
+    if scale is None and owner is not None and getattr(owner, "embed_scale", None) is not None:
+        scale = owner.embed_scale
+        where = f"{embed_path.rsplit('.', 1)[0]}.embed_scale" if embed_path and "." in embed_path else "embed_scale"
+    facts["embed_scale"] = float(scale) if isinstance(scale, (int, float)) else (
+        float(scale.item()) if hasattr(scale, "item") and getattr(scale, "size", 0) == 1 else None)
+    facts["embed_scale_source"] = where
+    try:
+        from mlx_lm.models import gated_delta
+
+        facts["gdn_normalize_qk"] = hasattr(gated_delta, "normalize_qk")
+    except ImportError:  # pragma: no cover - every mlx-lm with qwen3_5 ships it
+        facts["gdn_normalize_qk"] = None
     try:
         params = list(inspect.signature(type(model).__call__).parameters)[1:]
     except (TypeError, ValueError):
@@ -467,6 +486,15 @@ def inspect_mlx_target(resolved: Any, target_spec: Any, options: Any, notes: lis
     facts["model_type"] = config.get("model_type")
     facts["weights_read"] = weight_names is not None
     deep["mlx"] = facts
+    # the keys the framework-neutral module rules (DF70x) read, as the torch inspector names them
+    deep["model_class"] = facts["model_class"]
+    deep["layers_len"] = facts["num_layers"]
+    deep["layer_classes"] = facts["layer_classes"]
+    deep["layer_returns_by_class"] = facts["layer_returns_by_class"]
+    deep["embed_class"] = facts["embed_class"]
+    deep["embed_scaled"] = facts["embed_scale"] is not None
+    deep["embed_scale"] = facts["embed_scale"]
+    deep["embed_scale_source"] = [facts["embed_scale_source"]] if facts["embed_scale_source"] else []
     target_spec.embed_path = facts["paths"]["embed"]
     target_spec.lm_head_path = facts["paths"]["head"]
     target_spec.layers_path = facts["paths"]["layers"]

@@ -64,19 +64,20 @@ def _status(message: str):
 
 def inspect_torch_target(resolved: Resolved, target: TargetSpec, options: CheckOptions, notes: list[str]) -> None:
     """Build the target on the meta device and record its module facts in `target` (in place)."""
-    if target.needs_remote_code and not options.trust_remote_code:
-        _skip(target, "remote-code",
-              f"the config's auto_map needs the repo's own Python code ({', '.join(sorted(target.auto_map or {}))}); "
-              "rerun with --trust-remote-code to inspect it", notes)
-        return
     try:
         import torch  # noqa: F401
         import transformers  # noqa: F401
     except ImportError as exc:
         _skip(target, "torch-missing", f"{exc.name or 'torch'} is not installed (pip install 'dflash-compat[torch]')", notes)
         return
+    remote = target.needs_remote_code and options.trust_remote_code
+    if target.needs_remote_code and not remote and not _native(target):
+        _skip(target, "remote-code",
+              f"the config's auto_map needs the repo's own Python code ({', '.join(sorted(target.auto_map or {}))}); "
+              "rerun with --trust-remote-code to inspect it", notes)
+        return
     with _quiet():
-        built = _build(resolved, target, options, notes)
+        built = _build(resolved, target, options, notes, remote)
         if built is None:
             return
         model, how = built
@@ -87,6 +88,10 @@ def inspect_torch_target(resolved: Resolved, target: TargetSpec, options: CheckO
             model = wrap(model) if wrap is not None else model
             how = dict(how, adapter=options.adapter)
         deep = {"inspected": True, "framework": "torch", "transformers_version": transformers.__version__, **how}
+        if target.needs_remote_code and not remote:
+            # What transformers itself does without trust_remote_code: its built-in class for this model_type.
+            deep["remote_code"] = "not-imported-built-in-class-used"
+            notes.append(f"auto_map not imported: inspected transformers' built-in {how['model_class']}")
         _locate(model, target, deep)
         _embedding_and_logit_facts(model, target, deep)
         _forward_facts(model, target, deep)
@@ -99,11 +104,19 @@ def inspect_torch_target(resolved: Resolved, target: TargetSpec, options: CheckO
 # --- building -------------------------------------------------------------------------------------------------
 
 
-def _make_config(resolved: Resolved, target: TargetSpec, options: CheckOptions, notes: list[str]):
+def _native(target: TargetSpec) -> bool:
+    """transformers has its own implementation of this model_type (so no repo code is needed to build it)."""
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    model_type = target.raw.get("model_type")
+    return isinstance(model_type, str) and model_type in CONFIG_MAPPING
+
+
+def _make_config(resolved: Resolved, target: TargetSpec, options: CheckOptions, notes: list[str], remote: bool):
     from transformers import AutoConfig
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
-    if target.needs_remote_code:  # trusted: transformers imports the repo's configuration code
+    if remote:  # trusted: transformers imports the repo's configuration code
         ref = resolved.repo_id if resolved.is_hub else str(resolved.folder)
         try:
             return AutoConfig.from_pretrained(ref, revision=resolved.revision, trust_remote_code=True)
@@ -129,13 +142,13 @@ def _first_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
 
-def _model_class(config, target: TargetSpec):
+def _model_class(config, target: TargetSpec, remote: bool):
     """The class the transformers reference loads: AutoModelForCausalLM, else AutoModelForImageTextToText
     (VLM wrappers), else the class named in `architectures`."""
     import transformers
     from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
 
-    if target.needs_remote_code:
+    if remote:
         for auto in (AutoModelForCausalLM, AutoModelForImageTextToText):
             if auto.__name__ in (getattr(config, "auto_map", None) or {}):
                 return auto, auto.__name__
@@ -149,18 +162,18 @@ def _model_class(config, target: TargetSpec):
     return None, None
 
 
-def _build(resolved: Resolved, target: TargetSpec, options: CheckOptions, notes: list[str]):
+def _build(resolved: Resolved, target: TargetSpec, options: CheckOptions, notes: list[str], remote: bool):
     import torch
 
-    config = _make_config(resolved, target, options, notes)
+    config = _make_config(resolved, target, options, notes, remote)
     if config is None:
         return None
-    cls, via = _model_class(config, target)
+    cls, via = _model_class(config, target, remote)
     if cls is None:
         _skip(target, "no-causal-lm-class",
               f"transformers has no causal-LM class for model_type {target.raw.get('model_type')!r}", notes)
         return None
-    kwargs = {"trust_remote_code": True} if target.needs_remote_code else {}
+    kwargs = {"trust_remote_code": True} if remote else {}
     try:
         with _status(f"building {target.source} on the meta device ..."), torch.device("meta"):
             model = cls.from_config(config, **kwargs) if hasattr(cls, "from_config") else cls(config)
@@ -400,7 +413,8 @@ def _forward_facts(model, target: TargetSpec, deep: dict[str, Any]) -> None:
         elif name == "output_hidden_states" and var_kw is not None and "hidden_states" in _recorded_outputs(model):
             how[name] = "kwargs"  # transformers' output recorder hooks the decoder layers for it
         elif var_kw is not None:
-            how[name] = "untyped-kwargs"
+            # Accepted without a TypeError, but nothing says the model reads it.
+            how[name] = "kwargs-passthrough" if typed else "untyped-kwargs"
         else:
             how[name] = "no"
     target.forward_accepts = [n for n in REFERENCE_CALL_ARGS if how[n] in ("explicit", "deprecated-alias", "kwargs")]

@@ -53,9 +53,11 @@ def load_target(
     dtype: Optional[mx.Dtype] = None,
     trust_remote_code: bool = False,
     token: Optional[str] = None,
+    adapter: Optional[str] = None,
 ) -> TargetAdapter:
     """Load an mlx-lm target (folder or Hub id; safetensors only) and wrap it in its adapter.
-    `dtype` casts the floating-point weights (None keeps the checkpoint's)."""
+    `dtype` casts the floating-point weights (None keeps the checkpoint's); `adapter`: a shim file
+    or built-in adapter name (default: chosen by model_type)."""
     from mlx_lm.utils import load_model
 
     from ..adapters.mlx_default import mlx_adapter_for
@@ -76,7 +78,7 @@ def load_target(
         raise RuntimeUnsupportedError(f"target {ref}: mlx-lm cannot load it ({text})") from None
     if dtype is not None:
         model.set_dtype(dtype)
-    return mlx_adapter_for(model, config)
+    return mlx_adapter_for(model, config, adapter)
 
 
 def stop_tokens_of(adapter: TargetAdapter) -> list[int]:
@@ -350,6 +352,7 @@ def stream_generate(
         if size > 1:
             proposed, q = draft_block(draft, target, last, features, start, draft_cache, size,
                                       temperature, top_p, top_k, keys)
+            mx.async_eval(proposed)  # the draft runs while the verify graph is built
             block = mx.concatenate([last, proposed.astype(mx.int32)], axis=1)  # [1, size]
         else:
             block = last

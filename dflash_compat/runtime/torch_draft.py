@@ -30,7 +30,9 @@ __all__ = [
 ]
 
 _STATIC_ROPE_TYPES = ("linear", "yarn", "llama3", "proportional")
-_SDPA_GQA = tuple(int(p) for p in torch.__version__.split(".")[:2]) >= (2, 5)
+_TORCH = tuple(int(p) for p in torch.__version__.split(".")[:2])
+_SDPA_GQA = _TORCH >= (2, 5)
+_FUSED_RMS_NORM = hasattr(F, "rms_norm")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -208,9 +210,9 @@ class RMSNorm(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         # statistics in float32, as the Qwen3 target computes them
-        x32 = x.float()
-        x32 = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
-        return self.weight * x32.to(x.dtype)
+        normed = F.rms_norm(x.float(), (x.shape[-1],), eps=self.eps) if _FUSED_RMS_NORM else \
+            x.float() * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.weight * normed.to(x.dtype)
 
 
 def rotate_half(x: torch.Tensor) -> torch.Tensor:
@@ -264,8 +266,9 @@ class DraftAttention(nn.Module):
         b, t, _ = x.shape
         c = ctx.shape[1]
         q = self.q_norm(self.q_proj(x).view(b, t, self.num_heads, self.head_dim)).transpose(1, 2)  # [B, h, T, D]
-        k = torch.cat([self.k_proj(ctx), self.k_proj(x)], dim=1).view(b, c + t, self.num_kv_heads, self.head_dim)
-        v = torch.cat([self.v_proj(ctx), self.v_proj(x)], dim=1).view(b, c + t, self.num_kv_heads, self.head_dim)
+        kv_in = torch.cat([ctx, x], dim=1)  # [B, C+T, H]: keys/values see the context, then the block
+        k = self.k_proj(kv_in).view(b, c + t, self.num_kv_heads, self.head_dim)
+        v = self.v_proj(kv_in).view(b, c + t, self.num_kv_heads, self.head_dim)
         k = self.k_norm(k).transpose(1, 2)  # [B, kvh, C+T, D]
         v = v.transpose(1, 2)
         q = apply_rope(q, cos[c:], sin[c:])

@@ -1,0 +1,67 @@
+"""The MLX backend of `dflash-check smoke`: mlx-lm target + our MLX draft, same report as the torch backend."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from ..exceptions import InputError, MissingDependencyError
+
+__all__ = ["run_mlx"]
+
+_DTYPES = ("float32", "bfloat16", "float16")
+
+
+def _mlx_device(device: str) -> str:
+    import mlx.core as mx
+
+    if device == "cuda":
+        raise InputError("--device cuda is for --backend torch; MLX runs on its default device (Apple GPU, else CPU)")
+    if device == "cpu":
+        mx.set_default_device(mx.cpu)
+    return "gpu" if mx.default_device() == mx.gpu else "cpu"
+
+
+def run_mlx(req, step: Callable[[], None], total: Callable[[int], None]):
+    """Load the target with mlx-lm and the draft with dflash_compat.runtime.mlx_draft, then run spec and
+    baseline per prompt (the torch backend's protocol: a short warm-up first)."""
+    try:
+        import mlx.core as mx
+        import mlx_lm  # noqa: F401
+    except ImportError:
+        raise MissingDependencyError("the mlx backend needs mlx and mlx-lm: pip install 'dflash-compat[mlx]'") from None
+    from ..resolve import download_weights, resolve
+    from ..runtime import mlx_generate as rt
+    from .smoke import PromptRun, SmokeRun, _tokenize
+
+    device = _mlx_device(req.device)
+    resolved = resolve(req.target, "target", token=req.token)
+    folder = download_weights(resolved, token=req.token)
+    prompts = _tokenize(folder, req.texts, req.target) + [list(p) for p in req.prompt_ids]
+    dtype = getattr(mx, req.dtype) if req.dtype in _DTYPES else None  # auto: as stored
+    target = rt.load_target(folder, dtype=dtype, trust_remote_code=req.trust_remote_code, adapter=req.adapter)
+    # auto: the draft computes in the target's dtype (the scale dtype of a quantised target)
+    draft = rt.load_draft(req.draft, dtype=dtype or target.dtype, token=req.token)
+    dtype_name = str(dtype or target.dtype).rsplit(".", 1)[-1]
+    bs = draft.block_size if req.block_size is None else req.block_size
+    if not 1 <= bs <= draft.block_size:
+        raise InputError(f"--block-size {bs} must be between 1 and the draft's block_size {draft.block_size}")
+    for i, ids in enumerate(prompts):
+        bad = [t for t in ids if not 0 <= t < target.vocab_size]
+        if bad:
+            raise InputError(f"prompt {i}: token id {bad[0]} is outside the target's vocabulary (0..{target.vocab_size - 1})")
+    stops = rt.stop_tokens_of(target)
+    sampling = dict(temperature=req.temperature, top_p=req.top_p, top_k=req.top_k)
+    total(2 * len(prompts))
+    # warm-up: the first calls pay for lazy initialisation and kernel compilation
+    rt.spec_generate(draft, target, prompts[0], max_new_tokens=min(8, req.max_new_tokens), block_size=bs,
+                     stop_token_ids=stops, seed=req.seed, **sampling)
+    rt.greedy_generate(target, prompts[0], max_new_tokens=min(8, req.max_new_tokens), stop_token_ids=stops)
+    runs = []
+    for ids in prompts:
+        spec = rt.spec_generate(draft, target, ids, max_new_tokens=req.max_new_tokens, block_size=bs,
+                                stop_token_ids=stops, seed=req.seed, **sampling)
+        step()
+        base = rt.greedy_generate(target, ids, max_new_tokens=req.max_new_tokens, stop_token_ids=stops)
+        step()
+        runs.append(PromptRun(ids, spec, base))
+    return SmokeRun("mlx", device, dtype_name, bs, runs)

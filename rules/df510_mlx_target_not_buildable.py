@@ -1,0 +1,35 @@
+"""DF510: the installed mlx-lm cannot build the target from its config."""
+
+from __future__ import annotations
+
+from dflash_compat.engine import CheckContext, Rule, Violation
+
+
+def check(ctx: CheckContext):
+    deep = ctx.target.deep
+    facts = deep.get("mlx") if deep.get("framework") == "mlx" else None
+    if not facts or facts.get("supported", True):
+        return
+    version = facts.get("mlx_lm_version") or "?"
+    yield Violation(
+        f"mlx-lm {version} cannot build model_type {facts.get('model_type')!r} from this config "
+        f"({facts.get('error')}); MLX module checks skipped",
+        [ctx.tloc("model_type", key="model_type")],
+    )
+
+
+RULE = Rule(
+    code="DF510",
+    name="mlx-target-not-buildable",
+    severity="warning",
+    backends=("mlx",),
+    needs=("modules",),
+    check=check,
+    what="The installed mlx-lm can build the target from its config.json (its model class for the `model_type`, "
+    "after mlx-lm's own remapping, constructed without weights).",
+    why="The MLX port loads the target with mlx-lm; a model type mlx-lm does not implement, or a config its "
+    "ModelArgs rejects, fails in `mlx_lm.load` before any drafting, and none of the other MLX checks can run.",
+    example='target {"model_type": "brand_new_arch"} with an mlx-lm release that predates it',
+    fix="Upgrade mlx-lm (`pip install -U mlx-lm`) to a release that supports the model type, or convert the "
+    "checkpoint with a matching `mlx_lm.convert`; the checks for other engines are unaffected.",
+)

@@ -1,0 +1,44 @@
+"""DF512: the MLX port multiplies the draft's block embedding by the target's own `embed_scale`."""
+
+from __future__ import annotations
+
+import math
+
+from dflash_compat.engine import CheckContext, Rule, Violation
+
+
+def check(ctx: CheckContext):
+    t, d = ctx.target, ctx.draft
+    facts = t.deep.get("mlx") if t.deep.get("framework") == "mlx" else None
+    scale = facts.get("embed_scale") if facts else None
+    if scale is None or math.isclose(scale, 1.0):
+        return
+    mine = d.input_embedding_scale if d.input_embedding_scale is not None else 1.0
+    yield Violation(
+        f"the target's {facts.get('embed_scale_source')} is {scale:g}: the MLX port multiplies the block "
+        f"embedding by it and by the draft's input_embedding_scale ({mine:g}), {scale * mine:g} in all, where the "
+        f"PyTorch reference, vLLM and SGLang use {mine:g}",
+        [ctx.module_loc(facts.get("embed_scale_source") or ""),
+         ctx.dloc("input_embedding_scale", d.key("input_embedding_scale", "dflash_config.input_embedding_scale"))],
+    )
+
+
+RULE = Rule(
+    code="DF512",
+    name="mlx-embed-scale-applied",
+    severity="warning",
+    backends=("mlx",),
+    needs=("modules",),
+    check=check,
+    what="The mlx-lm target has no `embed_scale` attribute on its embedding module or on the module holding it "
+    "(gemma4_text, gear have one).",
+    why="dflash.model_mlx's bind() reads `embed_tokens.embed_scale`, else the parent's `embed_scale`, and multiplies "
+    "the anchor + mask embeddings by it on top of the draft's input_embedding_scale; the other engines embed with "
+    "the raw table times input_embedding_scale, as drafts are trained. A draft that already sets "
+    "input_embedding_scale for such a target gets it twice on MLX, one that does not gets it only on MLX; either "
+    "way one of the engines feeds embeddings at a scale the draft never saw (acceptance near 1, no error).",
+    example='a gemma4_text target (model.embed_scale = sqrt(hidden_size)) with a draft '
+    '{"dflash_config": {"input_embedding_scale": 45.25}}',
+    fix="Check which scale the draft was trained with; dflash-compat's MLX runtime (`dflash-check smoke --backend "
+    "mlx`) uses raw rows times input_embedding_scale, like the PyTorch reference, and shows the acceptance you get.",
+)

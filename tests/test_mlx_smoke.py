@@ -1,0 +1,73 @@
+"""`dflash-check smoke --backend mlx` end to end on a tiny mlx-lm target saved to disk."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("mlx.core")
+pytest.importorskip("mlx_lm")
+
+from click.testing import CliRunner  # noqa: E402
+
+from dflash_compat.commands.smoke import smoke_cmd  # noqa: E402
+from tests.mlx_models import (  # noqa: E402
+    build_target, draft_config, mlx_lm_greedy, save_draft, save_target, save_tokenizer, target_config,
+)
+
+
+@pytest.fixture()
+def pair(tmp_path):
+    cfg = target_config("qwen3")
+    model = build_target(cfg, seed=1)
+    target = save_target(tmp_path / "target", model, cfg)
+    save_tokenizer(target)
+    draft = save_draft(tmp_path / "draft", draft_config(cfg, block_size=4), seed=5)
+    return model, target, draft
+
+
+def test_json_report(pair):
+    model, target, draft = pair
+    args = [str(target), "--draft", str(draft), "--backend", "mlx", "--prompt-ids", "5,7,9,11,3",
+            "--prompt", "t4 t8 t15", "--max-new-tokens", "12", "--format", "json"]
+    result = CliRunner().invoke(smoke_cmd, args)
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert report["backend"] == "mlx" and report["device"] == "cpu" and report["dtype"] == "float32"
+    assert report["block_size"] == 4 and report["summary"]["lossless"] is True
+    by_prompt = {tuple(r["prompt_tokens"]): r for r in report["results"]}
+    assert set(by_prompt) == {(5, 7, 9, 11, 3), (4, 8, 15)}
+    for prompt, r in by_prompt.items():
+        assert r["output_tokens"] == r["baseline_tokens"] == mlx_lm_greedy(model, list(prompt), 12)
+        assert 1 + sum(r["acceptance_lengths"]) == 12
+    assert sum(report["summary"]["histogram"].values()) == sum(len(r["acceptance_lengths"]) for r in report["results"])
+
+
+def test_text_report_and_sampling(pair):
+    _, target, draft = pair
+    args = [str(target), "--draft", str(draft), "--backend", "mlx", "--prompt-ids", "5,7,9", "--max-new-tokens", "8"]
+    result = CliRunner().invoke(smoke_cmd, args)
+    assert result.exit_code == 0, result.output
+    assert "backend mlx" in result.output and "lossless" in result.output
+    sampled = CliRunner().invoke(smoke_cmd, args + ["--temperature", "0.8", "--format", "json"])
+    assert sampled.exit_code == 0 and json.loads(sampled.output)["summary"]["lossless"] is None
+
+
+def test_input_errors(pair, tmp_path):
+    _, target, draft = pair
+    base = [str(target), "--draft", str(draft), "--backend", "mlx"]
+    out = CliRunner().invoke(smoke_cmd, base + ["--prompt-ids", "5,99"])
+    assert out.exit_code == 2 and "outside the target's vocabulary" in out.output
+    out = CliRunner().invoke(smoke_cmd, base + ["--prompt-ids", "5", "--block-size", "9"])
+    assert out.exit_code == 2 and "--block-size 9" in out.output
+    out = CliRunner().invoke(smoke_cmd, base + ["--prompt-ids", "5", "--device", "cuda"])
+    assert out.exit_code == 2 and "--backend torch" in out.output
+
+
+def test_unrollbackable_target_is_refused(tmp_path):
+    cfg = target_config("lfm2")
+    target = save_target(tmp_path / "t", build_target(cfg), cfg)
+    draft = save_draft(tmp_path / "d", draft_config(cfg, layer_ids=(0, 1), block_size=4))
+    out = CliRunner().invoke(smoke_cmd, [str(target), "--draft", str(draft), "--backend", "mlx", "--prompt-ids", "5,6"])
+    assert out.exit_code == 2 and "rejected tokens" in out.output and "Traceback" not in out.output

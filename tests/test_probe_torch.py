@@ -1,0 +1,254 @@
+"""The meta-device probe: module paths, tied heads, forward signature, cache rollback, layer returns."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from dflash_compat.engine import CheckOptions  # noqa: E402
+from dflash_compat.probe import detect_framework, get_deep_inspector  # noqa: E402
+from dflash_compat.probe.torch_meta import inspect_torch_target  # noqa: E402
+from dflash_compat.resolve import Resolved  # noqa: E402
+from dflash_compat.specs import parse_target_config  # noqa: E402
+from tests.deep_helpers import TINY, fixture, probe  # noqa: E402
+
+# name -> (embed_path, lm_head_path, layers_path, tied)
+PATHS = {
+    "llama": ("model.embed_tokens", "lm_head", "model.layers", False),
+    "qwen3": ("model.embed_tokens", "lm_head", "model.layers", False),
+    "gpt2": ("transformer.wte", "lm_head", "transformer.h", True),
+    "gpt_neox": ("gpt_neox.embed_in", "lm_head", "gpt_neox.layers", False),
+    "opt": ("model.decoder.embed_tokens", "lm_head", "model.decoder.layers", True),
+    "falcon": ("transformer.word_embeddings", "lm_head", "transformer.h", True),
+    "qwen3_vl": ("model.language_model.embed_tokens", "lm_head", "model.language_model.layers", False),
+    "qwen3_next": ("model.embed_tokens", "lm_head", "model.layers", False),
+    "mistral": ("model.embed_tokens", "lm_head", "model.layers", False),
+    "gemma3": ("model.embed_tokens", "lm_head", "model.layers", True),
+    "mamba": ("backbone.embeddings", "lm_head", "backbone.layers", True),
+    "lfm2": ("model.embed_tokens", "lm_head", "model.layers", True),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PATHS))
+def test_paths_and_tied_head(name):
+    t = probe(TINY[name])
+    assert (t.embed_path, t.lm_head_path, t.layers_path, t.tied_embeddings) == PATHS[name]
+    assert t.deep["inspected"] and t.deep["layers_len"] == t.deep["config_layers"] == 4
+
+
+def test_vlm_is_built_with_the_image_text_to_text_class():
+    deep = probe(TINY["qwen3_vl"]).deep
+    assert deep["auto_class"] == "AutoModelForImageTextToText"
+    assert deep["decoder_path"] == "model.language_model"
+    assert deep["layers_via"] == "get_decoder"  # not the vision tower's block list
+
+
+@pytest.mark.parametrize("name, rollback, bad", [
+    ("llama", "crop", []),
+    ("qwen3_next", "none", [0, 1, 2]),  # linear attention every layer but each 4th
+    ("mamba", "none", [0, 1, 2, 3]),
+    ("lfm2", "crop", []),  # short-conv state only: cropping with past recording restores it
+    ("mistral", "crop", []),
+])
+def test_rollback_follows_the_cache_layers(name, rollback, bad):
+    t = probe(TINY[name])
+    assert t.rollback == rollback
+    assert t.deep["non_croppable_layers"] == bad
+
+
+def test_cache_layer_classes_are_the_ones_the_model_builds():
+    assert probe(TINY["qwen3_next"]).cache_layers == ["LinearAttentionLayer"] * 3 + ["DynamicLayer"]
+    assert probe(TINY["mamba"]).cache_layers == ["LinearAttentionLayer"] * 4
+    assert probe(TINY["lfm2"]).deep["conv_state_layers"] == [0, 2]
+
+
+def test_sliding_window_layers_found_in_the_cache():
+    t = probe(TINY["mistral"])
+    assert t.cache_layers == ["DynamicSlidingWindowLayer"] * 4
+    assert t.deep["sliding_layers"] == [0, 1, 2, 3] and t.deep["sliding_window"] == 32
+    assert t.deep["past_recording"] is True
+    assert probe(TINY["llama"]).deep["sliding_layers"] == []
+
+
+def test_gemma_scaled_embedding_and_softcap():
+    deep = probe(TINY["gemma3"]).deep
+    assert deep["embed_scaled"] and deep["embed_scale"] == pytest.approx(8.0)  # sqrt(64)
+    assert deep["embed_class"] == "Gemma3TextScaledWordEmbedding"
+    assert deep["logit_softcap"] == 30.0
+    assert not probe(TINY["llama"]).deep["embed_scaled"]
+
+
+def test_layer_returns_from_the_code_not_the_annotation():
+    assert probe(TINY["falcon"]).layer_returns == "tuple"  # returns (output, attn_weights)
+    assert probe(TINY["gemma3"]).layer_returns == "tensor"  # annotated tuple[...], returns hidden_states
+    assert probe(TINY["llama"]).layer_returns == "tensor"
+
+
+def test_forward_signature():
+    t = probe(TINY["llama"])
+    how = t.deep["forward_accepts_how"]
+    assert how["cache"] == "explicit" and how["past_key_values"] == "deprecated-alias"
+    assert how["output_hidden_states"] == "kwargs"
+    assert set(t.forward_accepts) >= {"position_ids", "use_cache", "logits_to_keep", "output_hidden_states"}
+    assert t.deep["deprecated_kwargs"]["past_key_values"]["new_name"] == "cache"
+    assert t.deep["output_has_hidden_states"] and t.deep["output_has_logits"]
+    assert t.deep["crop_semantics"] == "negative-count"  # transformers 5.x
+
+
+def test_gpt2_records_hidden_states_without_a_typed_kwarg():
+    # GPT-2's forward has untyped **kwargs; its output recorder still honours output_hidden_states.
+    assert probe(TINY["gpt2"]).deep["forward_accepts_how"]["output_hidden_states"] == "kwargs"
+
+
+def test_legacy_fixed_paths():
+    assert probe(TINY["llama"]).deep["has_model_embed_tokens"] is True
+    assert probe(TINY["gpt2"]).deep["has_model_embed_tokens"] is False
+
+
+# --- full-size configs on the meta device ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name, layers, classes", [
+    ("qwen3-8b", 36, ["Qwen3DecoderLayer"]),
+    ("llama-3.1-70b", 80, ["LlamaDecoderLayer"]),
+    ("deepseek-v3", 61, ["DeepseekV3DecoderLayer"]),
+    ("qwen3.5-35b-a3b", 40, ["Qwen3_5MoeDecoderLayer"]),
+])
+def test_full_size_configs(name, layers, classes):
+    t = probe(fixture(name))
+    assert (t.embed_path, t.lm_head_path, t.layers_path) == ("model.embed_tokens", "lm_head", "model.layers")
+    assert t.deep["layers_len"] == layers and t.deep["layer_classes"] == classes
+    assert t.tied_embeddings is False
+
+
+def test_full_size_hybrid_cannot_be_cropped():
+    t = probe(fixture("qwen3.5-35b-a3b"))
+    assert t.rollback == "none"
+    assert len(t.deep["non_croppable_layers"]) == 30  # 3 of every 4 layers are GatedDeltaNet
+    assert t.cache_layers[3] == "DynamicLayer"
+
+
+def test_deepseek_auto_map_is_not_imported_but_the_built_in_class_is_used():
+    t = probe(fixture("deepseek-v3"))
+    assert t.deep["model_class"] == "DeepseekV3ForCausalLM"
+    assert t.deep["remote_code"] == "not-imported-built-in-class-used"
+
+
+# --- remote code, missing dependencies, unknown models -----------------------------------------------------
+
+REMOTE_CONFIG = {
+    "architectures": ["TinyForCausalLM"], "model_type": "tiny_remote_xyz", "hidden_size": 32, "vocab_size": 100,
+    "num_hidden_layers": 2,
+    "auto_map": {"AutoConfig": "configuration_tiny.TinyConfig", "AutoModelForCausalLM": "modeling_tiny.TinyForCausalLM"},
+}
+REMOTE_CODE = {
+    "configuration_tiny.py": '''
+from transformers import PretrainedConfig
+class TinyConfig(PretrainedConfig):
+    model_type = "tiny_remote_xyz"
+    def __init__(self, hidden_size=32, vocab_size=100, num_hidden_layers=2, **kw):
+        self.hidden_size, self.vocab_size, self.num_hidden_layers = hidden_size, vocab_size, num_hidden_layers
+        super().__init__(**kw)
+''',
+    "modeling_tiny.py": '''
+import torch.nn as nn
+from transformers import PreTrainedModel
+from .configuration_tiny import TinyConfig
+import builtins
+builtins.TINY_REMOTE_CODE_RAN = True
+class TinyForCausalLM(PreTrainedModel):
+    config_class = TinyConfig
+    def __init__(self, config):
+        super().__init__(config)
+        self.wte = nn.Embedding(config.vocab_size, config.hidden_size)
+        self.blocks = nn.ModuleList(nn.Linear(config.hidden_size, config.hidden_size) for _ in range(config.num_hidden_layers))
+        self.out = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
+    def forward(self, input_ids, attention_mask=None):
+        return self.out(self.wte(input_ids))
+''',
+}
+
+
+def _remote_folder(tmp_path: Path) -> Path:
+    folder = tmp_path / "remote"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(REMOTE_CONFIG))
+    for name, code in REMOTE_CODE.items():
+        (folder / name).write_text(code)
+    return folder
+
+
+def _inspect(folder: Path, trust: bool):
+    t = parse_target_config(json.loads((folder / "config.json").read_text()), str(folder))
+    notes: list[str] = []
+    inspect_torch_target(Resolved(ref=str(folder), folder=folder), t, CheckOptions(trust_remote_code=trust), notes)
+    return t, notes
+
+
+def test_remote_code_is_never_imported_without_trust(tmp_path):
+    import builtins
+
+    t, notes = _inspect(_remote_folder(tmp_path), trust=False)
+    assert t.deep == {"inspected": False, "framework": "torch", "skipped": "remote-code", "detail": t.deep["detail"]}
+    assert t.layers_path is None and not hasattr(builtins, "TINY_REMOTE_CODE_RAN")
+    assert any("remote-code" in n for n in notes)
+
+
+def test_remote_code_is_inspected_with_trust(tmp_path, monkeypatch):
+    import transformers.dynamic_module_utils as dmu
+
+    # transformers copies trusted code into its modules cache: keep it in tmp, not in the user's ~/.cache.
+    monkeypatch.setattr(dmu, "HF_MODULES_CACHE", str(tmp_path / "modules"))
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    t, _ = _inspect(_remote_folder(tmp_path), trust=True)
+    assert t.deep["inspected"], t.deep
+    # No accessors: found by the structural search (vocab-sized Embedding and Linear, the layer list).
+    assert (t.embed_path, t.lm_head_path, t.layers_path) == ("wte", "out", "blocks")
+    assert t.deep["embed_via"] == "search"
+    assert t.deep["forward_accepts_how"]["position_ids"] == "no"
+
+
+def test_torch_missing_is_a_skip_not_a_failure(monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", None)
+    t = parse_target_config(TINY["llama"], "t")
+    inspect_torch_target(Resolved(ref="t", folder=Path("/nonexistent")), t, CheckOptions(), [])
+    assert t.deep["skipped"] == "torch-missing" and t.layers_path is None
+
+
+def test_unknown_model_type_is_a_skip():
+    t = parse_target_config({"architectures": ["NopeForCausalLM"], "model_type": "nope_xyz", "hidden_size": 8}, "t")
+    inspect_torch_target(Resolved(ref="t", folder=Path("/nonexistent")), t, CheckOptions(), [])
+    assert t.deep["skipped"] == "unknown-model-type" and "nope_xyz" in t.deep["detail"]
+
+
+def test_mlx_checkpoints_dispatch_to_the_mlx_inspector(tmp_path, monkeypatch):
+    cfg = dict(TINY["llama"], quantization={"group_size": 64, "bits": 4})
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    t = parse_target_config(cfg, str(tmp_path))
+    res = Resolved(ref=str(tmp_path), folder=tmp_path)
+    assert detect_framework(res, t) == "mlx"
+    assert detect_framework(res, parse_target_config(TINY["llama"], "t")) == "torch"
+    monkeypatch.setitem(sys.modules, "dflash_compat.probe.mlx_tree", None)  # not importable
+    from dflash_compat.probe import _inspect_target
+
+    _inspect_target("auto", res, t, CheckOptions(), [])
+    assert t.deep["skipped"] == "mlx-inspector-missing"
+
+
+def test_inspector_fills_both_specs_in_place(tmp_path):
+    from tests.deep_helpers import read_draft, tiny_draft, write_draft
+
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / "config.json").write_text(json.dumps(TINY["qwen3"]))
+    dfolder = write_draft(tmp_path / "d", tiny_draft(TINY["qwen3"]))
+    target = parse_target_config(TINY["qwen3"], "t")
+    draft = read_draft(dfolder)
+    draft.weights = None
+    get_deep_inspector("torch")(Resolved("t", tmp_path / "t"), target, Resolved("d", dfolder), draft, CheckOptions(), [])
+    assert target.layers_path == "model.layers" and draft.weights.checked and draft.weights.tensor_count == 25

@@ -1,0 +1,412 @@
+"""Deep rules (DF006-DF008, DF25x, DF351, DF6xx, DF7xx): each catches its case and passes the good one,
+and whole checks give the right findings per backend."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from dflash_compat.check import CheckRequest, run_check
+from dflash_compat.probe import get_deep_inspector
+from dflash_compat.specs import parse_draft_config, parse_target_config
+from tests.deep_helpers import (
+    TINY, catches, draft_tensors, findings, probe, read_draft, tiny_draft, write_draft, write_safetensors,
+)
+
+try:
+    import torch  # noqa: F401
+    import transformers  # noqa: F401
+
+    HAVE_TORCH = True
+except ImportError:  # pragma: no cover - the test environment has the torch extra
+    HAVE_TORCH = False
+torch_required = pytest.mark.skipif(not HAVE_TORCH, reason="needs the torch extra")
+
+DRAFT = tiny_draft(TINY["qwen3"])
+WEIGHT_CODES = [f"DF6{i:02d}" for i in range(1, 11)]
+
+
+def _target():
+    return parse_target_config(TINY["qwen3"], "t")
+
+
+def weights(tmp_path: Path, cfg=None, tensors=None, data="garbage"):
+    cfg = cfg or DRAFT
+    return read_draft(write_draft(tmp_path, cfg, tensors if tensors is not None else draft_tensors(cfg), data=data))
+
+
+def bent(cfg=None, drop=(), **changes):
+    """The conforming tensor table of `cfg` with some tensors dropped or given (dtype, shape)."""
+    t = draft_tensors(cfg or DRAFT)
+    for name in drop:
+        t.pop(name)
+    t.update(changes)
+    return t
+
+
+# --- DF6xx: draft weights ------------------------------------------------------------------------------------
+
+
+def test_conforming_draft_passes_every_weight_rule(tmp_path):
+    d = weights(tmp_path)
+    assert [f.code for code in WEIGHT_CODES for f in findings(code, _target(), d)] == []
+
+
+def test_df601_catches_wrong_fc_shape(tmp_path):
+    d = weights(tmp_path, tensors=bent(**{"fc.weight": ("BF16", [64, 192])}))
+    (f,) = findings("DF601", _target(), d)
+    assert "trained on 3 target layers, the config lists 2" in f.message
+    assert f.locations[0].key == "fc.weight" and f.locations[0].file == "model.safetensors"
+
+
+def test_df602_catches_a_missing_layer(tmp_path):
+    cfg = tiny_draft(TINY["qwen3"], num_hidden_layers=3)
+    d = weights(tmp_path, cfg=cfg, tensors=draft_tensors(DRAFT))  # weights of 2 layers, config says 3
+    (f,) = findings("DF602", _target(), d)
+    assert "layer(s) [2] missing" in f.message
+
+
+def test_df602_catches_a_gap_in_the_layers(tmp_path):
+    cfg = tiny_draft(TINY["qwen3"], num_hidden_layers=3)
+    t = {k: v for k, v in draft_tensors(cfg).items() if not k.startswith("layers.1.")}
+    assert catches("DF602", _target(), weights(tmp_path, cfg=cfg, tensors=t))
+
+
+def test_df603_catches_a_missing_tensor(tmp_path):
+    assert catches("DF603", _target(), weights(tmp_path, tensors=bent(drop=["hidden_norm.weight"])))
+
+
+def test_df604_catches_kv_heads_mismatch(tmp_path):
+    d = weights(tmp_path, tensors=bent(**{"layers.1.self_attn.k_proj.weight": ("BF16", [64, 64])}))
+    (f,) = findings("DF604", _target(), d)
+    assert "layers.1.self_attn.k_proj.weight is [64, 64], the config implies [32, 64]" in f.message
+    assert "num_key_value_heads" in f.message
+
+
+def test_df604_catches_intermediate_size_mismatch(tmp_path):
+    cfg = tiny_draft(TINY["qwen3"], intermediate_size=256)
+    assert catches("DF604", _target(), weights(tmp_path, cfg=cfg, tensors=draft_tensors(DRAFT)))
+
+
+V2 = tiny_draft(TINY["qwen3"], architectures=["DFlash2DraftModel"], **{
+    "dflash_config.conv_kernel_size": 4, "dflash_config.conv_group_size": 16,
+    "dflash_config.selector_rank": 8, "dflash_config.selector_top_k": 4})
+
+
+def v2_tensors(drop=()):
+    t = draft_tensors(V2)
+    for i in range(2):
+        for part in ("attention_conv", "mlp_conv"):
+            t[f"layers.{i}.{part}.base_kernel"] = ("BF16", [2, 4, 64])
+            t[f"layers.{i}.{part}.kernel_projection.weight"] = ("BF16", [2 * 4 * 4, 64])
+    t["candidate_selector.predecessor_codebook"] = ("BF16", [1000, 8])
+    t["candidate_selector.successor_codebook.weight"] = ("BF16", [1000, 8])
+    t["candidate_selector.hidden_projection.weight"] = ("BF16", [8, 64])
+    for name in drop:
+        t.pop(name)
+    return t
+
+
+def test_df605_passes_a_conforming_v2_draft(tmp_path):
+    d = weights(tmp_path, cfg=V2, tensors=v2_tensors())
+    assert d.format == "zlab-v2"
+    assert [f.code for code in WEIGHT_CODES for f in findings(code, _target(), d)] == []
+
+
+def test_df605_catches_missing_selector(tmp_path):
+    d = weights(tmp_path, cfg=V2, tensors=v2_tensors(drop=["candidate_selector.successor_codebook.weight"]))
+    assert catches("DF605", _target(), d)
+
+
+def test_df605_catches_v2_tensors_under_a_v1_config(tmp_path):
+    t = {k: v for k, v in v2_tensors().items()}
+    (f,) = findings("DF605", _target(), weights(tmp_path, cfg=DRAFT, tensors=t))
+    assert "a v1 loader ignores them" in f.message
+
+
+def test_df606_catches_bundled_embeddings(tmp_path):
+    d = weights(tmp_path, tensors=bent(**{"embed_tokens.weight": ("BF16", [2000, 64]), "lm_head.weight": ("BF16", [2000, 64])}))
+    (f,) = findings("DF606", _target(), d)
+    assert "another vocabulary" in f.message
+
+
+def test_df607_catches_fp16(tmp_path):
+    d = read_draft(write_draft(tmp_path, DRAFT, draft_tensors(DRAFT, dtype="F16")))
+    assert catches("DF607", _target(), d)
+
+
+def test_df608_catches_undeclared_quantisation(tmp_path):
+    t = bent(**{"layers.0.mlp.up_proj.weight": ("U32", [128, 8]), "layers.0.mlp.up_proj.scales": ("BF16", [128, 1])})
+    assert catches("DF608", _target(), weights(tmp_path, tensors=t))
+
+
+def test_df608_leaves_declared_quantisation_to_df123(tmp_path):
+    cfg = tiny_draft(TINY["qwen3"], quantization_config={"quant_method": "fp8"})
+    t = bent(cfg, **{"layers.0.mlp.up_proj.weight": ("F8_E4M3", [128, 64])})
+    assert not catches("DF608", _target(), weights(tmp_path, cfg=cfg, tensors=t))
+
+
+def test_df609_catches_unexpected_tensors(tmp_path):
+    d = weights(tmp_path, tensors=bent(**{"midlayer.self_attn.q_proj.weight": ("BF16", [64, 64])}))
+    assert catches("DF609", _target(), d)
+
+
+def test_df609_accepts_biases_and_wrapper_prefix(tmp_path):
+    cfg = tiny_draft(TINY["qwen3"], attention_bias=True)
+    t = {f"model.{k}": v for k, v in draft_tensors(cfg).items()}
+    t["model.layers.0.self_attn.q_proj.bias"] = ("BF16", [64])
+    d = weights(tmp_path, cfg=cfg, tensors=t)
+    assert [f.code for code in WEIGHT_CODES for f in findings(code, _target(), d)] == []
+
+
+def test_df610_catches_a_short_data_section(tmp_path):
+    d = weights(tmp_path, data="short")
+    assert catches("DF610", _target(), d)
+    assert not any(catches(c, _target(), d) for c in WEIGHT_CODES if c != "DF610")
+
+
+def test_weight_rules_skip_without_headers(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps(DRAFT))
+    d = read_draft(tmp_path)  # no safetensors at all
+    assert d.weights.skipped == "no-safetensors"
+    assert catches("DF007", _target(), d)
+    assert not any(catches(c, _target(), d) for c in WEIGHT_CODES)
+
+
+# --- DF0xx meta ----------------------------------------------------------------------------------------------
+
+
+def test_df006_reports_skips():
+    t = _target()
+    t.deep = {"inspected": False, "skipped": "torch-missing", "detail": "torch is not installed"}
+    assert catches("DF006", t, parse_draft_config(DRAFT, "d"))
+    t.deep = {"inspected": False, "skipped": "remote-code", "detail": "auto_map"}
+    assert catches("DF006", t, parse_draft_config(DRAFT, "d"))
+    assert not catches("DF006", _target(), parse_draft_config(DRAFT, "d"))  # --no-deep: nothing to say
+
+
+def test_df008_unknown_model_type_is_a_transformers_warning():
+    t = _target()
+    t.deep = {"inspected": False, "framework": "torch", "skipped": "unknown-model-type", "detail": "x"}
+    (f,) = findings("DF008", t, parse_draft_config(DRAFT, "d"))
+    assert (f.backend, f.severity) == ("transformers", "warning")
+
+
+# --- module rules --------------------------------------------------------------------------------------------
+
+D = parse_draft_config(DRAFT, "d")
+
+
+def spec(name="llama", cfg=None, **deep):
+    t = probe(cfg or TINY[name])
+    t.deep = {**copy.deepcopy(t.deep), **deep}
+    return t
+
+
+@torch_required
+@pytest.mark.parametrize("code, field", [("DF701", "embed_path"), ("DF702", "lm_head_path"), ("DF703", "layers_path")])
+def test_df701_df703_catch_missing_modules(code, field):
+    t = spec()
+    assert not catches(code, t, D)
+    setattr(t, field, None)
+    assert catches(code, t, D)
+
+
+@torch_required
+def test_df703_warns_when_the_built_layers_differ_from_the_config():
+    (f,) = findings("DF703", spec(layers_len=3), D)
+    assert f.severity == "warning"
+
+
+@torch_required
+def test_df704_catches_a_scale_the_config_does_not_show():
+    t = spec(embed_scaled=True, embed_scale=48.0, embed_scale_source=["embedding.embed_scale"])
+    assert catches("DF704", t, D)
+    assert not catches("DF704", t, parse_draft_config(tiny_draft(TINY["llama"], **{"dflash_config.input_embedding_scale": 48.0}), "d"))
+
+
+@torch_required
+def test_df704_leaves_gemma_sqrt_hidden_to_df121():
+    assert not catches("DF704", spec("gemma3"), D)
+
+
+@torch_required
+def test_df704_catches_a_softcap_set_by_the_class_default():
+    gemma2 = {"architectures": ["Gemma2ForCausalLM"], "model_type": "gemma2", "num_hidden_layers": 2, "head_dim": 16,
+              "hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4, "num_key_value_heads": 2,
+              "vocab_size": 1000}
+    t = probe(gemma2)  # final_logit_softcapping is not in the JSON: Gemma2Config defaults it to 30.0
+    assert t.final_logit_softcapping is None and t.deep["logit_softcap"] == 30.0
+    assert any("soft-caps its logits at 30" in f.message for f in findings("DF704", t, D))
+
+
+@torch_required
+def test_df705_catches_ids_past_the_built_layers():
+    assert catches("DF705", spec(layers_len=3), D)  # ids [1, 2] with 3 built layers: 2 is the last
+    assert not catches("DF705", spec(), D)
+
+
+@torch_required
+def test_df706_mlx_recurrent_cache_the_config_did_not_flag():
+    assert catches("DF706", spec(non_croppable_layers=[0]), D, "mlx")
+    assert not catches("DF706", spec("qwen3_next"), D)  # known hybrid: DF504's finding
+
+
+@torch_required
+def test_df707_only_from_a_real_mlx_tree():
+    t = spec(framework="mlx")
+    t.cache_layers = ["KVCache", "RotatingKVCache"]
+    assert catches("DF707", t, D, "mlx")
+    assert not catches("DF707", spec(), D)
+
+
+@torch_required
+def test_df708_mlx_fixed_paths():
+    (f,) = findings("DF708", spec("gpt2"), D)
+    assert f.severity == "warning" and "transformer.h" in f.message  # inferred from the transformers tree
+    assert not catches("DF708", spec("llama"), D)
+    assert not catches("DF708", spec("qwen3_vl"), D)  # HF and mlx-vlm name wrappers differently
+
+
+@torch_required
+def test_df709_tuple_returning_layers():
+    (f, *_) = findings("DF709", spec("falcon"), D)
+    assert f.severity == "info" and "FalconDecoderLayer" in f.message
+    assert not catches("DF709", spec("llama"), D)
+
+
+@torch_required
+def test_df251_catches_a_forward_without_position_ids():
+    t = spec()
+    t.deep["forward_accepts_how"] = {**t.deep["forward_accepts_how"], "position_ids": "no"}
+    assert catches("DF251", t, D)
+    assert not catches("DF251", spec(), D)
+
+
+@torch_required
+def test_df252_catches_an_output_without_hidden_states():
+    assert catches("DF252", spec(output_has_hidden_states=False), D)
+    assert not catches("DF252", spec(), D)
+
+
+@torch_required
+def test_df253_catches_accessors_that_do_not_work():
+    assert catches("DF253", spec(embed_via="search"), D)
+    assert not catches("DF253", spec(), D)
+
+
+@torch_required
+def test_df254_past_key_values_alias():
+    (f,) = findings("DF254", spec(), D)
+    assert f.severity == "info" and "5.40.0" in f.message
+    t = spec()
+    t.deep["forward_accepts_how"] = {**t.deep["forward_accepts_how"], "past_key_values": "no"}
+    (f,) = findings("DF254", t, D)
+    assert f.severity == "error"
+
+
+@torch_required
+def test_df255_crop_semantics():
+    assert catches("DF255", spec(), D)
+    assert not catches("DF255", spec(crop_semantics="absolute-length"), D)
+
+
+@torch_required
+def test_df256_recurrent_cache_layers_the_config_did_not_flag():
+    assert catches("DF256", spec(non_croppable_layers=[1]), D)
+    assert not catches("DF256", spec("mamba"), D)  # known hybrid: DF201's finding
+    assert not catches("DF256", spec(), D)
+
+
+@torch_required
+def test_df257_sliding_window_from_a_class_default():
+    mistral = {k: v for k, v in TINY["mistral"].items() if k != "sliding_window"}  # MistralConfig defaults 4096
+    (f,) = findings("DF257", probe(mistral), D)
+    assert "4096" in f.message and f.severity == "warning"
+    assert not catches("DF257", spec("mistral"), D)  # in the config: DF202's finding
+    (f,) = findings("DF257", spec("mistral", past_recording=False), D)
+    assert f.severity == "error"
+
+
+@torch_required
+def test_df258_legacy_embed_path():
+    assert catches("DF258", spec("gpt2"), D)
+    assert not catches("DF258", spec("llama"), D)
+
+
+@torch_required
+@pytest.mark.parametrize("name, caught", [("gpt_neox", True), ("opt", True), ("llama", False), ("qwen3_vl", False)])
+def test_df351_vllm_shared_modules(name, caught):
+    assert catches("DF351", spec(name), D, "vllm") is caught
+
+
+# --- whole checks: the right findings per backend ------------------------------------------------------------
+
+
+def _check(tmp_path: Path, name: str, draft_cfg=None):
+    (tmp_path / "t").mkdir(exist_ok=True)
+    (tmp_path / "t" / "config.json").write_text(json.dumps(TINY[name]))
+    dcfg = draft_cfg or tiny_draft(TINY[name])
+    write_draft(tmp_path / "d", dcfg)
+    report = run_check(CheckRequest(target=str(tmp_path / "t"), draft=str(tmp_path / "d")), deep=get_deep_inspector("auto"))
+    return report, {(f.code, f.backend) for f in report.findings}
+
+
+MINE = ("DF006", "DF007", "DF008", "DF25", "DF35", "DF6", "DF7")
+
+
+@torch_required
+@pytest.mark.parametrize("name, expected", [
+    ("qwen3", {("DF254", "transformers"), ("DF255", "transformers")}),
+    ("gpt2", {("DF254", "transformers"), ("DF255", "transformers"), ("DF258", "transformers"),
+              ("DF351", "vllm"), ("DF708", "mlx")}),
+    ("falcon", {("DF254", "transformers"), ("DF255", "transformers"), ("DF258", "transformers"),
+                ("DF351", "vllm"), ("DF708", "mlx"), ("DF709", "transformers"), ("DF709", "mlx")}),
+    ("mamba", {("DF254", "transformers"), ("DF255", "transformers"), ("DF258", "transformers"), ("DF351", "vllm"),
+               ("DF708", "mlx")}),
+    ("qwen3_vl", {("DF254", "transformers"), ("DF255", "transformers"), ("DF258", "transformers")}),
+])
+def test_whole_check_findings_per_backend(tmp_path, name, expected):
+    report, found = _check(tmp_path, name)
+    assert {(c, b) for c, b in found if c.startswith(MINE)} == expected
+    assert report.target["embed_path"] and report.target["rollback"] in ("crop", "none")
+    assert report.draft["weights"]["checked"] and "shapes" not in report.draft["weights"]
+
+
+@torch_required
+def test_whole_check_hybrid_fails_transformers_and_mlx(tmp_path):
+    report, found = _check(tmp_path, "qwen3_next")
+    assert report.target["rollback"] == "none"
+    assert report.summary.verdict["transformers"] == "fail" and report.summary.verdict["mlx"] == "fail"
+
+
+@torch_required
+def test_whole_check_wrong_fc_fails_every_backend(tmp_path):
+    cfg = tiny_draft(TINY["qwen3"])
+    (tmp_path / "d").mkdir()
+    write_safetensors(tmp_path / "d" / "model.safetensors", bent(cfg, **{"fc.weight": ("BF16", [64, 192])}))
+    (tmp_path / "d" / "config.json").write_text(json.dumps(cfg))
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / "config.json").write_text(json.dumps(TINY["qwen3"]))
+    report = run_check(CheckRequest(target=str(tmp_path / "t"), draft=str(tmp_path / "d")), deep=get_deep_inspector())
+    assert set(report.summary.verdict.values()) == {"fail"}
+    assert ("DF601", "common") in {(f.code, f.backend) for f in report.findings}
+
+
+def test_no_deep_keeps_config_only_behaviour(tmp_path):
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / "config.json").write_text(json.dumps(TINY["qwen3"]))
+    write_draft(tmp_path / "d", DRAFT, bent(**{"fc.weight": ("BF16", [64, 192])}))
+    report = run_check(CheckRequest(target=str(tmp_path / "t"), draft=str(tmp_path / "d")), deep=None)
+    assert report.target["embed_path"] is None and report.draft["weights"] is None
+    assert not [f for f in report.findings if f.code.startswith(MINE)]
+
+
+@torch_required
+def test_df254_catches_past_key_values_swallowed_by_kwargs():
+    # MambaForCausalLM.forward(cache=..., **kwargs): the alias it has is for cache_params, not past_key_values.
+    (f,) = findings("DF254", spec("mamba"), D)
+    assert f.severity == "error" and "ignored" in f.message
