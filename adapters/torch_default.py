@@ -142,22 +142,33 @@ class TorchDefaultAdapter(TargetAdapter):
         logits = out.logits if logits_to_keep == 0 or self._keep_kwarg else out.logits[:, -logits_to_keep:]
         if not capture:
             return TargetOutput(logits, None)
-        feats = [captured[i] for i in capture]  # each [B, T, H]
-        return TargetOutput(logits, feats[0] if len(feats) == 1 else torch.cat(feats, dim=-1))
+        if captured["filled"] != len(capture):
+            raise RuntimeUnsupportedError(
+                f"target ({self.name} adapter): the hooks on layers {list(capture)} did not all run; "
+                "its decoder layers are not where the adapter looks"
+            )
+        return TargetOutput(logits, captured["features"])  # [B, T, L*H]
 
     @contextmanager
-    def _capture(self, layer_ids: Sequence[int]) -> Iterator[dict[int, torch.Tensor]]:
-        """Forward hooks on just the requested layers (never output_hidden_states for all)."""
-        captured: dict[int, torch.Tensor] = {}
+    def _capture(self, layer_ids: Sequence[int]) -> Iterator[dict[str, Any]]:
+        """Forward hooks on just the requested layers (never output_hidden_states for all). Each
+        copies its layer's output [B, T, H] into its slot of one [B, T, L*H] buffer, so no layer's
+        output outlives the forward and no concatenation doubles the memory at the end."""
+        captured: dict[str, Any] = {"features": None, "filled": 0}
         handles = []
-        for i in layer_ids:
+        for slot, i in enumerate(layer_ids):
             if not 0 <= i < len(self._layers):
                 raise RuntimeUnsupportedError(
                     f"target layer id {i} is out of range: the target has {len(self._layers)} decoder layers"
                 )
 
-            def hook(_module, _args, output, i=i):
-                captured[i] = layer_output(output)
+            def hook(_module, _args, output, slot=slot):
+                h = layer_output(output)  # [B, T, H]
+                width = h.shape[-1]
+                if captured["features"] is None:
+                    captured["features"] = h.new_empty(*h.shape[:-1], len(layer_ids) * width)
+                captured["features"][..., slot * width:(slot + 1) * width] = h
+                captured["filled"] += 1
 
             handles.append(self._layers[i].register_forward_hook(hook))
         try:

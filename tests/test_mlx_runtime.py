@@ -84,6 +84,8 @@ def test_same_tokens_and_acceptance_as_dflash_mlx(tmp_path, monkeypatch, name, v
         assert ours.tokens == tokens
         # same draft maths: the same proposals are accepted at every step
         assert ours.stats.acceptance_lengths == lengths
+        # and the reference itself is exact, also once a sliding window (4 here) has wrapped
+        assert tokens == mlx_lm_greedy(model, PROMPT, N)
 
 
 def test_qwen3_next_runs_where_the_reference_asserts(tmp_path, monkeypatch):
@@ -293,3 +295,10 @@ def test_eos_from_config(tmp_path):
     cfg, model, target, _ = _pair(tmp_path, "qwen3")
     assert rt.stop_tokens_of(MLXDefaultAdapter(model, dict(cfg, eos_token_id=[EOS, 3]))) == [EOS, 3]
     assert rt.stop_tokens_of(target) == []
+
+
+@pytest.mark.parametrize("name", ["qwen3_5", "llama_swa"])
+def test_chunked_prefill_is_exact(tmp_path, name):
+    cfg, model, target, folder = _pair(tmp_path, name, bs=4)
+    steps = rt.stream_generate(load_draft(folder), target, PROMPT, max_new_tokens=N, prefill_step=4)
+    assert [t for s in steps for t in s.tokens] == mlx_lm_greedy(model, PROMPT, N)

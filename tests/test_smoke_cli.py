@@ -128,7 +128,7 @@ def test_broken_rollback_fails_with_exit_1(models, monkeypatch):
         (["--prompt-ids", "1,x"], "target", "comma-separated"),
         (["--prompt-ids", "1,99"], "target", "outside the target's vocabulary"),
         (["--prompt-ids", "1,2", "--block-size", "5"], "target", "between 1 and the draft's block_size 4"),
-        (["--prompt-ids", "1,2", "--backend", "mlx"], "target", "--backend mlx"),
+        (["--prompt-ids", "1,2", "--top-p", "0"], "target", "--top-p"),
         (["--prompts-file", "/nonexistent/prompts.txt"], "target", "cannot read"),
     ],
 )

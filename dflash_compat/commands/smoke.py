@@ -117,6 +117,7 @@ def _run_torch(req: SmokeRequest, step: Callable[[], None], total: Callable[[int
     from ..resolve import download_weights, resolve
     from ..runtime import torch_generate as rt
 
+    transformers.utils.logging.disable_progress_bar()  # ours is on stderr already
     device, dtype_name, dtype = _torch_device_dtype(req.device, req.dtype)
     resolved = resolve(req.target, "target", token=req.token)
     folder = download_weights(resolved, token=req.token)

@@ -129,25 +129,18 @@ def _quantize_structure(model: Any, config: dict[str, Any], weight_names: Option
             return f"{path}.scales" in weight_names
         return True
 
-    try:
-        nn.quantize(
-            model,
-            group_size=quant.get("group_size", 64),
-            bits=quant["bits"],
-            mode=quant.get("mode", "affine"),
-            class_predicate=predicate,
-        )
-    except (ValueError, TypeError):
-        # a module whose width the group size does not divide: convert would have skipped it
-        nn.quantize(
-            model,
-            group_size=quant.get("group_size", 64),
-            bits=quant["bits"],
-            mode=quant.get("mode", "affine"),
-            class_predicate=lambda p, m: predicate(p, m)
-            and getattr(m, "weight", None) is not None
-            and m.weight.shape[-1] % quant.get("group_size", 64) == 0,
-        )
+    group = quant.get("group_size", 64)
+
+    def divisible(path: str, module: Any):
+        # mlx_lm.convert leaves a module unquantised when the group size does not divide its width
+        chosen = predicate(path, module)
+        weight = getattr(module, "weight", None) if chosen else None
+        if weight is not None and weight.shape[-1] % (chosen.get("group_size", group) if isinstance(chosen, dict) else group):
+            return False
+        return chosen
+
+    nn.quantize(model, group_size=group, bits=quant["bits"], mode=quant.get("mode", "affine"),
+                class_predicate=divisible)
     return {k: quant[k] for k in ("bits", "group_size", "mode") if k in quant}
 
 

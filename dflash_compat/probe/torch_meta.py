@@ -92,11 +92,11 @@ def inspect_torch_target(resolved: Resolved, target: TargetSpec, options: CheckO
             # What transformers itself does without trust_remote_code: its built-in class for this model_type.
             deep["remote_code"] = "not-imported-built-in-class-used"
             notes.append(f"auto_map not imported: inspected transformers' built-in {how['model_class']}")
-        _locate(model, target, deep)
-        _embedding_and_logit_facts(model, target, deep)
-        _forward_facts(model, target, deep)
-        _layer_return_facts(model, target, deep)
-        _cache_facts(model, target, deep)
+        for step in (_locate, _embedding_and_logit_facts, _forward_facts, _layer_return_facts, _cache_facts):
+            try:
+                step(model, target, deep)
+            except Exception as exc:  # noqa: BLE001 - one odd model must not cost the other facts
+                deep.setdefault("fact_errors", {})[step.__name__.lstrip("_")] = _first_line(exc)
         deep["crop_semantics"] = _crop_semantics()
     target.deep = deep
 
@@ -162,6 +162,15 @@ def _model_class(config, target: TargetSpec, remote: bool):
     return None, None
 
 
+def _meta_safe():
+    """transformers' guard for models that call .item() on torch.linspace at init (remote code does), when present."""
+    try:
+        from transformers.initialization import meta_device_safe_creation_ops
+    except ImportError:  # transformers 4.x
+        return nullcontext()
+    return meta_device_safe_creation_ops()
+
+
 def _build(resolved: Resolved, target: TargetSpec, options: CheckOptions, notes: list[str], remote: bool):
     import torch
 
@@ -175,7 +184,7 @@ def _build(resolved: Resolved, target: TargetSpec, options: CheckOptions, notes:
         return None
     kwargs = {"trust_remote_code": True} if remote else {}
     try:
-        with _status(f"building {target.source} on the meta device ..."), torch.device("meta"):
+        with _status(f"building {target.source} on the meta device ..."), torch.device("meta"), _meta_safe():
             model = cls.from_config(config, **kwargs) if hasattr(cls, "from_config") else cls(config)
     except Exception as exc:  # noqa: BLE001 - a model transformers cannot build is a finding, not a crash
         _skip(target, "build-failed", f"{via}.from_config failed on the meta device: {_first_line(exc)}", notes)
@@ -219,7 +228,11 @@ def _locate(model, target: TargetSpec, deep: dict[str, Any]) -> None:
     names = _names(model)
     text_cfg = _text_config(model)
     vocab = getattr(text_cfg, "vocab_size", None) or target.vocab_size
-    n_layers = getattr(text_cfg, "num_hidden_layers", None) or target.num_hidden_layers
+    # Decoder-only configs say num_hidden_layers; encoder-decoder style ones (Blenderbot, ...) map that name to
+    # the encoder and count the decoder separately.
+    dec = getattr(text_cfg, "decoder_layers", None)
+    n_layers = (dec if isinstance(dec, int) and not isinstance(dec, bool) else None) or getattr(
+        text_cfg, "num_hidden_layers", None) or target.num_hidden_layers
 
     emb, via = _call(model, "get_input_embeddings"), "get_input_embeddings"
     if emb is None or id(emb) not in names:

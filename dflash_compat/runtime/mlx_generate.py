@@ -352,7 +352,6 @@ def stream_generate(
         if size > 1:
             proposed, q = draft_block(draft, target, last, features, start, draft_cache, size,
                                       temperature, top_p, top_k, keys)
-            mx.async_eval(proposed)  # the draft runs while the verify graph is built
             block = mx.concatenate([last, proposed.astype(mx.int32)], axis=1)  # [1, size]
         else:
             block = last

@@ -83,6 +83,8 @@ def load_target(
                     f"target {ref}: the model needs its repository's own code; pass --trust-remote-code if you trust it"
                 ) from None
             errors.append(text.splitlines()[0] if text else type(exc).__name__)
+        except OSError as exc:  # unreadable / truncated files
+            raise WeightsError(f"target {ref}: cannot load it ({str(exc).splitlines()[0]})") from None
     if model is None:
         raise RuntimeUnsupportedError(f"target {ref}: transformers cannot load it as a causal LM ({'; '.join(errors)})")
     return torch_adapter_for(model.to(device).eval(), adapter)
@@ -258,6 +260,15 @@ def accept_sampling(
 # ---------------------------------------------------------------------------------------------
 
 
+def _cut(new: list[int], room: int, stops: set[int]) -> list[int]:
+    """At most `room` tokens, ending at the first stop token (kept)."""
+    new = new[:room]
+    for i, t in enumerate(new):
+        if t in stops:
+            return new[: i + 1]
+    return new
+
+
 def _now(device: torch.device, timed: bool) -> float:
     if timed and device.type == "cuda":
         torch.cuda.synchronize(device)
@@ -344,11 +355,7 @@ def spec_generate(
             n_acc, new = accept_sampling(proposed, q, sampling_probs(out.logits, temperature, top_p, top_k), gen)
         else:
             n_acc, new = accept_greedy(proposed, out.logits)
-        new = new[: max_new_tokens - len(tokens)]
-        for i, t in enumerate(new):
-            if t in stops:
-                new = new[: i + 1]
-                break
+        new = _cut(new, max_new_tokens - len(tokens), stops)
         tokens += new
         stats.acceptance_lengths.append(len(new))
         stats.accepted.append(n_acc)
