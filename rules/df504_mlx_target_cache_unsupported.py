@@ -25,9 +25,13 @@ def check(ctx: CheckContext):
     if rotating:
         window = f" of {t.sliding_window} tokens" if t.sliding_window else ""
         yield Violation(
-            f"mlx-lm gives {shown!r} a RotatingKVCache for its sliding-window layers{window}: once the window "
-            "wraps it silently stops trimming rejected tokens, and the output is wrong",
+            f"mlx-lm gives {shown!r} a RotatingKVCache for its sliding-window layers{window}: MLX DFlash code "
+            "that trims through mlx-lm's trim_prompt_cache stops trimming once the window wraps and corrupts "
+            "the output silently (dflash 0.1.0 and dflash-compat reorder the ring buffer and stay exact)",
             [*loc, ctx.tloc("sliding_window")] if t.sliding_window else loc,
+            fix="Use dflash >= 0.1.0 or `dflash-check smoke --backend mlx` (both roll rotating caches back "
+            "exactly), and smoke-test with a prompt longer than the window; avoid older MLX ports.",
+            severity="warning",
         )
 
 
@@ -41,8 +45,10 @@ RULE = Rule(
     "(replayed). Judged from `model_type`, `layer_types` and `sliding_window`; the model-type lists are data "
     "in dflash_compat/data/engine_support.json.",
     why="After each verify step the MLX loop trims rejected tokens from the target cache. Other recurrent caches "
-    "(qwen3_next, nemotron_h, falcon_h1, lfm2, jamba, mamba, ...) trip its assertion; RotatingKVCache layers "
-    "(gpt_oss, gemma3, cohere2, ministral, ...) stop trimming once the window wraps and corrupt the output silently.",
+    "(qwen3_next, nemotron_h, falcon_h1, lfm2, jamba, mamba, ...) trip its assertion (an error). RotatingKVCache "
+    "layers (gpt_oss, gemma3, cohere2, ministral, ...) are a warning: code that trims them through mlx-lm's "
+    "trim_prompt_cache stops trimming once the window wraps and corrupts the output silently; dflash 0.1.0 and "
+    "our MLX runtime reorder the ring buffer first and stay exact (pinned by tests/test_mlx_runtime.py).",
     example='target {"model_type": "gpt_oss", "sliding_window": 128, "layer_types": ["sliding_attention", "full_attention"]}',
     fix="Serve this target with vLLM or SGLang, or keep MLX prompts plus output shorter than the sliding window.",
 )

@@ -233,7 +233,10 @@ def test_mlx_checkpoints_dispatch_to_the_mlx_inspector(tmp_path, monkeypatch):
     t = parse_target_config(cfg, str(tmp_path))
     res = Resolved(ref=str(tmp_path), folder=tmp_path)
     assert detect_framework(res, t) == "mlx"
-    assert detect_framework(res, parse_target_config(TINY["llama"], "t")) == "torch"
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "config.json").write_text(json.dumps(TINY["llama"]))
+    assert detect_framework(Resolved(ref=str(plain), folder=plain), parse_target_config(TINY["llama"], "t")) == "torch"
     monkeypatch.setitem(sys.modules, "dflash_compat.probe.mlx_tree", None)  # not importable
     from dflash_compat.probe import _inspect_target
 

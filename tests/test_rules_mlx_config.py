@@ -43,7 +43,7 @@ def test_df503_passes_no_bias():
 
 def test_df504_catches_non_qwen35_hybrid():
     [f] = run_rule("DF504", target(model_type="nemotron_h", hybrid_override_pattern="M-M*"), draft(), backends=M)
-    assert "assertion" in f.message
+    assert "assertion" in f.message and f.severity == "error"
 
 
 def test_df504_catches_rotating_cache_targets():
@@ -51,6 +51,7 @@ def test_df504_catches_rotating_cache_targets():
                      layer_types=["sliding_attention", "full_attention"] * 18)
     [f] = run_rule("DF504", gpt_oss, draft(), backends=M)
     assert "RotatingKVCache" in f.message and "128" in f.message
+    assert f.severity == "warning"  # dflash 0.1.0 and our runtime roll rotating caches back exactly
     mistral3 = target(model_type="mistral3", sliding_window=4096, use_sliding_window=DELETE,
                       layer_types=["sliding_attention"] * 36)
     assert catches("DF504", mistral3, draft(), backends=M)

@@ -35,10 +35,14 @@ def _local_metadata_format(folder: Path) -> Optional[str]:
 
 
 def detect_framework(resolved: Resolved, target: TargetSpec) -> str:
-    """"mlx" for mlx-lm checkpoints (an mlx `quantization` block or mlx-format weights), else "torch"."""
-    if isinstance(target.raw.get("quantization"), dict) and "quantization_config" not in target.raw:
-        return "mlx"
-    if _local_metadata_format(resolved.folder) == "mlx":
+    """"mlx" for mlx-lm checkpoints (an mlx `quantization` block, mlx-format weights, mlx-community), else "torch"."""
+    try:
+        from .mlx_tree import looks_like_mlx_model
+    except ImportError:
+        looks_like_mlx_model = None
+    if looks_like_mlx_model is not None:
+        return "mlx" if looks_like_mlx_model(resolved.folder, resolved.repo_id) else "torch"
+    if isinstance(target.raw.get("quantization"), dict) or _local_metadata_format(resolved.folder) == "mlx":
         return "mlx"
     return "torch"
 
