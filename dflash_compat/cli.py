@@ -116,6 +116,7 @@ def check_cmd(target: str, draft: str, backends, select, ignore, strict, fmt, ou
         deep=not no_deep,
         trust_remote_code=trust_remote_code,
         adapter=adapter,
+        token=token,
     )
     chosen = [b for b in BACKENDS if b in backends] if backends else list(BACKENDS)
     req = CheckRequest(

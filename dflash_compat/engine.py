@@ -45,6 +45,8 @@ class CheckOptions:
     # --adapter FILE_OR_NAME: the deep inspection wraps the target in it, so module rules see the
     # adapted model (a shim file from `dflash-check adapt`, or a built-in adapter name).
     adapter: Optional[str] = None
+    # Hub token for the deep checks' remote reads (safetensors headers); None: HF_TOKEN / saved login.
+    token: Optional[str] = None
 
 
 @dataclass

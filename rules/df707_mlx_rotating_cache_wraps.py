@@ -1,4 +1,4 @@
-"""DF707: the MLX target builds RotatingKVCache layers, which stop trimming once the window wraps."""
+"""DF707: the MLX target builds RotatingKVCache layers, which naive trimming cannot roll back once wrapped."""
 
 from __future__ import annotations
 
@@ -16,8 +16,9 @@ def check(ctx: CheckContext):
         return
     n = sum(1 for c in t.cache_layers if c == "RotatingKVCache")
     yield Violation(
-        f"{n} of the target's mlx-lm cache layers are RotatingKVCache: once the window wraps, trimming rejected "
-        "draft tokens silently stops and the output is wrong",
+        f"{n} of the target's mlx-lm cache layers are RotatingKVCache: MLX DFlash code that trims through "
+        "mlx-lm's trim_prompt_cache stops removing rejected draft tokens once the window wraps, and the output "
+        "is wrong without an error (dflash 0.1.0 and dflash-compat reorder the ring buffer and stay exact)",
         [ctx.module_loc(t.layers_path or "")],
     )
 
@@ -25,13 +26,16 @@ def check(ctx: CheckContext):
 RULE = Rule(
     code="DF707",
     name="mlx-rotating-cache-wraps",
-    severity="error",
+    severity="warning",
     backends=("mlx",),
     needs=("modules",),
     check=check,
     what="The mlx-lm target's cache (as built by make_prompt_cache on the MLX tree) has no RotatingKVCache layers.",
-    why="A rotating cache overwrites its oldest entries in place; after the window has wrapped the MLX loop can "
-    "no longer remove the rejected tokens, and verification continues from a corrupted cache without an error.",
+    why="A rotating cache overwrites its oldest entries in place; after the window has wrapped, mlx-lm reports "
+    "it as not trimmable and trim_prompt_cache does nothing, so a loop that trims that way keeps the rejected "
+    "tokens and verifies from a corrupted cache without an error. dflash 0.1.0 and our runtime put the ring "
+    "buffer back in order before cutting it and are exact (tests/test_mlx_runtime.py pins this).",
     example="an mlx-community Gemma 3 or gpt-oss checkpoint (sliding-window layers)",
-    fix="Keep prompt plus output shorter than the sliding window on MLX, or serve the target with vLLM / SGLang.",
+    fix="Use dflash >= 0.1.0 or `dflash-check smoke --backend mlx` with a prompt longer than the window; with "
+    "other MLX ports keep prompt plus output shorter than the window.",
 )

@@ -25,7 +25,7 @@ def check(ctx: CheckContext):
         return
     source = "" if framework == "mlx" else " (paths from the transformers tree; mlx-lm usually mirrors them)"
     yield Violation(
-        f"the MLX port cannot bind to the target{source}: {'; '.join(problems)}",
+        f"the MLX port's fixed paths do not fit the target{source}: {'; '.join(problems)}",
         [ctx.module_loc(p) for p in paths if p not in MLX_EMBED_PATHS + MLX_HEAD_PATHS + MLX_LAYER_PATHS],
         severity=None if framework == "mlx" else "warning",
     )

@@ -237,8 +237,13 @@ def test_mlx_checkpoints_dispatch_to_the_mlx_inspector(tmp_path, monkeypatch):
     plain.mkdir()
     (plain / "config.json").write_text(json.dumps(TINY["llama"]))
     assert detect_framework(Resolved(ref=str(plain), folder=plain), parse_target_config(TINY["llama"], "t")) == "torch"
-    monkeypatch.setitem(sys.modules, "dflash_compat.probe.mlx_tree", None)  # not importable
-    from dflash_compat.probe import _inspect_target
+    from dflash_compat.exceptions import MissingDependencyError
+    from dflash_compat.probe import _inspect_target, mlx_tree
+
+    def no_mlx(*args, **kwargs):
+        raise MissingDependencyError("mlx is not installed")
+
+    monkeypatch.setattr(mlx_tree, "inspect_mlx_target", no_mlx)  # as on a machine without mlx
 
     _inspect_target("auto", res, t, CheckOptions(), [])
     assert t.deep["skipped"] == "mlx-inspector-missing"

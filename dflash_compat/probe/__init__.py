@@ -6,9 +6,6 @@ built; it fills the specs in place. torch / transformers / mlx are imported only
 
 from __future__ import annotations
 
-import json
-import struct
-from pathlib import Path
 from typing import Callable, Optional
 
 from ..engine import CheckOptions
@@ -20,31 +17,11 @@ __all__ = ["get_deep_inspector", "deep_inspect", "detect_framework"]
 FRAMEWORKS = ("auto", "torch", "mlx")
 
 
-def _local_metadata_format(folder: Path) -> Optional[str]:
-    """`__metadata__.format` of the first local safetensors file ("pt", "mlx", ...), reading the header only."""
-    for path in sorted(folder.glob("*.safetensors"))[:1]:
-        try:
-            with open(path, "rb") as fh:
-                (n,) = struct.unpack("<Q", fh.read(8))
-                if 0 < n <= 100_000_000:
-                    meta = json.loads(fh.read(n)).get("__metadata__") or {}
-                    return meta.get("format") if isinstance(meta, dict) else None
-        except (OSError, struct.error, ValueError, AttributeError):
-            return None
-    return None
-
-
 def detect_framework(resolved: Resolved, target: TargetSpec) -> str:
     """"mlx" for mlx-lm checkpoints (an mlx `quantization` block, mlx-format weights, mlx-community), else "torch"."""
-    try:
-        from .mlx_tree import looks_like_mlx_model
-    except ImportError:
-        looks_like_mlx_model = None
-    if looks_like_mlx_model is not None:
-        return "mlx" if looks_like_mlx_model(resolved.folder, resolved.repo_id) else "torch"
-    if isinstance(target.raw.get("quantization"), dict) or _local_metadata_format(resolved.folder) == "mlx":
-        return "mlx"
-    return "torch"
+    from .mlx_tree import looks_like_mlx_model  # pure Python: imports no mlx
+
+    return "mlx" if looks_like_mlx_model(resolved.folder, resolved.repo_id) else "torch"
 
 
 def _inspect_target(framework: str, resolved: Resolved, target: TargetSpec, options: CheckOptions,
@@ -52,13 +29,8 @@ def _inspect_target(framework: str, resolved: Resolved, target: TargetSpec, opti
     if framework == "auto":
         framework = detect_framework(resolved, target)
     if framework == "mlx":
-        try:
-            from .mlx_tree import inspect_mlx_target
-        except ImportError as exc:
-            target.deep = {"inspected": False, "framework": "mlx", "skipped": "mlx-inspector-missing",
-                           "detail": f"the MLX module inspector is not available ({exc}); install dflash-compat[mlx]"}
-            notes.append("module checks skipped: no MLX inspector")
-            return
+        from .mlx_tree import inspect_mlx_target
+
         from ..exceptions import MissingDependencyError
 
         try:
@@ -84,7 +56,7 @@ def deep_inspect(
     """Fill the deep facts into both specs: the draft's weight headers (always), the target's module tree."""
     from .safetensors_header import inspect_draft_weights
 
-    inspect_draft_weights(draft_resolved, draft, notes)
+    inspect_draft_weights(draft_resolved, draft, notes, token=options.token)
     _inspect_target(framework, target_resolved, target, options, notes)
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, Optional
+from typing import Any, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
@@ -48,7 +48,8 @@ class TargetSpec(BaseModel):
     num_attention_heads: Optional[SizeInt] = None
     num_key_value_heads: Optional[SizeInt] = None
     head_dim: Optional[SizeInt] = None
-    intermediate_size: Optional[SizeInt] = None
+    # a list for models with per-layer widths (gemma3n)
+    intermediate_size: Optional[Union[SizeInt, list[SizeInt]]] = None
     hidden_act: Optional[str] = None
     max_position_embeddings: Optional[SizeInt] = None
     torch_dtype: Optional[str] = None
