@@ -12,7 +12,7 @@ def check(ctx: CheckContext):
     if deep.get("skipped") in REASONS:
         yield Violation(
             f"module-tree checks skipped: {deep.get('detail') or deep['skipped']}",
-            [ctx.module_loc("")],
+            [],
         )
     elif deep.get("remote_code") == "not-imported-built-in-class-used":
         yield Violation(

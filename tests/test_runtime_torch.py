@@ -382,3 +382,14 @@ def test_sampling_probs_match_reference(temperature, top_p, top_k):
     logits = torch.randn(3, 4, 40, generator=torch.Generator().manual_seed(2)) * 3
     torch.testing.assert_close(rt.sampling_probs(logits, temperature, top_p, top_k),
                                ref._sampling_probs(logits, temperature, top_p, top_k), rtol=1e-6, atol=1e-7)
+
+
+def test_weight_name_variants_load_the_same(tmp_path):
+    tcfg = target_config()
+    dcfg = draft_config(tcfg, version=2)
+    state = draft_state(dcfg, 5)
+    plain = load_draft(save_draft(tmp_path / "zlab", dcfg, state))
+    renamed = {("model." + k) + (".weight" if "codebook" in k else ""): v for k, v in state.items()}
+    other = load_draft(save_draft(tmp_path / "renamed", dcfg, renamed))
+    for (name, a), (_, b) in zip(plain.state_dict().items(), other.state_dict().items()):
+        assert torch.equal(a, b), name

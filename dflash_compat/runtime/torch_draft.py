@@ -490,6 +490,8 @@ def build_draft(cfg: DraftConfig, raw_config: Optional[dict[str, Any]] = None) -
 
 
 def _normalise_key(name: str) -> str:
+    # some exports prefix every name with "model."; z-lab names never start with it
+    name = name[len("model."):] if name.startswith("model.") else name
     # z-lab v2 checkpoints store the codebooks as bare tensors
     if name in ("candidate_selector.predecessor_codebook", "candidate_selector.successor_codebook"):
         return name + ".weight"
@@ -523,7 +525,7 @@ def load_draft_weights(folder: Union[str, Path]) -> dict[str, torch.Tensor]:
         except (SafetensorError, OSError, ValueError) as exc:
             raise WeightsError(f"{path}: cannot read safetensors ({str(exc).splitlines()[0]})") from None
         for name, tensor in tensors.items():
-            state[_normalise_key(name[len("model."):] if name.startswith("model.layers.") else name)] = tensor
+            state[_normalise_key(name)] = tensor
     return state
 
 
