@@ -10,7 +10,6 @@ dflash-compat.
 
 import inspect
 
-import torch
 from torch import nn
 
 # --- generated: begin ---

@@ -46,17 +46,51 @@ def rules_markdown(rules: Sequence[Rule]) -> str:
 
 
 START, END = "<!-- rules:start -->", "<!-- rules:end -->"
+SHIM_START, SHIM_END = "<!-- gpt2-shim:start -->", "<!-- gpt2-shim:end -->"
+
+# GPT-2's published config, abridged to what the adapter generator reads.
+GPT2_CONFIG = {"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "n_embd": 768, "n_layer": 12,
+               "n_head": 12, "n_positions": 1024, "vocab_size": 50257}
+
+
+def gpt2_shim() -> str:
+    """What `dflash-check adapt gpt2` prints for a folder holding GPT-2's config (needs torch)."""
+    import tempfile
+    from pathlib import Path
+
+    from click.testing import CliRunner
+
+    from .cli import cli
+
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "gpt2"
+        folder.mkdir()
+        (folder / "config.json").write_text(json.dumps(GPT2_CONFIG))
+        result = CliRunner().invoke(cli, ["adapt", str(folder)], catch_exceptions=False)
+    if result.exit_code != 0:
+        raise RuntimeError(result.output)
+    return result.output
+
+
+def readme_blocks() -> dict[tuple[str, str], str]:
+    """The generated parts of README.md, by their markers."""
+    from .rules import ALL_RULES
+
+    return {
+        (START, END): rules_markdown(ALL_RULES),
+        (SHIM_START, SHIM_END): "\n```python\n" + gpt2_shim() + "```\n\n",
+    }
 
 
 def update_readme(path: str = "README.md") -> bool:
-    """Rewrite the rule table between the markers in README.md; True when it changed."""
-    from .rules import ALL_RULES
-
+    """Rewrite every generated block of README.md; True when the file changed."""
     with open(path, encoding="utf-8") as fh:
         text = fh.read()
-    head, _, rest = text.partition(START)
-    _, _, tail = rest.partition(END)
-    new = f"{head}{START}\n{rules_markdown(ALL_RULES)}{END}{tail}"
+    new = text
+    for (start, end), body in readme_blocks().items():
+        head, _, rest = new.partition(start)
+        _, _, tail = rest.partition(end)
+        new = f"{head}{start}\n{body}{end}{tail}"
     if new != text:
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(new)
