@@ -108,6 +108,36 @@ def _torch_device_dtype(device: str, dtype: str):
     return device, dtype, getattr(torch, dtype)
 
 
+def run_prompts(rt, draft, target, prompts: list[list[int]], req: "SmokeRequest", step: Callable[[], None],
+                total: Callable[[int], None]) -> tuple[int, list["PromptRun"]]:
+    """The protocol both backends share: validate the block size and the prompt ids, warm up once,
+    then per prompt a speculative run and a plain greedy baseline. `rt` is torch_generate or
+    mlx_generate (same function names)."""
+    bs = draft.block_size if req.block_size is None else req.block_size
+    if not 1 <= bs <= draft.block_size:
+        raise InputError(f"--block-size {bs} must be between 1 and the draft's block_size {draft.block_size}")
+    for i, ids in enumerate(prompts):
+        bad = [t for t in ids if not 0 <= t < target.vocab_size]
+        if bad:
+            raise InputError(f"prompt {i}: token id {bad[0]} is outside the target's vocabulary (0..{target.vocab_size - 1})")
+    stops = rt.stop_tokens_of(target)
+    sampling = dict(temperature=req.temperature, top_p=req.top_p, top_k=req.top_k)
+    total(2 * len(prompts))
+    # warm-up: first calls pay for lazy initialisation (CUDA kernel selection, MLX compilation)
+    rt.spec_generate(draft, target, prompts[0], max_new_tokens=min(8, req.max_new_tokens), block_size=bs,
+                     stop_token_ids=stops, seed=req.seed, **sampling)
+    rt.greedy_generate(target, prompts[0], max_new_tokens=min(8, req.max_new_tokens), stop_token_ids=stops)
+    runs = []
+    for ids in prompts:
+        spec = rt.spec_generate(draft, target, ids, max_new_tokens=req.max_new_tokens, block_size=bs,
+                                stop_token_ids=stops, seed=req.seed, **sampling)
+        step()
+        base = rt.greedy_generate(target, ids, max_new_tokens=req.max_new_tokens, stop_token_ids=stops)
+        step()
+        runs.append(PromptRun(ids, spec, base))
+    return bs, runs
+
+
 def _run_torch(req: SmokeRequest, step: Callable[[], None], total: Callable[[int], None]) -> SmokeRun:
     try:
         import torch  # noqa: F401
@@ -125,28 +155,7 @@ def _run_torch(req: SmokeRequest, step: Callable[[], None], total: Callable[[int
     target = rt.load_target(folder, device=device, dtype=dtype, trust_remote_code=req.trust_remote_code,
                             adapter=req.adapter)
     draft = rt.load_draft(req.draft, device=device, dtype=dtype, token=req.token)
-    bs = draft.block_size if req.block_size is None else req.block_size
-    if not 1 <= bs <= draft.block_size:
-        raise InputError(f"--block-size {bs} must be between 1 and the draft's block_size {draft.block_size}")
-    for i, ids in enumerate(prompts):
-        bad = [t for t in ids if not 0 <= t < target.vocab_size]
-        if bad:
-            raise InputError(f"prompt {i}: token id {bad[0]} is outside the target's vocabulary (0..{target.vocab_size - 1})")
-    stops = rt.stop_tokens_of(target)
-    sampling = dict(temperature=req.temperature, top_p=req.top_p, top_k=req.top_k)
-    total(2 * len(prompts))
-    # warm-up: first calls pay for lazy initialisation (and CUDA kernel selection)
-    rt.spec_generate(draft, target, prompts[0], max_new_tokens=min(8, req.max_new_tokens), block_size=bs,
-                     stop_token_ids=stops, seed=req.seed, **sampling)
-    rt.greedy_generate(target, prompts[0], max_new_tokens=min(8, req.max_new_tokens), stop_token_ids=stops)
-    runs = []
-    for ids in prompts:
-        spec = rt.spec_generate(draft, target, ids, max_new_tokens=req.max_new_tokens, block_size=bs,
-                                stop_token_ids=stops, seed=req.seed, **sampling)
-        step()
-        base = rt.greedy_generate(target, ids, max_new_tokens=req.max_new_tokens, stop_token_ids=stops)
-        step()
-        runs.append(PromptRun(ids, spec, base))
+    bs, runs = run_prompts(rt, draft, target, prompts, req, step, total)
     return SmokeRun("torch", device, dtype_name, bs, runs)
 
 

@@ -31,7 +31,7 @@ def run_mlx(req, step: Callable[[], None], total: Callable[[int], None]):
         raise MissingDependencyError("the mlx backend needs mlx and mlx-lm: pip install 'dflash-compat[mlx]'") from None
     from ..resolve import download_weights, resolve
     from ..runtime import mlx_generate as rt
-    from .smoke import PromptRun, SmokeRun, _tokenize
+    from .smoke import SmokeRun, _tokenize, run_prompts
 
     device = _mlx_device(req.device)
     resolved = resolve(req.target, "target", token=req.token)
@@ -42,26 +42,5 @@ def run_mlx(req, step: Callable[[], None], total: Callable[[int], None]):
     # auto: the draft computes in the target's dtype (the scale dtype of a quantised target)
     draft = rt.load_draft(req.draft, dtype=dtype or target.dtype, token=req.token)
     dtype_name = str(dtype or target.dtype).rsplit(".", 1)[-1]
-    bs = draft.block_size if req.block_size is None else req.block_size
-    if not 1 <= bs <= draft.block_size:
-        raise InputError(f"--block-size {bs} must be between 1 and the draft's block_size {draft.block_size}")
-    for i, ids in enumerate(prompts):
-        bad = [t for t in ids if not 0 <= t < target.vocab_size]
-        if bad:
-            raise InputError(f"prompt {i}: token id {bad[0]} is outside the target's vocabulary (0..{target.vocab_size - 1})")
-    stops = rt.stop_tokens_of(target)
-    sampling = dict(temperature=req.temperature, top_p=req.top_p, top_k=req.top_k)
-    total(2 * len(prompts))
-    # warm-up: the first calls pay for lazy initialisation and kernel compilation
-    rt.spec_generate(draft, target, prompts[0], max_new_tokens=min(8, req.max_new_tokens), block_size=bs,
-                     stop_token_ids=stops, seed=req.seed, **sampling)
-    rt.greedy_generate(target, prompts[0], max_new_tokens=min(8, req.max_new_tokens), stop_token_ids=stops)
-    runs = []
-    for ids in prompts:
-        spec = rt.spec_generate(draft, target, ids, max_new_tokens=req.max_new_tokens, block_size=bs,
-                                stop_token_ids=stops, seed=req.seed, **sampling)
-        step()
-        base = rt.greedy_generate(target, ids, max_new_tokens=req.max_new_tokens, stop_token_ids=stops)
-        step()
-        runs.append(PromptRun(ids, spec, base))
+    bs, runs = run_prompts(rt, draft, target, prompts, req, step, total)
     return SmokeRun("mlx", device, dtype_name, bs, runs)

@@ -15,6 +15,7 @@ import torch
 
 from ..adapters import TargetAdapter, TargetOutput, torch_adapter_for
 from ..exceptions import InputError, RemoteCodeError, RuntimeUnsupportedError, WeightsError
+from .draft_config import check_pairing
 from .stats import GenerationResult, GenerationStats
 from .torch_draft import DFlash2DraftModel, DFlashDraftModel, load_draft
 
@@ -98,28 +99,6 @@ def stop_tokens_of(adapter: TargetAdapter) -> list[int]:
         if eos is not None:
             return [int(e) for e in (eos if isinstance(eos, (list, tuple)) else [eos])]
     return []
-
-
-def check_pairing(draft: DFlashDraftModel, target: TargetAdapter) -> None:
-    """The facts the runtime relies on; a mismatch would crash mid-run or decode garbage."""
-    cfg = draft.cfg
-    if cfg.hidden_size != target.hidden_size:
-        raise RuntimeUnsupportedError(
-            f"draft hidden_size {cfg.hidden_size} != target hidden_size {target.hidden_size}"
-        )
-    bad = [i for i in cfg.target_layer_ids if not 0 <= i < target.num_layers]
-    if bad:
-        raise RuntimeUnsupportedError(
-            f"draft target_layer_ids {bad} are out of range for a target with {target.num_layers} layers"
-        )
-    if not 0 <= cfg.mask_token_id < target.vocab_size:
-        raise RuntimeUnsupportedError(
-            f"draft mask_token_id {cfg.mask_token_id} is not a row of the target's embedding ({target.vocab_size} rows)"
-        )
-    if cfg.version == 2 and cfg.vocab_size is not None and cfg.vocab_size < target.vocab_size:
-        raise RuntimeUnsupportedError(
-            f"DFlash 2 draft vocab_size {cfg.vocab_size} < target vocabulary {target.vocab_size}"
-        )
 
 
 # ---------------------------------------------------------------------------------------------
