@@ -138,11 +138,11 @@ def check_cmd(target: str, draft: str, backends, select, ignore, strict, fmt, ou
     except DFlashCompatError as exc:
         _fail(exc)
         return
-    _write(report, fmt, output)
+    _write(report, fmt, output, req.select, req.ignore)
     sys.exit(report.exit_code(strict=strict))
 
 
-def _write(report, fmt: str, output: Optional[str]) -> None:
+def _write(report, fmt: str, output: Optional[str], select=(), ignore=()) -> None:
     from .exceptions import InputError
 
     if fmt == "text":
@@ -161,11 +161,13 @@ def _write(report, fmt: str, output: Optional[str]) -> None:
             return
     else:
         from .emitters import FORMATS, get_emitter
+        from .engine import select_rules
         from .rules import ALL_RULES
 
         if fmt not in FORMATS:
             _fail(InputError(f"--format {fmt} is not available in this version"))
-        text = get_emitter(fmt)(report, ALL_RULES)
+        # the rules that ran: JUnit lists one test case per rule, SARIF describes the rules it cites
+        text = get_emitter(fmt)(report, select_rules(ALL_RULES, select, ignore))
     if output:
         try:
             with open(output, "w", encoding="utf-8") as fh:

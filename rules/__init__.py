@@ -90,6 +90,7 @@ from . import (
     df707_mlx_rotating_cache_wraps,
     df708_mlx_paths_unreachable,
     df709_layer_returns_tuple,
+    df710_target_embedding_width_mismatch,
 )
 
 __all__ = ["ALL_RULES", "RULES_BY_CODE", "get_rule"]
@@ -188,6 +189,7 @@ ALL_RULES: list[Rule] = [
     df707_mlx_rotating_cache_wraps.RULE,
     df708_mlx_paths_unreachable.RULE,
     df709_layer_returns_tuple.RULE,
+    df710_target_embedding_width_mismatch.RULE,
 ]
 
 RULES_BY_CODE: dict[str, Rule] = {r.code: r for r in ALL_RULES}

@@ -156,3 +156,17 @@ def test_schema_lists_the_three_models():
     assert set(schemas) == {"draft", "target", "report"}
     assert "block_size" in schemas["draft"]["properties"]
     assert "findings" in schemas["report"]["properties"]
+
+
+def test_junit_lists_only_the_selected_rules(tmp_path):
+    from xml.etree import ElementTree as ET
+
+    t = write_model(tmp_path / "t", target())
+    d = write_model(tmp_path / "d", draft(hidden_size=2560))
+    res = invoke(t, "--draft", d, "--no-deep", "-f", "junit", "--select", "DF10", "--backend", "vllm")
+    assert res.exit_code == 1
+    root = ET.fromstring(res.output)
+    names = [c.get("name") for c in root.iter("testcase")]
+    assert names and all(n.startswith("DF10") for n in names)
+    failed = [c.get("name") for c in root.iter("testcase") if c.find("failure") is not None]
+    assert failed == ["DF101 hidden-size-mismatch"]

@@ -210,6 +210,28 @@ def _call(obj, method: str):
         return None
 
 
+def _widths(emb, head, hidden: Optional[int]) -> tuple[Optional[int], Optional[bool]]:
+    """How wide the embedding's output is, and whether the head takes hidden-size inputs, found by
+    running both on meta tensors (no compute). OPT-350m-style models embed at a narrower width and
+    project in / out around the decoder, which the draft cannot see through."""
+    import torch
+
+    width = takes = None
+    if emb is not None:
+        try:
+            width = int(emb(torch.zeros((1, 1), dtype=torch.long, device="meta")).shape[-1])
+        except Exception:  # an exotic embedding: fall back to its table's width
+            w = getattr(emb, "weight", None)
+            width = int(w.shape[-1]) if w is not None and w.dim() == 2 else None
+    if head is not None and hidden:
+        try:
+            head(torch.zeros((1, 1, hidden), device="meta"))
+            takes = True
+        except Exception:
+            takes = False
+    return width, takes
+
+
 def _is_text(path: str) -> bool:
     return not any(part in path.lower() for part in _NOT_TEXT)
 
@@ -257,6 +279,7 @@ def _locate(model, target: TargetSpec, deep: dict[str, Any]) -> None:
     target.lm_head_path = names.get(id(head)) if head is not None else None
     deep["lm_head_via"] = via if head is not None else None
     deep["lm_head_class"] = type(head).__name__ if head is not None else None
+    deep["embed_width"], deep["head_takes_hidden"] = _widths(emb, head, target.hidden_size)
     w_emb, w_head = getattr(emb, "weight", None), getattr(head, "weight", None)
     target.tied_embeddings = bool(w_emb is not None and w_head is not None and w_head is w_emb) if head is not None else None
 
