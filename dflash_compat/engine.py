@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Optional, Sequence
 
-from .report import Finding, Location
+from .report import Finding, Location, facts_gathered
 from .specs import DraftSpec, TargetSpec
 
 __all__ = [
@@ -60,11 +60,7 @@ class CheckContext:
 
     def has(self, fact: str) -> bool:
         """Whether a deep fact was gathered: "modules" (target tree) or "weights" (draft headers)."""
-        if fact == "modules":
-            return self.target.layers_path is not None or bool(self.target.deep.get("inspected"))
-        if fact == "weights":
-            return self.draft.weights is not None and self.draft.weights.checked
-        return False
+        return facts_gathered(fact, self.target.layers_path, self.target.deep, self.draft.weights)
 
     def tloc(self, fld: str, key: Optional[str] = None) -> Location:
         """Location of a target field (key defaults to the key it was read from). A source of the
@@ -128,6 +124,13 @@ def select_rules(
     """`--select` keeps codes matching a code or prefix (all when empty); `--ignore` drops them."""
     sel = [p.upper() for p in select]
     ign = [p.upper() for p in ignore]
+    for flag, patterns in (("--select", sel), ("--ignore", ign)):
+        unknown = [p for p in patterns if not any(_matches(r.code, [p]) for r in rules)]
+        if unknown:
+            from .exceptions import InputError
+
+            raise InputError(f"{flag} {', '.join(unknown)} matches no rule code (codes look like DF101; "
+                             "`dflash-check rules` lists them)")
     return [r for r in rules if (not sel or _matches(r.code, sel)) and not _matches(r.code, ign)]
 
 

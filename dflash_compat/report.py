@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from . import __version__
 
-__all__ = ["Location", "Finding", "Summary", "Report", "SCHEMA_VERSION", "verdicts"]
+__all__ = ["Location", "Finding", "Summary", "Report", "SCHEMA_VERSION", "facts_gathered", "verdicts"]
 
 SCHEMA_VERSION = 1
 Severity = Literal["error", "warning", "info"]
@@ -72,9 +72,28 @@ class Report:
         order = ("schema_version", "tool", "target", "draft", "backends", "findings", "summary")
         return {k: d[k] for k in order}
 
+    def gathered(self, fact: str) -> bool:
+        """Whether a deep fact was gathered, read from the report (the same test as CheckContext.has)."""
+        if fact == "modules":
+            return facts_gathered("modules", self.target.get("layers_path"), self.target.get("deep") or {})
+        if fact == "weights":
+            return facts_gathered("weights", weights=self.draft.get("weights"))
+        return False
+
     def exit_code(self, strict: bool = False) -> int:
         bad = ("fail", "warn") if strict else ("fail",)
         return 1 if any(v in bad for v in self.summary.verdict.values()) else 0
+
+
+def facts_gathered(fact: str, layers_path: Any = None, deep: Any = None, weights: Any = None) -> bool:
+    """"modules": the target's tree was inspected; "weights": the draft's headers were read. One test for
+    the rule engine (on specs) and the emitters (on the report's plain dicts)."""
+    if fact == "modules":
+        return layers_path is not None or bool((deep or {}).get("inspected"))
+    if fact == "weights":
+        checked = weights.get("checked") if isinstance(weights, dict) else getattr(weights, "checked", False)
+        return bool(checked)
+    return False
 
 
 def verdicts(findings: list[Finding], backends: list[str]) -> dict[str, Verdict]:

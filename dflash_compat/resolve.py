@@ -73,18 +73,17 @@ def resolve(ref: str, role: str, *, revision: Optional[str] = None, token: Optio
     path = Path(ref).expanduser()
     if path.exists():
         if path.is_file():
-            if path.name.endswith(".json"):
-                path = path.parent
-            else:
-                raise ResolutionError(f"{role} {ref}: is a file; pass the model's folder")
+            if path.name != "config.json":
+                raise ResolutionError(f"{role} {ref}: is a file; pass the model's folder (the one holding config.json)")
+            path = path.parent
         if not (path / "config.json").is_file():
             raise ResolutionError(f"{role} {ref}: folder has no config.json")
         files = {name: path / name for name in SMALL_FILES if (path / name).is_file()}
         return Resolved(ref=ref, folder=path, files=files)
 
     repo_id, rev = _split_revision(ref)
-    rev = revision or rev
-    looks_local = ref.startswith((".", "/", "~")) or os.sep in ref.strip("/").replace("/", "", 1) or ref.count("/") > 1
+    rev = revision or rev  # a revision may hold slashes itself (refs/pr/1)
+    looks_local = repo_id.startswith((".", "/", "~")) or repo_id.count("/") > 1 or (os.sep != "/" and os.sep in repo_id)
     if looks_local or not _REPO_ID.match(repo_id):
         raise ResolutionError(f"{role} {ref}: no such folder, and not a Hub repo id (org/name)")
     return _resolve_hub(ref, repo_id, rev, role, token)

@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
+from dflash_compat.specs.target import ENCODER_DECODER_MODEL_TYPES
 
 
 def check(ctx: CheckContext):
-    archs = ctx.target.architectures
-    if not archs or ctx.target.is_causal_lm:
+    t = ctx.target
+    archs = t.architectures
+    if not archs or t.is_causal_lm:
+        return
+    model_type = t.text_model_type or t.model_type
+    if model_type in ENCODER_DECODER_MODEL_TYPES:
+        yield Violation(
+            f"target model_type {model_type!r} is an encoder-decoder model: DFlash drafts condition on, and are "
+            "verified by, a decoder-only causal LM",
+            [ctx.tloc("model_type", "model_type")],
+        )
         return
     yield Violation(
         f"target architectures {archs} name no *ForCausalLM / *ForConditionalGeneration / *LMHeadModel class: "
@@ -23,7 +33,8 @@ RULE = Rule(
     backends=(COMMON,),
     check=check,
     what="The target's `architectures` include a generative class (`*ForCausalLM`, `*ForConditionalGeneration`, "
-    "`*LMHeadModel`).",
+    "`*LMHeadModel`), or its `auto_map` registers one (`AutoModelForCausalLM`), and it is not an encoder-decoder "
+    "model (T5, BART, Whisper, ...).",
     why="DFlash drafts project with the target's output head and the target verifies each block by its own logits; "
     "an encoder, embedding or classification checkpoint has no such head, and engines pick the model class by this name.",
     example='target {"architectures": ["Qwen3Model"]} or {"architectures": ["BertForSequenceClassification"]}',

@@ -21,7 +21,7 @@ def check(ctx: CheckContext):
     if t.embedding_multiplier is not None and t.embedding_multiplier != 1:
         needs.append((f"multiplies embeddings by embedding_multiplier {t.embedding_multiplier:g}",
                       "input_embedding_scale", float(t.embedding_multiplier), "embedding_multiplier"))
-    if t.logits_scaling is not None and t.logits_scaling != 1:
+    if t.logits_scaling not in (None, 0, 1):  # 0 is not a scale a model can use: nothing to mirror
         needs.append((f"divides logits by logits_scaling {t.logits_scaling:g}", "output_multiplier",
                       1.0 / float(t.logits_scaling), "logits_scaling"))
     if t.final_logit_softcapping is not None:

@@ -9,7 +9,7 @@ def check(ctx: CheckContext):
     q = ctx.draft.quantization_config
     if not q:
         return
-    method = q.get("quant_method", "unknown method")
+    method = q.get("quant_method") or "unknown method"
     yield Violation(
         f"draft is quantised ({method}): quantised drafts have silently given about 0% acceptance",
         [ctx.dloc("quantization_config")],

@@ -64,8 +64,19 @@ def test_ignore_turns_a_failure_into_a_pass(tmp_path):
 def test_select_by_prefix_runs_only_those_rules(tmp_path):
     t = write_model(tmp_path / "t", target())
     d = write_model(tmp_path / "d", draft(hidden_size=2560))
-    res = invoke(t, "--draft", d, "--no-deep", "--select", "DF3", "-f", "json")
-    assert all(f["code"].startswith("DF3") for f in json.loads(res.output)["findings"])
+    res = invoke(t, "--draft", d, "--no-deep", "--select", "DF1,DF3", "-f", "json")
+    findings = json.loads(res.output)["findings"]
+    assert findings and all(f["code"].startswith(("DF1", "DF3")) for f in findings)
+    assert "DF101" in {f["code"] for f in findings}
+
+
+@pytest.mark.parametrize("flag", ["--select", "--ignore"])
+def test_a_pattern_matching_no_rule_is_an_input_error(tmp_path, flag):
+    # `--select 101` (no DF prefix) would otherwise run nothing and pass
+    t = write_model(tmp_path / "t", target())
+    d = write_model(tmp_path / "d", draft(hidden_size=2560))
+    res = CliRunner().invoke(cli, [str(t), "--draft", str(d), "--no-deep", flag, "101"])
+    assert res.exit_code == 2 and "matches no rule code" in res.output
 
 
 def test_strict_fails_on_warnings(tmp_path):
@@ -170,3 +181,27 @@ def test_junit_lists_only_the_selected_rules(tmp_path):
     assert names and all(n.startswith("DF10") for n in names)
     failed = [c.get("name") for c in root.iter("testcase") if c.find("failure") is not None]
     assert failed == ["DF101 hidden-size-mismatch"]
+
+
+ODD_VALUES = [None, [], {}, True, 0, -1, "x", 1.5, [1, "a"], {"a": 1}]
+ODD_KEYS = ["hidden_size", "num_hidden_layers", "vocab_size", "model_type", "architectures", "eos_token_id",
+            "rope_theta", "rope_scaling", "layer_types", "sliding_window", "tie_word_embeddings",
+            "quantization_config", "logits_scaling", "final_logit_softcapping", "text_config"]
+
+
+@pytest.mark.parametrize("side", ["target", "draft"])
+@pytest.mark.parametrize("key", ODD_KEYS + ["block_size", "dflash_config", "dflash_config.target_layer_ids",
+                                            "dflash_config.mask_token_id", "num_target_layers"])
+def test_odd_values_give_findings_or_one_line_never_a_traceback(tmp_path, side, key):
+    for i, value in enumerate(ODD_VALUES):
+        cfgs = {"target": target(), "draft": draft()}
+        cfgs[side] = (target if side == "target" else draft)(**{key: value})
+        t = write_model(tmp_path / f"t{i}", cfgs["target"])
+        d = write_model(tmp_path / f"d{i}", cfgs["draft"])
+        res = CliRunner().invoke(cli, [str(t), "--draft", str(d), "--no-deep", "-f", "json"])
+        assert res.exception is None or isinstance(res.exception, SystemExit), (key, value, res.exception)
+        assert res.exit_code in (0, 1, 2), (key, value)
+        if res.exit_code == 2:
+            assert len(res.output.strip().splitlines()) == 1, (key, value, res.output)
+        else:
+            json.loads(res.output)

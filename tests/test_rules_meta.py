@@ -25,6 +25,17 @@ def test_df002_catches_base_model_class():
     assert catches("DF002", target(architectures=["Qwen3Model"]), draft())
 
 
+def test_df002_catches_encoder_decoder_models():
+    [f] = run_rule("DF002", target(architectures=["T5ForConditionalGeneration"], model_type="t5"), draft())
+    assert "encoder-decoder" in f.message
+
+
+def test_df002_passes_a_base_class_whose_auto_map_registers_a_causal_lm():
+    chatglm = target(architectures=["ChatGLMModel"], model_type="chatglm",
+                     auto_map={"AutoModelForCausalLM": "modeling_chatglm.ChatGLMForConditionalGeneration"})
+    assert not catches("DF002", chatglm, draft())
+
+
 def test_df002_passes_causal_lm_and_vlm_and_missing_architectures():
     assert not catches("DF002", target(), draft())
     assert not catches("DF002", target(architectures=["Qwen3VLForConditionalGeneration"]), draft())

@@ -67,13 +67,23 @@ def validate_spec(cls: type[M], data: dict[str, Any], sources: dict[str, str], w
         err = exc.errors()[0]
         loc = [str(p) for p in err.get("loc", ())]
         field = loc[0] if loc else "?"
-        if field == "rope" and len(loc) > 1:
-            field = f"rope.{loc[1]}"
-        key = sources.get(field, field)
-        if len(loc) > 1 and field != f"rope.{loc[1] if len(loc) > 1 else ''}":
-            key = ".".join([key, *loc[1:]])
-        got = err.get("input")
-        msg = err.get("msg", "is invalid").rstrip(".")
-        if msg.startswith("Input should be"):
-            msg = "should be" + msg[len("Input should be"):]
-        raise ConfigError(f"{where}: `{key}` {msg} (got {got!r})") from None
+        rest = loc[1:]
+        if field == "rope" and rest:
+            field, rest = f"rope.{rest[0]}", rest[1:]
+        # keep list indices (layer_types.3); drop pydantic's union / constraint tags (int, constrained-int)
+        rest = [p for p in rest if p.isdigit()]
+        key = ".".join([sources.get(field, field), *rest])
+        if err.get("type") == "missing":
+            raise ConfigError(f"{where}: `{key}` is required") from None
+        tags = {str(e["loc"][-1]) for e in exc.errors() if e.get("loc") and str(e["loc"][0]) == loc[0]}
+        if {"int", "float"} <= tags:  # a Number field: int or float, and it was neither
+            msg = "should be a number"
+        else:
+            msg = err.get("msg", "is invalid").rstrip(".")
+            if msg.startswith("Input should be"):
+                msg = "should be" + msg[len("Input should be"):]
+        got = repr(err.get("input"))
+        if len(got) > 80:
+            got = got[:77] + "..."
+        raise ConfigError(f"{where}: `{key}` {msg} (got {got})") from None
+

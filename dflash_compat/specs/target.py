@@ -27,6 +27,12 @@ RECURRENT_MODEL_TYPES = {
     "minimax", "kimi_linear", "olmo_hybrid", "plamo2",
 }
 
+# Encoder-decoder models: generative, but not the decoder-only causal LM a DFlash target must be.
+ENCODER_DECODER_MODEL_TYPES = {
+    "t5", "mt5", "umt5", "bart", "mbart", "pegasus", "pegasus_x", "marian", "blenderbot", "blenderbot-small",
+    "m2m_100", "nllb-moe", "whisper", "led", "prophetnet", "fsmt", "bigbird_pegasus", "longt5", "switch_transformers",
+}
+
 CAUSAL_LM_SUFFIXES = ("ForCausalLM", "ForConditionalGeneration", "LMHeadModel", "ForImageTextToText")
 
 
@@ -105,7 +111,12 @@ class TargetSpec(BaseModel):
 
     @property
     def is_causal_lm(self) -> bool:
-        return any(a.endswith(CAUSAL_LM_SUFFIXES) for a in self.architectures)
+        """A generative class by name, or an auto_map that registers one (e.g. ChatGLMModel repos)."""
+        if (self.text_model_type or self.model_type) in ENCODER_DECODER_MODEL_TYPES:
+            return False
+        if any(isinstance(a, str) and a.endswith(CAUSAL_LM_SUFFIXES) for a in self.architectures):
+            return True
+        return any(k in (self.auto_map or {}) for k in ("AutoModelForCausalLM", "AutoModelForImageTextToText"))
 
     @property
     def needs_remote_code(self) -> bool:
@@ -214,6 +225,8 @@ def parse_target_config(
     values["mask_token"], values["mask_token_id"] = mask_token, mask_id
 
     quant = values.get("quantization_config")
+    if quant == {}:
+        values["quantization_config"] = quant = None  # an empty block quantises nothing
     if isinstance(quant, dict):
         method = quant.get("quant_method")
         values["quant_method"] = method if isinstance(method, str) else None
@@ -221,6 +234,8 @@ def parse_target_config(
         r.sources["lm_head_quantized"] = f"quantization_config.{key}" if key else "quantization_config"
 
     model_type = values.get("text_model_type") or values.get("model_type")
+    if not isinstance(model_type, str):
+        model_type = None  # a wrong type is reported by the validation below, naming the key
     values["scales_embeddings"] = bool(model_type and str(model_type).startswith(("gemma", "recurrent_gemma")))
     recurrent = _recurrent_layers(values, raw, prefix)
     values["recurrent_layers"] = recurrent
