@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
 
-
-def _is_int(x) -> bool:
-    return isinstance(x, int) and not isinstance(x, bool)
+from ._common import is_int
 
 
 def check(ctx: CheckContext):
@@ -17,7 +15,7 @@ def check(ctx: CheckContext):
     written = " (written +1 in aux_hidden_state_layer_ids)" if d.format == "speculators" else ""
     loc = [ctx.dloc("target_layer_ids")]
     for i, lid in enumerate(ids):
-        if not _is_int(lid):
+        if not is_int(lid):
             yield Violation(f"target layer id #{i} is {lid!r}, not an integer", loc)
         elif lid < 0:
             yield Violation(f"target layer id {lid}{written} is negative: layer ids count decoder layers from 0", loc)

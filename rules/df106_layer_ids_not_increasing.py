@@ -4,14 +4,12 @@ from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
 
-
-def _is_int(x) -> bool:
-    return isinstance(x, int) and not isinstance(x, bool)
+from ._common import is_int
 
 
 def check(ctx: CheckContext):
     ids = ctx.draft.target_layer_ids
-    if not isinstance(ids, list) or not all(_is_int(i) for i in ids):
+    if not isinstance(ids, list) or not all(is_int(i) for i in ids):
         return
     if any(b < a for a, b in zip(ids, ids[1:])):
         yield Violation(

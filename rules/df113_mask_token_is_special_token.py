@@ -20,10 +20,11 @@ def check(ctx: CheckContext):
         ("bos", "bos_token_id", _ids(t.bos_token_id)),
     ):
         if m in ids:
+            key = t.sources.get(f"{field}.{m}") if role == "eos" else None
             yield Violation(
                 f"mask_token_id {m} is also the target's {role} token: mask positions look like real "
                 f"{role} tokens to the draft",
-                [ctx.dloc("mask_token_id"), ctx.tloc(field)],
+                [ctx.dloc("mask_token_id"), ctx.tloc(field, key)],
             )
 
 

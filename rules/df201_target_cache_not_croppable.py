@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, Rule, Violation
 
+from ._common import model_type_loc
+
 
 def check(ctx: CheckContext):
     t = ctx.target
@@ -22,7 +24,7 @@ def check(ctx: CheckContext):
     yield Violation(
         f"target cannot be rolled back by cropping its cache: {which}; rejected draft tokens would stay in "
         "their state, so output is not lossless",
-        [*locs, ctx.tloc("model_type", "model_type")],
+        [*locs, model_type_loc(ctx)],
     )
 
 

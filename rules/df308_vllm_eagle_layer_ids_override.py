@@ -4,18 +4,16 @@ from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, Rule, Violation
 
-
-def _is_int(x) -> bool:
-    return isinstance(x, int) and not isinstance(x, bool)
+from ._common import is_int
 
 
 def check(ctx: CheckContext):
     d = ctx.draft
     eagle = d.eagle_aux_hidden_state_layer_ids
-    if not isinstance(eagle, list) or not all(_is_int(i) for i in eagle):
+    if not isinstance(eagle, list) or not all(is_int(i) for i in eagle):
         return
     ids = d.target_layer_ids
-    if isinstance(ids, list) and eagle == [i + 1 for i in ids if _is_int(i)] and len(eagle) == len(ids):
+    if isinstance(ids, list) and eagle == [i + 1 for i in ids if is_int(i)] and len(eagle) == len(ids):
         return  # the EAGLE-convention spelling of the same layers
     captured = [i - 1 for i in eagle]
     wanted = f"; the DFlash ids ask for the outputs of layers {ids}" if ids is not None else ""

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, Rule, Violation
 
+from ._common import model_type_loc
+
 
 def check(ctx: CheckContext):
     t = ctx.target
@@ -13,7 +15,7 @@ def check(ctx: CheckContext):
     yield Violation(
         f"target {model_type!r} keeps recurrent state: launch SGLang with --mamba-scheduler-strategy extra_buffer "
         "so rejected draft tokens can be rolled back",
-        [ctx.tloc("model_type", "model_type")],
+        [model_type_loc(ctx)],
     )
 
 

@@ -5,13 +5,15 @@ from __future__ import annotations
 from dflash_compat.engine import CheckContext, Rule, Violation
 from dflash_compat.engine_support import engine_data
 
+from ._common import model_type_loc
+
 
 def check(ctx: CheckContext):
     t = ctx.target
     data = engine_data("mlx")
     types = {x for x in (t.model_type, t.text_model_type) if x}
     shown = t.text_model_type or t.model_type
-    loc = [ctx.tloc("model_type", "model_type")]
+    loc = [model_type_loc(ctx)]
     if t.is_hybrid and not types & set(data["replay_model_types"]):
         yield Violation(
             f"target {shown!r} has recurrent / state-space layers: MLX rolls back only qwen3_5 GatedDeltaNet "

@@ -142,6 +142,10 @@ def test_df113_catches_eos_from_generation_config():
     [f] = run_rule("DF113", target(eos_token_id=DELETE), draft(**{"dflash_config.mask_token_id": 151650}),
                    generation_config={"eos_token_id": [151645, 151650]})
     assert f.locations[1].file == "generation_config.json"
+    # the config has its own EOS too: the finding still points at the file that holds the mask's id
+    [f] = run_rule("DF113", target(), draft(**{"dflash_config.mask_token_id": 151650}),
+                   generation_config={"eos_token_id": [151645, 151650]})
+    assert (f.locations[1].file, f.locations[1].key) == ("generation_config.json", "eos_token_id")
 
 
 def test_df113_passes_reserved_mask():

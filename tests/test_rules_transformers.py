@@ -35,3 +35,15 @@ def test_df202_passes_unused_window_and_full_layers():
     assert not catches("DF202", target(sliding_window=32768, use_sliding_window=False), draft())
     full = target(sliding_window=4096, use_sliding_window=DELETE, layer_types=["full_attention"] * 36)
     assert not catches("DF202", full, draft())
+
+
+def test_df201_points_at_the_text_model_type_of_a_wrapper():
+    import json
+    from pathlib import Path
+
+    from tests.configs import run_rule
+
+    pair = Path(__file__).resolve().parent / "fixtures" / "pairs" / "qwen3.5-35b-a3b"
+    cfg = json.loads((pair / "target" / "config.json").read_text())
+    [f] = run_rule("DF201", cfg, json.loads((pair / "draft" / "config.json").read_text()))
+    assert ("target", "text_config.model_type") in {(loc.artifact, loc.key) for loc in f.locations}

@@ -208,10 +208,12 @@ def parse_target_config(
     ):
         value = get_dotted(doc, key)
         if value is not MISSING:
+            src = key if name == config_file else f"{name}:{key}"
             for i in _as_id_list(value):
                 if i not in eos:
                     eos.append(i)
-            r.sources.setdefault("eos_token_ids", key if name == config_file else f"{name}:{key}")
+                    r.sources[f"eos_token_ids.{i}"] = src  # where this id came from, for findings about it
+            r.sources.setdefault("eos_token_ids", src)
     values["eos_token_ids"] = eos
     for field, key in (("bos_token_id", "bos_token_id"), ("pad_token_id", "pad_token_id")):
         value = r.take(field, key)

@@ -1,0 +1,22 @@
+"""Small helpers shared by the config-level rules (not rules themselves: no RULE here)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dflash_compat.engine import CheckContext
+from dflash_compat.report import Location
+
+__all__ = ["is_int", "model_type_loc"]
+
+
+def is_int(value: Any) -> bool:
+    """A JSON integer (bool is an int subclass in Python, but not a layer id or a token id)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def model_type_loc(ctx: CheckContext) -> Location:
+    """The key that holds the model type a message names: `text_config.model_type` for wrappers."""
+    if ctx.target.text_model_type:
+        return ctx.tloc("text_model_type")
+    return ctx.tloc("model_type", "model_type")
