@@ -165,6 +165,11 @@ def parse_map_options(values: "tuple[str, ...] | list[str]") -> dict[str, str]:
     return out
 
 
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
 def load_map_file(path: "str | os.PathLike[str]") -> dict[str, str]:
     """Read {role: path} from a JSON or TOML file (a top-level table, or one under `map`)."""
     p = Path(path)
@@ -182,12 +187,16 @@ def load_map_file(path: "str | os.PathLike[str]") -> dict[str, str]:
         try:
             data = tomllib.loads(data_bytes.decode("utf-8"))
         except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-            raise InputError(f"--map-file {p}: invalid TOML ({exc})") from None
+            raise InputError(f"--map-file {p}: invalid TOML ({_first_line(exc)})") from None
+        except RecursionError:
+            raise InputError(f"--map-file {p}: invalid TOML (nested too deeply)") from None
     elif p.suffix.lower() == ".json":
         try:
             data = json.loads(data_bytes.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise InputError(f"--map-file {p}: invalid JSON ({exc})") from None
+        except RecursionError:
+            raise InputError(f"--map-file {p}: invalid JSON (nested too deeply)") from None
+        except ValueError as exc:  # UnicodeDecodeError, JSONDecodeError, an integer too long
+            raise InputError(f"--map-file {p}: invalid JSON ({_first_line(exc)})") from None
     else:
         raise InputError(f"--map-file {p}: use a .json or .toml file")
     if isinstance(data, dict) and isinstance(data.get("map"), dict):
@@ -248,6 +257,12 @@ def _docstring(plan: ShimPlan) -> str:
     lines += ["", f"Paths from: {plan.source}.", ""]
     if plan.framework == "torch":
         arch = plan.architecture or "AutoModelForCausalLM"
+        if plan.architecture is None:
+            lines += [
+                "ARCHITECTURE: unknown (`architectures` in config.json names no transformers class),",
+                "so from_pretrained() loads AutoModelForCausalLM and register() is unavailable.",
+                "",
+            ]
         lines += [
             "Use it:",
             "",

@@ -18,6 +18,8 @@ __all__ = [
     "expected_v2",
     "is_quant_aux",
     "known_v1",
+    "v2_name",
+    "normalise_v2",
 ]
 
 FLOAT_DTYPES = {"F16", "BF16", "F32", "F64", "F8_E4M3", "F8_E5M2"}

@@ -6,6 +6,12 @@ from typing import Any
 
 from dflash_compat.engine import CheckContext
 
+# Where the MLX port looks (dflash.model_mlx bind / _get_layers), in order: one table, the MLX
+# inspector's (probe.mlx_tree imports no mlx at module level).
+from dflash_compat.probe.mlx_tree import REFERENCE_EMBED_PATHS as MLX_EMBED_PATHS
+from dflash_compat.probe.mlx_tree import REFERENCE_HEAD_PATHS as MLX_HEAD_PATHS
+from dflash_compat.probe.mlx_tree import REFERENCE_LAYERS_PATHS as MLX_LAYER_PATHS
+
 __all__ = [
     "ADAPT_HINT",
     "MLX_EMBED_PATHS",
@@ -20,10 +26,6 @@ __all__ = [
 
 ADAPT_HINT = "`dflash-check adapt TARGET -o adapter.py` generates a shim that exposes them where the runtime looks"
 
-# Where the MLX port looks (dflash.model_mlx bind / _get_layers), in order.
-MLX_EMBED_PATHS = ("embed_tokens", "model.embed_tokens", "language_model.model.embed_tokens")
-MLX_HEAD_PATHS = ("lm_head", "language_model.lm_head")
-MLX_LAYER_PATHS = ("model.layers", "language_model.layers", "layers")
 # mlx-lm models whose GatedDeltaNet state the MLX reference rolls back by replaying the accepted prefix.
 MLX_REPLAY_MODEL_TYPES = {"qwen3_5", "qwen3_5_moe", "qwen3_5_text", "qwen3_5_moe_text"}
 

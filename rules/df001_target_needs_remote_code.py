@@ -7,14 +7,20 @@ from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
 
 def check(ctx: CheckContext):
     auto_map = ctx.target.auto_map
-    if not auto_map:
-        return
-    classes = ", ".join(f"{k}={v}" for k, v in sorted(auto_map.items()) if isinstance(v, str)) or "?"
+    model_file = (ctx.target.raw or {}).get("model_file")
     given = "" if ctx.options.trust_remote_code else "; --trust-remote-code was not given, so the module checks skip it"
-    yield Violation(
-        f"target config has auto_map ({classes}): loading it runs the repository's own code{given}",
-        [ctx.tloc("auto_map", "auto_map")],
-    )
+    if auto_map:
+        classes = ", ".join(f"{k}={v}" for k, v in sorted(auto_map.items()) if isinstance(v, str)) or "?"
+        yield Violation(
+            f"target config has auto_map ({classes}): loading it runs the repository's own code{given}",
+            [ctx.tloc("auto_map", "auto_map")],
+        )
+    if model_file is not None:
+        # mlx-lm's own convention: the config names a Python file of the repo that defines Model / ModelArgs
+        yield Violation(
+            f"target config has model_file ({model_file!r}): mlx-lm loading it runs the repository's own code{given}",
+            [ctx.tloc("model_file", "model_file")],
+        )
 
 
 RULE = Rule(
@@ -23,7 +29,8 @@ RULE = Rule(
     severity="warning",
     backends=(COMMON,),
     check=check,
-    what="The target's `config.json` has an `auto_map`, i.e. its model classes live in the repository's own Python files.",
+    what="The target's `config.json` has an `auto_map` (transformers) or a `model_file` (mlx-lm), i.e. its model "
+    "classes live in the repository's own Python files.",
     why="Every engine then needs `--trust-remote-code` (transformers `trust_remote_code=True`), and the code, not "
     "the config, decides whether hidden states can be captured; dflash-check's module checks import it only when allowed.",
     example='target {"auto_map": {"AutoModelForCausalLM": "modeling_foo.FooForCausalLM"}}',

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
 
-REASONS = ("torch-missing", "mlx-inspector-missing", "remote-code")
+REASONS = ("torch-missing", "mlx-inspector-missing", "remote-code", "inspection-failed")
+
+
+def _errors(deep: dict) -> str:
+    errors = deep.get("fact_errors")
+    return "; ".join(f"{step}: {err}" for step, err in sorted(errors.items())) if isinstance(errors, dict) else ""
 
 
 def check(ctx: CheckContext):
@@ -14,7 +19,14 @@ def check(ctx: CheckContext):
             f"module-tree checks skipped: {deep.get('detail') or deep['skipped']}",
             [],
         )
-    elif deep.get("remote_code") == "not-imported-built-in-class-used":
+        return
+    if deep.get("inspected") and _errors(deep):
+        # the inspector's own failure on an odd model: the rules reading those facts stay silent
+        yield Violation(
+            f"some module-tree facts could not be gathered ({_errors(deep)}); the checks that read them did not run",
+            [],
+        )
+    if deep.get("remote_code") == "not-imported-built-in-class-used":
         yield Violation(
             f"the repo's own code (auto_map) was not imported: the module checks ran on transformers' built-in "
             f"{deep.get('model_class')}, which is what transformers loads without trust_remote_code",
@@ -30,7 +42,8 @@ RULE = Rule(
     check=check,
     what="Reports that the target's module tree was not inspected: torch/transformers (or the MLX inspector) is "
     "not installed, or the target needs its repository's own code and --trust-remote-code was not given (when "
-    "transformers has a built-in class for the model type, that class is inspected instead and this says so).",
+    "transformers has a built-in class for the model type, that class is inspected instead and this says so), or "
+    "the inspection itself failed on this model (the error is shown, and the module rules stay silent).",
     why="Paths of the embedding, head and layers, the forward signature and whether the cache can be rolled "
     "back are only known from the module tree; without it those problems surface at launch instead.",
     example="dflash-check Qwen/Qwen3-8B --draft z-lab/Qwen3-8B-DFlash-b16 in an environment without torch",

@@ -12,12 +12,23 @@ def check(ctx: CheckContext):
     # Only where the config's count differs: otherwise the config-level range rule already judged the ids.
     if not built or built == t.num_hidden_layers:
         return
-    bad = [i for i in ids if isinstance(i, int) and not isinstance(i, bool) and i > built - 2]
-    if bad:
+    valid = [i for i in ids if isinstance(i, int) and not isinstance(i, bool)]
+    past = [i for i in valid if i > built - 1]
+    last = [i for i in valid if i == built - 1]
+    where = [ctx.dloc("target_layer_ids"), ctx.module_loc(t.layers_path or "")]
+    if past:
         yield Violation(
-            f"target_layer_ids {bad} need layers past {t.layers_path}[{built - 2}] (the target builds {built} "
-            "decoder layers; the last one is unsafe, later ones do not exist)",
-            [ctx.dloc("target_layer_ids"), ctx.module_loc(t.layers_path or "")],
+            f"target_layer_ids {past} index past {t.layers_path}[{built - 1}] (the target builds {built} "
+            "decoder layers; later ones do not exist)",
+            where,
+        )
+    if last:
+        # the same judgement as DF107 for the config's count: the last layer is unsafe, not missing
+        yield Violation(
+            f"target_layer_id {built - 1} is the last of the {built} decoder layers the target builds "
+            f"({t.layers_path}[{built - 1}]): HF returns it after the final norm, vLLM and MLX before",
+            where,
+            severity="warning",
         )
 
 

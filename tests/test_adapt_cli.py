@@ -137,7 +137,7 @@ def test_adapt_prints_to_stdout_and_never_overwrites(pairs, tmp_path):
 
 
 @pytest.mark.parametrize("bad", [
-    ["--map", 'embed=__import__("os").system("touch pwned")'],
+    ["--map", 'embed=__import__("os").system("touch PWNED")'],  # PWNED: an absolute path under tmp_path
     ["--map", "embed=os.system('x')"],
     ["--map", "embed=transformer.__class__"],
     ["--map", "embed=a\nimport os"],
@@ -148,6 +148,7 @@ def test_adapt_prints_to_stdout_and_never_overwrites(pairs, tmp_path):
 def test_hostile_map_is_refused_in_one_line(pairs, tmp_path, bad):
     _, target, _ = pairs["gpt2"]
     out = tmp_path / "adapter.py"
+    bad = [b.replace("PWNED", str(tmp_path / "pwned")) for b in bad]
     res = run("adapt", target, "-o", out, *bad)
     assert res.exit_code == 2
     assert res.stderr.startswith("dflash-check: error:") and len(res.stderr.strip().splitlines()) == 1
@@ -173,7 +174,8 @@ def test_map_file_and_map_override(pairs, tmp_path):
 def test_hostile_config_values_never_reach_the_code(tmp_path):
     folder = tmp_path / "evil"
     folder.mkdir()
-    evil = {"model_type": 'gpt2"""\nimport os; os.system("touch pwned")\n"""', "architectures": ["X; import os"],
+    evil = {"model_type": f'gpt2"""\nimport os; os.system("touch {tmp_path / "pwned"}")\n"""',
+            "architectures": ["X; import os"],
             "hidden_size": 32, "num_hidden_layers": 2, "vocab_size": 32}
     (folder / "config.json").write_text(json.dumps(evil))
     res = run("adapt", folder, "--map", "embed=transformer.wte", "--map", "layers=transformer.h")
@@ -227,3 +229,36 @@ def test_mlx_check_before_and_after_the_mlx_shim(tmp_path):
         assert payload["summary"]["lossless"] is True
         model = mlx_models.build_target(cfg)  # same seed: the saved weights
         assert payload["results"][0]["output_tokens"] == mlx_models.mlx_lm_greedy(model, [1, 2, 3, 4, 5], 12)
+
+
+def _consts(source: str) -> dict:
+    return {n.targets[0].id: ast.literal_eval(n.value) for n in ast.parse(source).body
+            if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name)
+            and n.targets[0].id in ("FRAMEWORK", "MODEL_TYPE", "ARCHITECTURE", "PATHS")}
+
+
+def _llama_folder(tmp_path, **changes):
+    from tests.deep_helpers import TINY
+
+    folder = tmp_path / "llama"
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text(json.dumps(dict(TINY["llama"], **changes)))
+    return folder
+
+
+def test_architecture_must_be_a_transformers_class(tmp_path):
+    res = run("adapt", _llama_folder(tmp_path, architectures=["os"]))
+    assert res.exit_code == 0, res.output
+    consts = _consts(res.stdout)
+    assert consts["ARCHITECTURE"] is None  # `os` is a module transformers imports, not a model class
+    doc = ast.get_docstring(ast.parse(res.stdout))
+    assert "ARCHITECTURE: unknown" in doc and "from transformers import AutoModelForCausalLM" in doc
+    ok = run("adapt", _llama_folder(tmp_path / "ok", architectures=["LlamaForCausalLM"]))
+    assert _consts(ok.stdout)["ARCHITECTURE"] == "LlamaForCausalLM"
+
+
+def test_llama_shim_gets_its_final_norm_from_the_inspection(tmp_path):
+    res = run("adapt", _llama_folder(tmp_path))
+    assert res.exit_code == 0, res.output
+    assert _consts(res.stdout)["PATHS"] == {"embed": "model.embed_tokens", "layers": "model.layers",
+                                            "norm": "model.norm", "lm_head": "lm_head"}

@@ -224,6 +224,18 @@ def test_map_files_json_and_toml(tmp_path):
         load_map_file(tmp_path / "missing.json")
 
 
+@pytest.mark.parametrize("name, text", [
+    ("deep.json", "[" * 900_000),
+    ("long.json", '{"embed": ' + "9" * 5000 + "}"),
+    ("deep.toml", "embed = " + "[" * 200_000),
+])
+def test_hostile_map_files_are_one_line_input_errors(tmp_path, name, text):
+    (tmp_path / name).write_text(text)
+    with pytest.raises(InputError) as err:
+        load_map_file(tmp_path / name)
+    assert "\n" not in str(err.value) and len(str(err.value)) < 300
+
+
 def test_torch_shim_adapts_a_custom_layout_forward(tmp_path):
     """A model no table knows, with a bare forward (no position_ids, logits_to_keep or hidden
     states) and tuple-returning blocks: the shim from --map gives the full contract."""

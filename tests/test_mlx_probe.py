@@ -126,7 +126,58 @@ def test_unknown_model_type_is_recorded_not_raised(tmp_path):
 
 def test_custom_model_file_needs_trust(tmp_path):
     t, notes = inspect(tmp_path, dict(target_config("qwen3"), model_file="my_model.py"))
-    assert any("--trust-remote-code" in n for n in notes) and not t.deep
+    assert any("--trust-remote-code" in n for n in notes)
+    assert t.deep["inspected"] is False and t.deep["skipped"] == "remote-code" and t.deep["framework"] == "mlx"
+    (df006,) = catches("DF006", t)
+    assert "--trust-remote-code" in df006.message
+    (df001,) = catches("DF001", t)
+    assert "model_file" in df001.message
+
+
+@pytest.mark.parametrize("model_file", ["../evil.py", "ABSOLUTE", "sub/evil.py", "evil.txt", ".evil.py", 3])
+def test_model_file_outside_the_folder_is_refused(tmp_path, model_file):
+    from dflash_compat.exceptions import RemoteCodeError
+
+    marker = tmp_path / "ran"
+    evil = tmp_path / "evil.py"
+    evil.write_text(f"open({str(marker)!r}, 'w').write('x')\n")
+    (tmp_path / "target" / "sub").mkdir(parents=True)
+    (tmp_path / "target" / "sub" / "evil.py").write_text(evil.read_text())
+    (tmp_path / "target" / "evil.txt").write_text(evil.read_text())
+    cfg = dict(target_config("qwen3"), model_file=str(evil) if model_file == "ABSOLUTE" else model_file)
+    folder = write_config(tmp_path / "target", cfg)
+    resolved = resolve(str(folder), "target")
+    with pytest.raises(RemoteCodeError) as err:
+        inspect_mlx_target(resolved, load_target(resolved), CheckOptions(trust_remote_code=True), [])
+    assert "\n" not in str(err.value) and err.value.exit_code == 2
+    assert not marker.exists()
+
+
+def test_model_file_link_out_of_the_folder_is_refused(tmp_path):
+    from dflash_compat.exceptions import RemoteCodeError
+
+    marker = tmp_path / "ran"
+    evil = tmp_path / "evil.py"
+    evil.write_text(f"open({str(marker)!r}, 'w').write('x')\n")
+    folder = write_config(tmp_path / "target", dict(target_config("qwen3"), model_file="model.py"))
+    (folder / "model.py").symlink_to(evil)
+    resolved = resolve(str(folder), "target")
+    with pytest.raises(RemoteCodeError):
+        inspect_mlx_target(resolved, load_target(resolved), CheckOptions(trust_remote_code=True), [])
+    assert not marker.exists()
+
+
+def test_trusted_model_file_writes_no_bytecode_into_the_folder(tmp_path):
+    import sys
+
+    folder = write_config(tmp_path / "target", dict(target_config("qwen3"), model_file="my_model.py"))
+    (folder / "my_model.py").write_text("from mlx_lm.models.qwen3 import Model, ModelArgs\n")
+    resolved = resolve(str(folder), "target")
+    before = sys.dont_write_bytecode
+    t = load_target(resolved)
+    inspect_mlx_target(resolved, t, CheckOptions(trust_remote_code=True), [])
+    assert t.deep["inspected"] and t.layers_path == "model.layers"
+    assert not (folder / "__pycache__").exists() and sys.dont_write_bytecode is before
 
 
 def test_looks_like_mlx_model(tmp_path):

@@ -160,8 +160,7 @@ class TinyConfig(PretrainedConfig):
 import torch.nn as nn
 from transformers import PreTrainedModel
 from .configuration_tiny import TinyConfig
-import builtins
-builtins.TINY_REMOTE_CODE_RAN = True
+open(__MARKER__, "w").write("ran")  # proof the repo's code ran (a file of this test only)
 class TinyForCausalLM(PreTrainedModel):
     config_class = TinyConfig
     def __init__(self, config):
@@ -180,7 +179,7 @@ def _remote_folder(tmp_path: Path) -> Path:
     folder.mkdir()
     (folder / "config.json").write_text(json.dumps(REMOTE_CONFIG))
     for name, code in REMOTE_CODE.items():
-        (folder / name).write_text(code)
+        (folder / name).write_text(code.replace("__MARKER__", repr(str(tmp_path / "remote-code-ran"))))
     return folder
 
 
@@ -192,11 +191,9 @@ def _inspect(folder: Path, trust: bool):
 
 
 def test_remote_code_is_never_imported_without_trust(tmp_path):
-    import builtins
-
     t, notes = _inspect(_remote_folder(tmp_path), trust=False)
     assert t.deep == {"inspected": False, "framework": "torch", "skipped": "remote-code", "detail": t.deep["detail"]}
-    assert t.layers_path is None and not hasattr(builtins, "TINY_REMOTE_CODE_RAN")
+    assert t.layers_path is None and not (tmp_path / "remote-code-ran").exists()
     assert any("remote-code" in n for n in notes)
 
 
@@ -208,6 +205,7 @@ def test_remote_code_is_inspected_with_trust(tmp_path, monkeypatch):
     monkeypatch.setattr(sys, "path", list(sys.path))
     t, _ = _inspect(_remote_folder(tmp_path), trust=True)
     assert t.deep["inspected"], t.deep
+    assert (tmp_path / "remote-code-ran").exists()  # the marker can tell: trusted code did run
     # No accessors: found by the structural search (vocab-sized Embedding and Linear, the layer list).
     assert (t.embed_path, t.lm_head_path, t.layers_path) == ("wte", "out", "blocks")
     assert t.deep["embed_via"] == "search"
@@ -260,3 +258,72 @@ def test_inspector_fills_both_specs_in_place(tmp_path):
     draft.weights = None
     get_deep_inspector("torch")(Resolved("t", tmp_path / "t"), target, Resolved("d", dfolder), draft, CheckOptions(), [])
     assert target.layers_path == "model.layers" and draft.weights.checked and draft.weights.tensor_count == 25
+
+
+# --- --adapter and inspector failures --------------------------------------------------------------------------
+
+
+def _probe_with(name: str, **options):
+    t = parse_target_config(TINY[name], "t")
+    notes: list[str] = []
+    inspect_torch_target(Resolved(ref="t", folder=Path("/nonexistent")), t, CheckOptions(**options), notes)
+    return t, notes
+
+
+def test_adapter_paths_are_those_of_the_users_model():
+    t, _ = _probe_with("gpt2", adapter="gpt2")
+    assert (t.embed_path, t.lm_head_path, t.layers_path) == ("transformer.wte", "lm_head", "transformer.h")
+    assert t.deep["decoder_path"] == "transformer" and t.deep["adapter"] == "gpt2"
+    assert t.rollback == "crop" and t.cache_layers
+
+
+def test_adapter_cache_facts_come_from_the_users_model_class(monkeypatch):
+    from transformers import GPT2LMHeadModel
+
+    # a model that keeps its own state: the wrapper must not hide the class-level flag
+    monkeypatch.setattr(GPT2LMHeadModel, "_supports_default_dynamic_cache", classmethod(lambda cls: False),
+                        raising=False)
+    t, _ = _probe_with("gpt2", adapter="gpt2")
+    assert t.deep["cache_class"] == "model-managed" and t.rollback == "none"
+
+
+def test_locate_failure_is_a_skip_not_a_finding(monkeypatch):
+    from dflash_compat.engine import CheckContext, run_rules
+    from dflash_compat.probe import torch_meta
+    from dflash_compat.rules import RULES_BY_CODE
+    from dflash_compat.specs import parse_draft_config
+    from tests.deep_helpers import tiny_draft
+
+    D = parse_draft_config(tiny_draft(TINY["llama"]), "d")
+
+    def _locate(model, target, deep):
+        target.embed_path = "half.done"
+        raise RuntimeError("inspector bug")
+
+    monkeypatch.setattr(torch_meta, "_locate", _locate)
+    t, notes = _probe_with("llama")
+    assert t.deep["inspected"] is False and t.deep["skipped"] == "inspection-failed"
+    assert t.embed_path is None and t.layers_path is None and any("inspector bug" in n for n in notes)
+    ctx = CheckContext(target=t, draft=D, options=CheckOptions())
+    found = run_rules(ctx, [RULES_BY_CODE[c] for c in ("DF006", "DF701", "DF702", "DF703")], ["transformers"])
+    assert {f.code for f in found} == {"DF006"} and "inspector bug" in found[0].message
+
+
+def test_other_fact_errors_are_reported_by_df006(monkeypatch):
+    from dflash_compat.engine import CheckContext, run_rules
+    from dflash_compat.probe import torch_meta
+    from dflash_compat.rules import RULES_BY_CODE
+    from dflash_compat.specs import parse_draft_config
+    from tests.deep_helpers import tiny_draft
+
+    D = parse_draft_config(tiny_draft(TINY["llama"]), "d")
+
+    def _forward_facts(model, target, deep):
+        raise RuntimeError("odd forward")
+
+    monkeypatch.setattr(torch_meta, "_forward_facts", _forward_facts)
+    t, _ = _probe_with("llama")
+    assert t.deep["inspected"] is True and t.layers_path == "model.layers"
+    ctx = CheckContext(target=t, draft=D, options=CheckOptions())
+    (f,) = run_rules(ctx, [RULES_BY_CODE["DF006"]], ["transformers"])
+    assert "forward_facts: RuntimeError: odd forward" in f.message

@@ -245,7 +245,10 @@ def test_df704_catches_a_softcap_set_by_the_class_default():
 
 @torch_required
 def test_df705_catches_ids_past_the_built_layers():
-    assert catches("DF705", spec(layers_len=3), D)  # ids [1, 2] with 3 built layers: 2 is the last
+    (f,) = findings("DF705", spec(layers_len=3), D)  # ids [1, 2] with 3 built layers: 2 is the last
+    assert f.severity == "warning" and "last" in f.message  # as DF107 judges N-1
+    past, last = findings("DF705", spec(layers_len=2), D)  # 2 does not exist, 1 is the last
+    assert past.severity == "error" and "[2]" in past.message and last.severity == "warning"
     assert not catches("DF705", spec(), D)
 
 
@@ -260,7 +263,9 @@ def test_df707_only_from_a_real_mlx_tree():
     t = spec(framework="mlx")
     t.cache_layers = ["KVCache", "RotatingKVCache"]
     assert catches("DF707", t, D, "mlx")
-    assert not catches("DF707", spec(), D)
+    torch_tree = spec(framework="torch")
+    torch_tree.cache_layers = ["KVCache", "RotatingKVCache"]  # the same names from a transformers tree: not MLX's
+    assert not catches("DF707", torch_tree, D)
 
 
 @torch_required

@@ -159,6 +159,78 @@ def test_index_shard_names_cannot_leave_the_folder(tmp_path):
         read_local_headers(tmp_path)
 
 
+def _raw_header(path: Path, header: bytes, data: bytes = b"") -> Path:
+    import struct
+
+    path.write_bytes(struct.pack("<Q", len(header)) + header + data)
+    return path
+
+
+@pytest.mark.parametrize("header", [
+    b"[" * 1_000_000,  # nesting deep enough to exhaust the JSON parser's recursion
+    b'{"w": {"dtype": "F32", "shape": [' + b"9" * 5000 + b'], "data_offsets": [0, 4]}}',  # int too long
+    b'{"w": {"dtype": "F32", "shape": [1' + b"0" * 400 + b'], "data_offsets": [0, 4]}}',  # float overflow
+    b'{"w": {"dtype": "F4", "shape": [' + b",".join([b"9" * 4000] * 200) + b'], "data_offsets": [0, 4]}}',
+])
+def test_hostile_headers_are_weights_errors(tmp_path, header):
+    f = _raw_header(tmp_path / "model.safetensors", header)
+    with pytest.raises(WeightsError) as err:
+        read_header(f)
+    assert "\n" not in str(err.value) and len(str(err.value)) < 400
+
+
+def test_sub_byte_sizes_are_integers(tmp_path):
+    from dflash_compat.probe.safetensors_header import tensor_bytes
+
+    assert tensor_bytes("F4", [3]) == 2 and tensor_bytes("F6_E2M3", [5]) == 4
+    assert tensor_bytes("BF16", [10**400]) == 2 * 10**400
+    good = json.dumps({"w": {"dtype": "F4", "shape": [3], "data_offsets": [0, 2]}}).encode()
+    assert read_header(_raw_header(tmp_path / "model.safetensors", good, b"\0\0")).tensors == {"w": ("F4", [3])}
+
+
+def test_hostile_index_is_a_weights_error(tmp_path):
+    (tmp_path / "model.safetensors.index.json").write_text('{"weight_map": ' + "[" * 1_000_000)
+    with pytest.raises(WeightsError, match="unreadable index"):
+        read_local_headers(tmp_path)
+
+
+def test_local_index_without_shards_or_entries_is_a_weights_error(tmp_path):
+    folder = _sharded(tmp_path)
+    for shard in folder.glob("*.safetensors"):
+        shard.unlink()
+    with pytest.raises(WeightsError, match="missing"):
+        read_local_headers(folder)
+    d = parse_draft_config(TINY, str(folder))
+    with pytest.raises(WeightsError):
+        inspect_draft_weights(Resolved(ref=str(folder), folder=folder), d, [])
+    assert read_local_headers(folder, hub_snapshot=True) == []  # a config-only Hub snapshot
+    (folder / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}, "weight_map": {}}))
+    with pytest.raises(WeightsError, match="no weight_map"):
+        read_local_headers(folder)
+
+
+def test_hub_snapshot_index_without_shards_asks_the_hub(tmp_path, monkeypatch):
+    import huggingface_hub
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(huggingface_hub, "HfApi", lambda *a, **k: FakeApi(draft_tensors(TINY)))
+    d, res = _hub_draft(tmp_path)
+    (tmp_path / "model.safetensors.index.json").write_text(
+        json.dumps({"weight_map": {"fc.weight": "model-00001-of-00002.safetensors"}}))
+    inspect_draft_weights(res, d, [])
+    assert d.weights.checked and d.weights.shapes["fc.weight"] == [64, 128]
+
+
+def test_cli_hostile_header_exits_2_with_one_line(tmp_path):
+    t = write_model(tmp_path / "t", target())
+    d = write_draft(tmp_path / "d", QWEN3_8B_DRAFT, data="sparse")
+    _raw_header(d / "model.safetensors", b"[" * 1_000_000)
+    res = CliRunner().invoke(cli, [str(t), "--draft", str(d), "--framework", "mlx"])
+    assert res.exit_code == 2, res.output
+    lines = [ln for ln in res.output.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("dflash-check: error: model.safetensors: corrupt safetensors header")
+
+
 def test_pickle_only_draft_is_not_opened(tmp_path):
     (tmp_path / "pytorch_model.bin").write_bytes(b"\x80\x04 not to be unpickled")
     d = parse_draft_config(TINY, str(tmp_path))

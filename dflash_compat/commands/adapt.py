@@ -36,11 +36,29 @@ def _probe_paths(resolved, spec, framework: str, trust_remote_code: bool, notes:
     except ImportError as exc:
         notes.append(f"deep inspection unavailable ({exc})")
         return {}
-    found = {"embed": spec.embed_path, "layers": spec.layers_path}
+    deep = spec.deep if isinstance(spec.deep, dict) else {}
+    found = {"embed": spec.embed_path, "layers": spec.layers_path, "norm": deep.get("norm_path")}
     head = spec.lm_head_path
     if head and not head.endswith(".as_linear"):  # MLX: a tied head is the embedding's as_linear
         found["lm_head"] = head
     return {role: path for role, path in found.items() if path}
+
+
+def _transformers_class(architectures) -> Optional[str]:
+    """The config's first `architectures` entry when it names a class transformers has (the shim
+    imports it by that name); None otherwise (unknown: the shim says so and uses AutoModelForCausalLM)."""
+    arch = next((a for a in architectures or [] if isinstance(a, str)), None)
+    if arch is None or not (arch.isascii() and arch.isidentifier()) or arch.startswith("_"):
+        return None
+    try:
+        import transformers
+    except ImportError:
+        return None
+    try:
+        cls = getattr(transformers, arch, None)
+    except Exception:  # noqa: BLE001 - transformers' lazy module raises for broken optional imports
+        return None
+    return arch if isinstance(cls, type) else None
 
 
 def plan_for_target(
@@ -87,14 +105,12 @@ def plan_for_target(
     if mapping:
         paths.update(mapping)
         source.append("--map")
-    arch = next((a for a in spec.architectures if isinstance(a, str)), None)
-    if arch is not None and not (arch.isascii() and arch.isidentifier()):
-        arch = None
+    arch = _transformers_class(spec.architectures) if framework == "torch" else None
     plan = ShimPlan(
         framework=framework,
         paths=paths,
         model_type=model_type if isinstance(model_type, str) else None,
-        architecture=arch if framework == "torch" else None,
+        architecture=arch,
         source=", then ".join(source) or "--map",
     )
     if "embed" not in paths or "layers" not in paths:

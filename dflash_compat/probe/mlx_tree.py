@@ -11,11 +11,12 @@ from __future__ import annotations
 import ast
 import inspect
 import json
+import sys
 import textwrap
 from pathlib import Path
 from typing import Any, Optional, Union
 
-from ..exceptions import MissingDependencyError, WeightsError
+from ..exceptions import MissingDependencyError, RemoteCodeError, WeightsError
 
 __all__ = [
     "REFERENCE_EMBED_PATHS",
@@ -95,18 +96,44 @@ def model_classes(config: dict[str, Any], folder: Optional[Path] = None, trust_r
     if model_file is not None:
         if not trust_remote_code:
             raise PermissionError(f"the config names its own model code ({model_file!r}); pass --trust-remote-code")
-        path = (folder / model_file) if folder is not None else None
-        if path is None or not path.is_file():
-            raise ValueError(f"the config's model_file {model_file!r} is not in the model folder")
+        path = _model_file_path(model_file, folder)
         import importlib.util
 
         spec = importlib.util.spec_from_file_location("dflash_compat_mlx_custom_model", path)
         module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
+        # never write __pycache__ into the user's model folder
+        saved, sys.dont_write_bytecode = sys.dont_write_bytecode, True
+        try:
+            spec.loader.exec_module(module)
+        finally:
+            sys.dont_write_bytecode = saved
         return module.Model, module.ModelArgs
     from mlx_lm.utils import _get_classes
 
     return _get_classes(config)
+
+
+def _model_file_path(model_file: Any, folder: Optional[Path]) -> Path:
+    """The config's `model_file` as a file inside the model folder; RemoteCodeError for anything else
+    (a path with separators, `..`, an absolute path, not a .py file, a link out of the folder)."""
+    if (
+        not isinstance(model_file, str) or not model_file.endswith(".py") or Path(model_file).name != model_file
+        or "/" in model_file or "\\" in model_file or model_file.startswith(".") or "\x00" in model_file
+    ):
+        raise RemoteCodeError(
+            f"target config: model_file {model_file!r} must be a plain .py file name in the model folder")
+    if folder is None:
+        raise RemoteCodeError(f"target config: model_file {model_file!r} needs a local model folder")
+    folder = Path(folder)
+    path = folder / model_file
+    real = path.resolve()
+    # A Hub snapshot's files are links into the repo cache's blobs/; anywhere else is out of bounds.
+    allowed = [folder.resolve()]
+    if folder.parent.name == "snapshots":
+        allowed.append((folder.parent.parent / "blobs").resolve())
+    if real.parent not in allowed or not real.is_file():
+        raise RemoteCodeError(f"target config: model_file {model_file!r} is not a file in the model folder {folder}")
+    return path
 
 
 def _quantize_structure(model: Any, config: dict[str, Any], weight_names: Optional[set[str]]) -> Optional[dict]:
@@ -240,6 +267,20 @@ def _find_layers(model: Any) -> Optional[str]:
     return next(p for p, v in lists if len(v) == best)
 
 
+_FINAL_NORM_NAMES = ("norm", "final_layernorm", "final_layer_norm", "ln_f", "norm_f", "final_norm")
+
+
+def _find_norm(model: Any, layers_path: Optional[str]) -> Optional[str]:
+    """The final norm beside the decoder layers (`model.norm` for Llama / Qwen3), if it has a known name."""
+    owner_path = layers_path.rsplit(".", 1)[0] if layers_path and "." in layers_path else ""
+    owner = get_path(model, owner_path) if owner_path else model
+    for name in _FINAL_NORM_NAMES:
+        m = owner.get(name) if owner is not None and hasattr(owner, "get") else None
+        if m is not None and _is_module(m) and "norm" in type(m).__name__.lower():
+            return f"{owner_path}.{name}" if owner_path else name
+    return None
+
+
 def _call_returns(cls: type) -> Optional[str]:
     """"tuple" if some `return` of cls.__call__ returns a tuple literal, "tensor" otherwise; None
     when the source cannot be read."""
@@ -354,6 +395,7 @@ def describe_mlx_model(model: Any, config: dict[str, Any], quantization: Optiona
         "head": head_path or (f"{embed_path}.as_linear" if tied else None),
         "layers": layers_path,
     }
+    facts["norm_path"] = _find_norm(model, layers_path)
     facts["tied"] = tied
     facts["embed_class"] = type(embed).__name__ if embed is not None else None
     head = get_path(model, head_path) if head_path else None
@@ -452,8 +494,11 @@ def inspect_mlx_target(resolved: Any, target_spec: Any, options: Any, notes: lis
     try:
         model, quant = build_mlx_model(config, folder=folder, weight_names=weight_names, trust_remote_code=trust)
     except PermissionError as exc:
+        target_spec.deep = {"inspected": False, "framework": "mlx", "skipped": "remote-code", "detail": str(exc)}
         notes.append(f"MLX module checks skipped: {exc}")
         return
+    except RemoteCodeError:
+        raise  # a model_file outside the model folder: the user's error, one line
     except Exception as exc:  # mlx-lm raises ValueError, KeyError, TypeError ... for configs it cannot build
         import mlx_lm
 
@@ -485,6 +530,7 @@ def inspect_mlx_target(resolved: Any, target_spec: Any, options: Any, notes: lis
     deep["layer_classes"] = facts["layer_classes"]
     deep["layer_returns_by_class"] = facts["layer_returns_by_class"]
     deep["embed_class"] = facts["embed_class"]
+    deep["norm_path"] = facts["norm_path"]
     deep["embed_scaled"] = facts["embed_scale"] is not None
     deep["embed_scale"] = facts["embed_scale"]
     deep["embed_scale_source"] = [facts["embed_scale_source"]] if facts["embed_scale_source"] else []

@@ -17,7 +17,9 @@ from ..resolve import Resolved
 from ..specs import DraftSpec, DraftWeights
 
 __all__ = [
+    "DTYPE_BITS",
     "DTYPE_BYTES",
+    "tensor_bytes",
     "FileHeader",
     "read_header",
     "read_local_headers",
@@ -30,14 +32,30 @@ SINGLE_FILE = "model.safetensors"
 # The safetensors format caps the header at 100 MB; anything larger is corruption, not a model.
 MAX_HEADER_BYTES = 100_000_000
 
-# Bytes per element of each safetensors dtype (sub-byte types as fractions).
-DTYPE_BYTES: dict[str, float] = {
-    "BOOL": 1, "U8": 1, "I8": 1, "F8_E4M3": 1, "F8_E5M2": 1, "F8_E8M0": 1,
-    "I16": 2, "U16": 2, "F16": 2, "BF16": 2,
-    "I32": 4, "U32": 4, "F32": 4,
-    "I64": 8, "U64": 8, "F64": 8, "C64": 8,
-    "F4": 0.5, "F6_E2M3": 0.75, "F6_E3M2": 0.75,
+# Bits per element of each safetensors dtype (sizes are computed in integers: shapes can be huge).
+DTYPE_BITS: dict[str, int] = {
+    "BOOL": 8, "U8": 8, "I8": 8, "F8_E4M3": 8, "F8_E5M2": 8, "F8_E8M0": 8,
+    "I16": 16, "U16": 16, "F16": 16, "BF16": 16,
+    "I32": 32, "U32": 32, "F32": 32,
+    "I64": 64, "U64": 64, "F64": 64, "C64": 64,
+    "F4": 4, "F6_E2M3": 6, "F6_E3M2": 6,
 }
+# Bytes per element (sub-byte types as fractions), for readers of the old table.
+DTYPE_BYTES: dict[str, float] = {k: v / 8 for k, v in DTYPE_BITS.items()}
+
+
+def tensor_bytes(dtype: str, shape: list[int]) -> Optional[int]:
+    """Bytes a tensor's data takes (sub-byte types rounded up to whole bytes); None for an unknown dtype."""
+    bits = DTYPE_BITS.get(dtype)
+    return None if bits is None else (_prod(shape) * bits + 7) // 8
+
+
+def _load_json(text: str) -> Any:
+    """json.loads that turns every way hostile JSON fails (deep nesting, >4300-digit integers) into ValueError."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
 
 
 @dataclass
@@ -51,18 +69,30 @@ class FileHeader:
     data_bytes_present: Optional[int] = None  # None: unknown (remote header)
 
 
+_PROD_CAP = 1 << 80  # past any real tensor (offsets are u64): stop multiplying, the header is corrupt anyway
+
+
 def _prod(shape: list[int]) -> int:
+    if 0 in shape:
+        return 0
     n = 1
     for s in shape:
         n *= s
+        if n > _PROD_CAP:
+            return n  # hostile shapes (thousands of huge dims) must not cost minutes of bignum work
     return n
+
+
+def _short(n: int) -> str:
+    """An integer for a message: huge ones (hostile headers) abbreviated, never str() of 4300+ digits."""
+    return str(n) if n.bit_length() < 64 else f"about 2**{n.bit_length() - 1}"
 
 
 def _parse_header(name: str, raw: bytes) -> FileHeader:
     """Validate a header's JSON (the bytes after the 8-byte length); raises WeightsError."""
     try:
-        doc = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        doc = _load_json(raw.decode("utf-8"))
+    except ValueError as exc:  # UnicodeDecodeError, JSONDecodeError, too deep, an integer too long
         raise WeightsError(f"{name}: corrupt safetensors header (not JSON: {str(exc).splitlines()[0]})") from None
     if not isinstance(doc, dict):
         raise WeightsError(f"{name}: corrupt safetensors header (not a JSON object)")
@@ -78,18 +108,20 @@ def _parse_header(name: str, raw: bytes) -> FileHeader:
         if not isinstance(dtype, str):
             raise WeightsError(f"{name}: corrupt safetensors header ({tname!r} has no dtype)")
         if not isinstance(shape, list) or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape):
-            raise WeightsError(f"{name}: corrupt safetensors header ({tname!r} has an invalid shape {shape!r})")
+            raise WeightsError(
+                f"{name}: corrupt safetensors header ({tname!r} has an invalid shape {repr(shape)[:80]})")
         if (
             not isinstance(offsets, list) or len(offsets) != 2
             or not all(isinstance(o, int) and not isinstance(o, bool) for o in offsets)
             or not 0 <= offsets[0] <= offsets[1]
         ):
-            raise WeightsError(f"{name}: corrupt safetensors header ({tname!r} has invalid data_offsets {offsets!r})")
-        size = DTYPE_BYTES.get(dtype)
-        if size is not None and offsets[1] - offsets[0] != int(_prod(shape) * size + 0.999):
             raise WeightsError(
-                f"{name}: corrupt safetensors header ({tname!r}: {dtype}{shape} needs "
-                f"{int(_prod(shape) * size + 0.999)} bytes, its offsets span {offsets[1] - offsets[0]})"
+                f"{name}: corrupt safetensors header ({tname!r} has invalid data_offsets {repr(offsets)[:80]})")
+        size = tensor_bytes(dtype, shape)
+        if size is not None and offsets[1] - offsets[0] != size:
+            raise WeightsError(
+                f"{name}: corrupt safetensors header ({tname!r}: {dtype} shape of {len(shape)} dims needs "
+                f"{_short(size)} bytes, its offsets span {_short(offsets[1] - offsets[0])})"
             )
         out.tensors[tname] = (dtype, list(shape))
         end_max = max(end_max, offsets[1])
@@ -127,11 +159,11 @@ def read_header(path: Path, name: Optional[str] = None) -> FileHeader:
 
 def _index_files(index_path: Path) -> tuple[list[str], dict[str, str]]:
     try:
-        index = json.loads(index_path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        index = _load_json(index_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
         raise WeightsError(f"{index_path.name}: unreadable index ({str(exc).splitlines()[0]})") from None
     wmap = index.get("weight_map") if isinstance(index, dict) else None
-    if not isinstance(wmap, dict) or not all(isinstance(v, str) for v in wmap.values()):
+    if not isinstance(wmap, dict) or not wmap or not all(isinstance(v, str) for v in wmap.values()):
         raise WeightsError(f"{index_path.name}: corrupt index (no weight_map of tensor -> file)")
     for shard in wmap.values():
         # An index must name files beside it; never follow paths out of the model folder.
@@ -149,12 +181,15 @@ def local_weight_files(folder: Path) -> tuple[list[str], Optional[dict[str, str]
     return files, None
 
 
-def read_local_headers(folder: Path) -> list[FileHeader]:
-    """Headers of every safetensors file of the model in `folder`; [] when it holds none."""
+def read_local_headers(folder: Path, hub_snapshot: bool = False) -> list[FileHeader]:
+    """Headers of every safetensors file of the model in `folder`; [] when it holds none.
+
+    Only a Hub snapshot (`hub_snapshot`: resolve() fetched the JSON files, not the weights) may
+    hold an index without any of its shards; in a local folder that is a broken download."""
     files, wmap = local_weight_files(folder)
     missing = [f for f in files if not (folder / f).is_file()]
-    if missing and wmap is not None and len(missing) == len(files):
-        return []  # an index without its shards (e.g. a config-only snapshot): nothing local to read
+    if missing and wmap is not None and len(missing) == len(files) and hub_snapshot:
+        return []  # a config-only snapshot: nothing local to read, the Hub header API is asked instead
     if missing:
         raise WeightsError(f"{folder}: shard {missing[0]} listed in {INDEX_FILE} is missing; download it again")
     headers = [read_header(folder / f, f) for f in files]
@@ -229,7 +264,7 @@ def _hub_offline() -> bool:
 def inspect_draft_weights(resolved: Resolved, draft: DraftSpec, notes: list[str], api: Any = None,
                           token: Optional[str] = None) -> None:
     """Fill `draft.weights` in place. Local files first; for Hub drafts without local weights, the Hub header API."""
-    headers = read_local_headers(resolved.folder)
+    headers = read_local_headers(resolved.folder, hub_snapshot=resolved.is_hub)
     if not headers and resolved.is_hub:
         headers = _hub_headers_or_skip(resolved, draft, notes, api, token)
         if headers is None:

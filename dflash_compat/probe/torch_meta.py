@@ -96,9 +96,43 @@ def inspect_torch_target(resolved: Resolved, target: TargetSpec, options: CheckO
             try:
                 step(model, target, deep)
             except Exception as exc:  # noqa: BLE001 - one odd model must not cost the other facts
-                deep.setdefault("fact_errors", {})[step.__name__.lstrip("_")] = _first_line(exc)
+                error = deep.setdefault("fact_errors", {})[step.__name__.lstrip("_")] = _first_line(exc)
+                if step is _locate:
+                    # Our inspector failed, not the model: without the paths no module rule can judge it.
+                    target.embed_path = target.lm_head_path = target.layers_path = None
+                    target.tied_embeddings = None
+                    deep.update(inspected=False, skipped="inspection-failed",
+                                detail=f"locating the modules failed ({error})")
+                    notes.append(f"module checks skipped (inspection-failed): {deep['detail']}")
+                    break
+        if options.adapter:
+            _strip_wrapper_prefix(target, deep)
         deep["crop_semantics"] = _crop_semantics()
     target.deep = deep
+
+
+_WRAPPER_PREFIX = "target."  # where an adapter shim keeps the original model
+
+
+def _unwrapped(model):
+    """The user's model under an adapter shim (its `.target`), else the model itself."""
+    import torch.nn as nn
+
+    inner = getattr(model, "target", None) if type(model).__name__ == "DFlashAdapted" else None
+    return inner if isinstance(inner, nn.Module) else model
+
+
+def _strip_wrapper_prefix(target: TargetSpec, deep: dict[str, Any]) -> None:
+    """Paths as the user's model names them (`transformer.wte`), not through the shim (`target.transformer.wte`)."""
+
+    def strip(path: Optional[str]) -> Optional[str]:
+        return path[len(_WRAPPER_PREFIX):] if isinstance(path, str) and path.startswith(_WRAPPER_PREFIX) else path
+
+    target.embed_path, target.lm_head_path, target.layers_path = (
+        strip(target.embed_path), strip(target.lm_head_path), strip(target.layers_path))
+    deep["norm_path"] = strip(deep.get("norm_path"))
+    if deep.get("decoder_path") is not None:
+        deep["decoder_path"] = "" if deep["decoder_path"] == "target" else strip(deep["decoder_path"])
 
 
 # --- building -------------------------------------------------------------------------------------------------
@@ -307,9 +341,27 @@ def _locate(model, target: TargetSpec, deep: dict[str, Any]) -> None:
         deep["layers_len"] = len(mod)
         deep["layer_classes"] = sorted({type(m).__name__ for m in mod})
     deep["config_layers"] = n_layers
+    deep["norm_path"] = _final_norm(model, decoder, names)
     # Fixed attribute paths older runtimes use (z-lab `target.model.embed_tokens`, MLX-port `model.layers`).
     deep["has_model_embed_tokens"] = _has_path(model, "model.embed_tokens")
     deep["has_lm_head_attr"] = isinstance(getattr(model, "lm_head", None), nn.Module)
+
+
+_FINAL_NORM_NAMES = ("norm", "final_layernorm", "final_layer_norm", "ln_f", "norm_f", "final_norm")
+
+
+def _final_norm(model, decoder, names: dict[int, str]) -> Optional[str]:
+    """The decoder's final norm (Llama/Qwen `model.norm`, GPT-2 `transformer.ln_f`, OPT `final_layer_norm`)."""
+    import torch.nn as nn
+
+    for owner in (decoder, model):
+        if owner is None:
+            continue
+        for attr in _FINAL_NORM_NAMES:
+            m = getattr(owner, attr, None) if attr in getattr(owner, "_modules", {}) else None
+            if isinstance(m, nn.Module) and "norm" in type(m).__name__.lower() and id(m) in names:
+                return names[id(m)]
+    return None
 
 
 def _has_path(model, path: str) -> bool:
@@ -579,7 +631,8 @@ def _module_writes_recurrent_state(model) -> Optional[bool]:
 def _cache_facts(model, target: TargetSpec, deep: dict[str, Any]) -> None:
     import transformers.cache_utils as cu
 
-    supports = getattr(type(model), "_supports_default_dynamic_cache", None)
+    base = _unwrapped(model)  # class-level facts belong to the user's model, not to an adapter shim
+    supports = getattr(type(base), "_supports_default_dynamic_cache", None)
     if callable(supports) and not supports():
         # rwkv, xlstm, the original MiniMax: the model keeps its own recurrent state object.
         deep["cache_class"] = "model-managed"
@@ -588,7 +641,7 @@ def _cache_facts(model, target: TargetSpec, deep: dict[str, Any]) -> None:
         target.rollback = "none"
         deep["non_croppable_layers"] = list(range(deep.get("config_layers") or 0))
         return
-    cls = _cache_class(model)
+    cls = _cache_class(base)
     deep["cache_class"] = cls.__name__ if cls is not None else None
     try:
         cache = cls(config=model.config)
