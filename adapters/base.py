@@ -27,7 +27,7 @@ from typing import Any, Literal, NamedTuple, Optional, Sequence
 
 from dflash_compat.exceptions import RuntimeUnsupportedError
 
-__all__ = ["RollbackKind", "ROLLBACK_KINDS", "TargetOutput", "TargetAdapter"]
+__all__ = ["RollbackKind", "ROLLBACK_KINDS", "TargetOutput", "TargetAdapter", "position_limit"]
 
 # "crop":   the cache is a list of per-position entries (attention KV); cutting it is exact.
 # "replay": the state is recurrent, but the adapter can rebuild it exactly (e.g. re-running the
@@ -82,6 +82,12 @@ class TargetAdapter(ABC):
     def vocab_size(self) -> int:
         """Rows of the input embedding table (the largest valid token id + 1)."""
 
+    @property
+    def max_positions(self) -> Optional[int]:
+        """The most positions the target supports (max_position_embeddings, times a RoPE scaling
+        factor), or None when unknown. The runtime refuses a prompt + max_new_tokens beyond it."""
+        return None
+
     # ---- the modules the draft borrows ---------------------------------------------------
 
     @abstractmethod
@@ -105,6 +111,11 @@ class TargetAdapter(ABC):
     @abstractmethod
     def new_cache(self) -> Any:
         """A fresh, empty cache that `forward` appends to and `rollback` can cut."""
+
+    def new_plain_cache(self) -> Any:
+        """A fresh cache for decoding that never rolls back (the greedy baseline); by default
+        `new_cache()`. An adapter may return a cheaper cache that `rollback` need not support."""
+        return self.new_cache()
 
     @abstractmethod
     def forward(
@@ -151,3 +162,19 @@ class TargetAdapter(ABC):
                 f"target ({self.name} adapter): {why}; speculative decoding would keep rejected tokens "
                 "in its state and produce wrong tokens, so the runtime refuses it"
             )
+
+
+def position_limit(max_position_embeddings: Any, rope: Any = None) -> Optional[int]:
+    """max_position_embeddings, raised to factor * original_max_position_embeddings where a RoPE
+    scaling entry (rope_scaling / rope_parameters) extends the context; None when unknown."""
+    if not isinstance(max_position_embeddings, int) or isinstance(max_position_embeddings, bool) \
+            or max_position_embeddings <= 0:
+        return None
+    limit = max_position_embeddings
+    if isinstance(rope, dict):
+        factor = rope.get("factor")
+        original = rope.get("original_max_position_embeddings") or max_position_embeddings
+        if isinstance(factor, (int, float)) and factor > 1 and isinstance(original, int):
+            limit = max(limit, int(factor * original))
+    return limit
+

@@ -23,7 +23,7 @@ from dflash_compat.probe.mlx_tree import (
     get_path,
 )
 
-from .base import RollbackKind, TargetAdapter, TargetOutput
+from .base import RollbackKind, TargetAdapter, TargetOutput, position_limit
 
 __all__ = ["MLXDefaultAdapter", "MLXCache", "mlx_adapter_for", "layer_output", "cut_rotating"]
 
@@ -137,7 +137,12 @@ def _cut(entry: Any, n: int) -> None:
         for part in entry.caches:
             _cut(part, n)
     else:
-        entry.trim(n)
+        trimmed = entry.trim(n)
+        if trimmed != n:  # e.g. a ChunkedKVCache cannot trim below its chunk's start
+            raise RuntimeUnsupportedError(
+                f"a {kind} layer could only drop {trimmed} of the {n} rejected positions; "
+                "its cache cannot be rolled back exactly"
+            )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -212,6 +217,13 @@ class MLXDefaultAdapter(TargetAdapter):
     def dtype(self) -> Any:
         emb = self._embedding
         return emb.scales.dtype if isinstance(emb, nn.QuantizedEmbedding) else emb.weight.dtype
+
+    @property
+    def max_positions(self) -> Optional[int]:
+        cfg = self.config.get("text_config") if isinstance(self.config.get("text_config"), dict) else self.config
+        cfg = {**self.config, **cfg}
+        rope = cfg.get("rope_scaling") or cfg.get("rope_parameters")
+        return position_limit(cfg.get("max_position_embeddings", cfg.get("n_positions")), rope)
 
     # ---- borrowed modules ----------------------------------------------------------------
 

@@ -12,7 +12,7 @@ from torch import nn
 
 from dflash_compat.exceptions import RuntimeUnsupportedError
 
-from .base import RollbackKind, TargetAdapter, TargetOutput
+from .base import RollbackKind, TargetAdapter, TargetOutput, position_limit
 
 __all__ = ["TorchDefaultAdapter", "RECURRENT_MODEL_TYPES", "ATTENTION_LAYER_TYPES", "layer_output"]
 
@@ -97,6 +97,12 @@ class TorchDefaultAdapter(TargetAdapter):
     def dtype(self) -> torch.dtype:
         return self._embedding.weight.dtype
 
+    @property
+    def max_positions(self) -> Optional[int]:
+        cfg = self.text_config
+        rope = getattr(cfg, "rope_scaling", None) or getattr(cfg, "rope_parameters", None)
+        return position_limit(getattr(cfg, "max_position_embeddings", None), rope)
+
     # ---- borrowed modules ----------------------------------------------------------------
 
     def embed(self, input_ids: torch.Tensor) -> torch.Tensor:
@@ -121,6 +127,14 @@ class TorchDefaultAdapter(TargetAdapter):
         # Older releases: a plain full cache (croppable everywhere); sliding layers still attend
         # within their window through the model's mask.
         return DynamicCache()
+
+    def new_plain_cache(self) -> Any:
+        # no past recording: sliding-window layers keep just their window, and nothing is cropped
+        if type(self).new_cache is not TorchDefaultAdapter.new_cache:  # a subclass's own cache
+            return self.new_cache()
+        from transformers import DynamicCache
+
+        return DynamicCache(config=self.config) if hasattr(DynamicCache, "activate_past_recording") else DynamicCache()
 
     def forward(
         self,

@@ -135,11 +135,14 @@ def _resolve_hub(ref: str, repo_id: str, revision: Optional[str], role: str, tok
 
 
 def download_weights(resolved: Resolved, *, token: Optional[str] = None,
-                     patterns: tuple[str, ...] = WEIGHT_PATTERNS) -> Path:
+                     patterns: tuple[str, ...] = WEIGHT_PATTERNS, trust_remote_code: bool = False) -> Path:
     """The folder holding the model's weights: the local folder itself (no-op), or a Hub snapshot of
-    `patterns` (safetensors, JSON, tokenizer files) fetched via huggingface_hub's cache."""
+    `patterns` (safetensors, JSON, tokenizer files) fetched via huggingface_hub's cache. With
+    `trust_remote_code` the repo's own "*.py" files come too, so its modelling code is there."""
     if not resolved.is_hub:
         return resolved.folder
+    if trust_remote_code and "*.py" not in patterns:
+        patterns = (*patterns, "*.py")
     try:
         from huggingface_hub import snapshot_download
         from huggingface_hub import errors as hf_errors

@@ -3,6 +3,10 @@ the dflash package's MLX stream_generate; rollback of KV, rotating and GatedDelt
 
 from __future__ import annotations
 
+import json
+import shutil
+from pathlib import Path
+
 import pytest
 
 mx = pytest.importorskip("mlx.core")
@@ -41,7 +45,10 @@ def test_greedy_equals_mlx_lm_greedy(tmp_path, name, seed, bs):
     s = out.stats
     assert s.num_new_tokens == N and 1 + sum(s.acceptance_lengths) == N
     assert all(1 <= a <= bs for a in s.acceptance_lengths)
-    assert s.accepted == [a - 1 for a in s.acceptance_lengths[:-1]] + s.accepted[-1:]
+    assert s.accepted[:-1] == [a - 1 for a in s.acceptance_lengths[:-1]]
+    # the last step may be cut to the tokens still wanted: its accepted drafts + the bonus, at most that room
+    room = N - 1 - sum(s.acceptance_lengths[:-1])
+    assert 0 <= s.accepted[-1] <= s.drafted[-1] and s.acceptance_lengths[-1] == min(s.accepted[-1] + 1, room)
 
 
 def test_acceptance_above_one_happens(tmp_path):
@@ -302,3 +309,96 @@ def test_chunked_prefill_is_exact(tmp_path, name):
     cfg, model, target, folder = _pair(tmp_path, name, bs=4)
     steps = rt.stream_generate(load_draft(folder), target, PROMPT, max_new_tokens=N, prefill_step=4)
     assert [t for s in steps for t in s.tokens] == mlx_lm_greedy(model, PROMPT, N)
+
+
+# ---------------------------------------------------------------------------------------------
+# refusals: broken target checkpoints, bad ids, too many positions, short trims; draft key names
+# ---------------------------------------------------------------------------------------------
+
+TINY_TARGET = Path(__file__).resolve().parent.parent / "examples" / "tiny-qwen3" / "target"
+
+
+def _tiny_copy(tmp_path, **changes):
+    folder = tmp_path / "target"
+    shutil.copytree(TINY_TARGET, folder)
+    cfg = json.loads((folder / "config.json").read_text())
+    cfg.update(changes)
+    (folder / "config.json").write_text(json.dumps(cfg))
+    return folder
+
+
+def test_target_missing_weights_are_refused(tmp_path):
+    folder = _tiny_copy(tmp_path, num_hidden_layers=6, layer_types=["full_attention"] * 6)
+    with pytest.raises(WeightsError, match=r"Missing .*model\.layers\.4\."):
+        rt.load_target(folder)
+    assert rt.load_target(TINY_TARGET).num_layers == 4
+
+
+def test_truncated_target_weights_are_a_weights_error(tmp_path):
+    folder = _tiny_copy(tmp_path)
+    data = (folder / "model.safetensors").read_bytes()
+    (folder / "model.safetensors").write_bytes(data[: len(data) // 2])
+    with pytest.raises(WeightsError, match="cannot load its weights"):
+        rt.load_target(folder)
+    (folder / "model.safetensors").write_bytes(b"\x00" * 5)
+    with pytest.raises(WeightsError):
+        rt.load_target(folder)
+
+
+def test_out_of_vocabulary_ids_are_input_errors(tmp_path):
+    cfg, model, target, folder = _pair(tmp_path, "qwen3")
+    draft = load_draft(folder)
+    for bad, shown in ((PROMPT + [32], "32"), ([-1, 2], "-1"), (mx.array([[3, 2**31 + 5]]), str(2**31 + 5))):
+        with pytest.raises(InputError, match=f"token id {shown} is outside the target's vocabulary"):
+            rt.spec_generate(draft, target, bad, max_new_tokens=4)
+        with pytest.raises(InputError, match="outside the target's vocabulary"):
+            rt.greedy_generate(target, bad, max_new_tokens=4)
+    with pytest.raises(InputError):
+        rt.greedy_generate(target, [1.5, 2.0], max_new_tokens=4)
+
+
+def test_generation_beyond_max_positions_is_an_input_error(tmp_path, monkeypatch):
+    cfg, model, target, folder = _pair(tmp_path, "qwen3")  # max_position_embeddings 512
+    draft = load_draft(folder)
+    assert target.max_positions == 512
+    with pytest.raises(InputError, match="max_position_embeddings 512"):
+        rt.spec_generate(draft, target, PROMPT, max_new_tokens=10**12)
+    with pytest.raises(InputError, match="max_position_embeddings 512"):
+        rt.greedy_generate(target, PROMPT, max_new_tokens=512)
+    # an unknown limit: the draft cache still allocates only what the run needs
+    monkeypatch.setattr(MLXDefaultAdapter, "max_positions", property(lambda self: None))
+    plain = mlx_lm_greedy(model, PROMPT, 12)
+    stop = plain[6]
+    out = rt.spec_generate(draft, target, PROMPT, max_new_tokens=10**12, stop_token_ids=[stop])
+    assert out.tokens == plain[: plain.index(stop) + 1]
+
+
+def test_a_trim_that_drops_fewer_positions_is_refused():
+    class Short:  # e.g. a ChunkedKVCache asked to trim below its chunk's start
+        def trim(self, n):
+            return n - 1
+
+    with pytest.raises(RuntimeUnsupportedError, match="could only drop 2 of the 3"):
+        mlx_default._cut(Short(), 3)
+    from mlx_lm.models.cache import KVCache
+
+    c = KVCache()
+    c.update_and_fetch(mx.zeros((1, 1, 5, 2)), mx.zeros((1, 1, 5, 2)))
+    mlx_default._cut(c, 2)
+    assert c.offset == 3
+
+
+def test_model_prefix_on_every_draft_key(tmp_path):
+    import numpy as np
+    from mlx.utils import tree_flatten
+
+    cfg = target_config("qwen3")
+    dcfg = draft_config(cfg, version=2)
+    weights = random_draft_weights(dcfg, seed=3)
+    plain = load_draft(save_draft(tmp_path / "plain", dcfg, weights=weights))
+    renamed = {"model." + k: v for k, v in weights.items()}
+    other = load_draft(save_draft(tmp_path / "renamed", dcfg, weights=renamed))
+    theirs = dict(tree_flatten(other.parameters()))
+    for name, a in tree_flatten(plain.parameters()):
+        assert np.array_equal(np.array(a), np.array(theirs[name])), name
+

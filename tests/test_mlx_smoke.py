@@ -71,3 +71,27 @@ def test_unrollbackable_target_is_refused(tmp_path):
     draft = save_draft(tmp_path / "d", draft_config(cfg, layer_ids=(0, 1), block_size=4))
     out = CliRunner().invoke(smoke_cmd, [str(target), "--draft", str(draft), "--backend", "mlx", "--prompt-ids", "5,6"])
     assert out.exit_code == 2 and "rejected tokens" in out.output and "Traceback" not in out.output
+
+
+@pytest.mark.parametrize("breakage,message", [("layers", "weights do not match"), ("truncate", "cannot load its weights")])
+def test_broken_target_checkpoint_exits_2_in_one_line(pair, breakage, message):
+    _, target, draft = pair
+    if breakage == "layers":
+        cfg = json.loads((target / "config.json").read_text())
+        cfg["num_hidden_layers"] += 2
+        (target / "config.json").write_text(json.dumps(cfg))
+    else:
+        data = (target / "model.safetensors").read_bytes()
+        (target / "model.safetensors").write_bytes(data[: len(data) // 2])
+    out = CliRunner().invoke(smoke_cmd, [str(target), "--draft", str(draft), "--backend", "mlx", "--prompt-ids", "5,6"])
+    assert out.exit_code == 2, out.output
+    assert message in out.stderr and out.stderr.count("\n") == 1 and out.stderr.startswith("dflash-check: error: ")
+
+
+def test_too_many_new_tokens_and_empty_id_exit_2(pair):
+    _, target, draft = pair
+    base = [str(target), "--draft", str(draft), "--backend", "mlx"]
+    out = CliRunner().invoke(smoke_cmd, base + ["--prompt-ids", "5,6", "--max-new-tokens", "100000000"])
+    assert out.exit_code == 2 and "max_position_embeddings 512" in out.stderr and out.stderr.count("\n") == 1
+    out = CliRunner().invoke(smoke_cmd, base + ["--prompt-ids", "5,,6"])
+    assert out.exit_code == 2 and "comma-separated" in out.stderr

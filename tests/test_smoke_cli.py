@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -126,6 +127,9 @@ def test_broken_rollback_fails_with_exit_1(models, monkeypatch):
         (["--prompt", "w1 w2"], "bare", "no tokenizer"),
         ([], "bare", "--prompt-ids"),  # the default prompt is text, too
         (["--prompt-ids", "1,x"], "target", "comma-separated"),
+        (["--prompt-ids", "1,,3"], "target", "comma-separated"),  # never silently [1, 3]
+        (["--prompt-ids", "1,2,"], "target", "comma-separated"),
+        (["--prompt-ids", "1,2", "--max-new-tokens", "100000000"], "target", "max_position_embeddings 8192"),
         (["--prompt-ids", "1,99"], "target", "outside the target's vocabulary"),
         (["--prompt-ids", "1,2", "--block-size", "5"], "target", "between 1 and the draft's block_size 4"),
         (["--prompt-ids", "1,2", "--top-p", "0"], "target", "--top-p"),
@@ -136,6 +140,56 @@ def test_input_errors_exit_2(models, args, target, message):
     res = _smoke(models, *args, target=target)
     assert res.exit_code == 2, res.output
     assert message in res.stderr and "Traceback" not in res.output
+    if "Usage:" not in res.stderr:  # click's own usage errors are multi-line; ours are one line
+        assert res.stderr.count("\n") == 1 and res.stderr.startswith("dflash-check: error: "), repr(res.stderr)
+
+
+def _broken_target(models, tmp_path, *, config=None, truncate=False):
+    folder = tmp_path / "broken"
+    shutil.copytree(models / "target", folder)
+    if config:
+        cfg = json.loads((folder / "config.json").read_text())
+        cfg.update(config)
+        (folder / "config.json").write_text(json.dumps(cfg))
+    if truncate:
+        data = (folder / "model.safetensors").read_bytes()
+        (folder / "model.safetensors").write_bytes(data[: len(data) // 2])
+    return folder
+
+
+@pytest.mark.parametrize("change,message", [
+    (dict(config={"num_hidden_layers": 5, "layer_types": ["full_attention"] * 5}), "missing model.layers.4."),
+    (dict(config={"num_hidden_layers": 5}), "refuses its config.json"),  # 4 layer_types for 5 layers
+    (dict(truncate=True), "cannot load its weights"),
+])
+def test_broken_target_checkpoint_exits_2_in_one_line(models, tmp_path, change, message):
+    torch.set_num_threads(1)
+    target = _broken_target(models, tmp_path, **change)
+    res = CliRunner().invoke(cli, ["smoke", str(target), "--draft", str(models / "draft"), "--prompt-ids", "1,2"])
+    assert res.exit_code == 2, res.output
+    assert message in res.stderr and "lossless" not in res.stdout
+    assert res.stderr.count("\n") == 1 and res.stderr.startswith("dflash-check: error: "), repr(res.stderr)
+
+
+def test_trust_remote_code_fetches_the_repos_code(models, monkeypatch):
+    import huggingface_hub
+
+    from dflash_compat import resolve as resolve_mod
+
+    seen = []
+    monkeypatch.setattr(huggingface_hub, "snapshot_download",
+                        lambda repo, **kw: seen.append(kw["allow_patterns"]) or str(models / "target"))
+    hub = resolve_mod.Resolved(ref="org/model", folder=models / "target", repo_id="org/model")
+    resolve_mod.download_weights(hub)
+    resolve_mod.download_weights(hub, trust_remote_code=True)
+    assert "*.py" not in seen[0] and "*.py" in seen[1] and "*.safetensors" in seen[1]
+
+    calls = []
+    real = resolve_mod.download_weights
+    monkeypatch.setattr(resolve_mod, "download_weights", lambda r, **kw: calls.append(kw) or real(r, **kw))
+    res = _smoke(models, "--prompt-ids", "1,2", "--max-new-tokens", "4", "--trust-remote-code", "-f", "json")
+    assert res.exit_code == 0, res.output
+    assert calls and all(kw.get("trust_remote_code") for kw in calls[:2])
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-GPU message")

@@ -150,7 +150,7 @@ def _run_torch(req: SmokeRequest, step: Callable[[], None], total: Callable[[int
     transformers.utils.logging.disable_progress_bar()  # ours is on stderr already
     device, dtype_name, dtype = _torch_device_dtype(req.device, req.dtype)
     resolved = resolve(req.target, "target", token=req.token)
-    folder = download_weights(resolved, token=req.token)
+    folder = download_weights(resolved, token=req.token, trust_remote_code=req.trust_remote_code)
     prompts = _tokenize(folder, req.texts, req.target) + [list(p) for p in req.prompt_ids]
     target = rt.load_target(folder, device=device, dtype=dtype, trust_remote_code=req.trust_remote_code,
                             adapter=req.adapter)
@@ -236,7 +236,10 @@ def _parse_ids(values: tuple[str, ...]) -> list[list[int]]:
     out = []
     for v in values:
         try:
-            ids = [int(p) for p in v.replace(" ", "").split(",") if p]
+            parts = v.replace(" ", "").split(",")
+            if "" in parts:  # 1,,3 or a trailing comma: never drop an id silently
+                raise ValueError(v)
+            ids = [int(p) for p in parts]
         except ValueError:
             raise InputError(f"--prompt-ids {v!r}: expected comma-separated token ids like 1,2,3") from None
         if not ids or any(i < 0 for i in ids):
@@ -324,7 +327,9 @@ def _run_with_progress(backend: str, req: SmokeRequest) -> SmokeRun:
     from ..console import make_console
 
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=make_console(stderr=True), transient=True) as progress:
+    console = make_console(stderr=True)
+    # off when stderr is not a terminal: a transient bar still leaves a blank line there
+    with Progress(*columns, console=console, transient=True, disable=not console.is_terminal) as progress:
         task = progress.add_task("loading models", total=None)
 
         def total(n: int) -> None:

@@ -35,7 +35,7 @@ def run_mlx(req, step: Callable[[], None], total: Callable[[int], None]):
 
     device = _mlx_device(req.device)
     resolved = resolve(req.target, "target", token=req.token)
-    folder = download_weights(resolved, token=req.token)
+    folder = download_weights(resolved, token=req.token, trust_remote_code=req.trust_remote_code)
     prompts = _tokenize(folder, req.texts, req.target) + [list(p) for p in req.prompt_ids]
     dtype = getattr(mx, req.dtype) if req.dtype in _DTYPES else None  # auto: as stored
     target = rt.load_target(folder, dtype=dtype, trust_remote_code=req.trust_remote_code, adapter=req.adapter)

@@ -12,7 +12,7 @@ from typing import Optional
 from ..exceptions import ConfigError, RuntimeUnsupportedError
 from ..specs import DraftSpec
 
-__all__ = ["DraftConfig", "draft_config", "check_pairing", "STATIC_ROPE_TYPES"]
+__all__ = ["DraftConfig", "draft_config", "check_pairing", "normalise_key", "STATIC_ROPE_TYPES"]
 
 # RoPE types whose frequencies do not depend on the sequence length (dynamic / longrope do).
 STATIC_ROPE_TYPES = ("linear", "yarn", "llama3", "proportional")
@@ -147,6 +147,12 @@ def check_pairing(draft, target) -> None:
         )
 
 
-# ---------------------------------------------------------------------------------------------
-# sampling
-# ---------------------------------------------------------------------------------------------
+
+def normalise_key(name: str) -> str:
+    """A draft checkpoint's tensor name as our modules (both runtimes) name it."""
+    # some exports prefix every name with "model."; z-lab names never start with it
+    name = name[len("model."):] if name.startswith("model.") else name
+    # z-lab v2 checkpoints store the codebooks as bare tensors
+    if name in ("candidate_selector.predecessor_codebook", "candidate_selector.successor_codebook"):
+        return name + ".weight"
+    return name

@@ -15,7 +15,7 @@ from mlx.utils import tree_flatten
 
 from ..exceptions import ConfigError, WeightsError
 from ..specs import parse_draft_config
-from .draft_config import DraftConfig, draft_config
+from .draft_config import DraftConfig, draft_config, normalise_key
 
 __all__ = [
     "DraftConfig",
@@ -337,13 +337,6 @@ def build_draft(cfg: DraftConfig, raw_config: Optional[dict[str, Any]] = None) -
     return cls(cfg, raw_config)
 
 
-def _normalise_key(name: str) -> str:
-    # z-lab v2 checkpoints store the codebooks as bare tensors
-    if name in ("candidate_selector.predecessor_codebook", "candidate_selector.successor_codebook"):
-        return name + ".weight"
-    return name
-
-
 def _weight_files(folder: Path) -> list[Path]:
     import json
 
@@ -370,7 +363,7 @@ def load_draft_weights(folder: Union[str, Path]) -> dict[str, mx.array]:
         except (RuntimeError, OSError, ValueError) as exc:
             raise WeightsError(f"{path}: cannot read safetensors ({str(exc).splitlines()[0]})") from None
         for name, tensor in tensors.items():
-            state[_normalise_key(name[len("model."):] if name.startswith("model.layers.") else name)] = tensor
+            state[normalise_key(name)] = tensor
     return state
 
 

@@ -65,21 +65,32 @@ def load_target(
     from ..resolve import download_weights, resolve
 
     resolved = resolve(str(ref), "target", token=token)
-    folder = Path(download_weights(resolved, token=token))
+    folder = Path(download_weights(resolved, token=token, trust_remote_code=trust_remote_code))
     if not list(folder.glob("*.safetensors")):
         raise WeightsError(f"target {ref}: no *.safetensors files (pickled weights are never loaded)")
     try:
         model, config = load_model(folder, trust_remote_code=trust_remote_code)
     except ValueError as exc:
-        text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        text = _one_line(exc)
         if "trust_remote_code" in text:
             raise RemoteCodeError(
                 f"target {ref}: the model needs its repository's own code; pass --trust-remote-code if you trust it"
             ) from None
+        if text.startswith(("Missing", "Received", "Expected shape")) or "parameters" in text:
+            # mlx-lm's load_weights(strict=True): the checkpoint does not match its config.json
+            raise WeightsError(f"target {ref}: the weights do not match its config.json ({text})") from None
         raise RuntimeUnsupportedError(f"target {ref}: mlx-lm cannot load it ({text})") from None
+    except (RuntimeError, OSError) as exc:  # mx.load on a truncated / corrupt safetensors file
+        raise WeightsError(f"target {ref}: cannot load its weights ({_one_line(exc)})") from None
     if dtype is not None:
         model.set_dtype(dtype)
     return mlx_adapter_for(model, config, adapter)
+
+
+def _one_line(exc: BaseException, limit: int = 400) -> str:
+    """An exception's message on one line (mlx-lm lists missing parameters one per line)."""
+    text = " ".join(part.strip() for part in str(exc).splitlines() if part.strip()) or type(exc).__name__
+    return text if len(text) <= limit else text[:limit] + " ..."
 
 
 def stop_tokens_of(adapter: TargetAdapter) -> list[int]:
@@ -252,13 +263,36 @@ def accept_sampling(
 # ---------------------------------------------------------------------------------------------
 
 
-def _as_ids(input_ids: Tokens) -> mx.array:
-    ids = input_ids if isinstance(input_ids, mx.array) else mx.array(list(input_ids))
-    ids = ids.astype(mx.int32)
+def _as_ids(input_ids: Tokens, vocab_size: int) -> mx.array:
+    if isinstance(input_ids, mx.array):
+        ids = input_ids
+    else:
+        try:
+            ids = mx.array(list(input_ids))
+        except (TypeError, ValueError, RuntimeError):
+            raise InputError("input_ids must be a sequence of integer token ids") from None
+    if ids.size and not mx.issubdtype(ids.dtype, mx.integer):
+        raise InputError("input_ids must be integer token ids")
     ids = ids[None] if ids.ndim == 1 else ids
     if ids.ndim != 2 or ids.shape[0] != 1 or ids.shape[1] == 0:
         raise InputError("input_ids must be one non-empty prompt (batch size 1)")
-    return ids
+    bad = [t for t in ids[0].tolist() if not 0 <= t < vocab_size]  # before the int32 cast can wrap them
+    if bad:
+        raise InputError(f"input_ids: token id {bad[0]} is outside the target's vocabulary (0..{vocab_size - 1})")
+    return ids.astype(mx.int32)
+
+
+# the draft cache's first allocation holds the prompt and at most this many new positions (it grows after)
+INITIAL_DRAFT_CAPACITY = 4096
+
+
+def _check_length(target: TargetAdapter, n_prompt: int, max_new_tokens: int) -> None:
+    limit = getattr(target, "max_positions", None)
+    if limit is not None and n_prompt + max_new_tokens > limit:
+        raise InputError(
+            f"prompt length {n_prompt} + max_new_tokens {max_new_tokens} exceeds the target's "
+            f"max_position_embeddings {limit}"
+        )
 
 
 def _validate_sampling(temperature: float, top_p: float, top_k: int) -> None:
@@ -300,8 +334,9 @@ def stream_generate(
     bs = draft.block_size if block_size is None else block_size
     if not 1 <= bs <= draft.block_size:
         raise InputError(f"block size {bs} must be between 1 and the draft's block_size {draft.block_size}")
-    ids = _as_ids(input_ids)
+    ids = _as_ids(input_ids, target.vocab_size)
     n_prompt = ids.shape[1]
+    _check_length(target, n_prompt, max_new_tokens)
     stats = GenerationStats(block_size=bs, num_prompt_tokens=n_prompt)
     if max_new_tokens <= 0:
         return
@@ -314,7 +349,7 @@ def stream_generate(
     out = prefill(target, ids, cache, capture, prefill_step)
     tokens = [int(_pick(out.logits[0, -1], temperature, top_p, top_k, keys).item())]
     features = out.features  # [1, n, L*H]: context not yet in the draft cache
-    draft_cache = draft.new_cache(capacity=n_prompt + max_new_tokens + bs)
+    draft_cache = draft.new_cache(capacity=n_prompt + min(max_new_tokens, INITIAL_DRAFT_CAPACITY) + bs)
     t1 = time.perf_counter()
     stats.num_new_tokens, stats.prefill_s = 1, t1 - t0
 
@@ -396,8 +431,9 @@ def greedy_generate(
 ) -> GenerationResult:
     """Plain greedy decoding of the target alone, one token per forward: the lossless reference
     and the speed baseline. Same result shape as spec_generate (block size 1, tau 1)."""
-    ids = _as_ids(input_ids)
+    ids = _as_ids(input_ids, target.vocab_size)
     stats = GenerationStats(block_size=1, num_prompt_tokens=ids.shape[1])
+    _check_length(target, ids.shape[1], max_new_tokens)
     if max_new_tokens <= 0:
         return GenerationResult([], stats)
     stops = set(int(s) for s in stop_token_ids)

@@ -16,7 +16,7 @@ from torch import nn
 
 from ..exceptions import ConfigError, WeightsError
 from ..specs import parse_draft_config
-from .draft_config import DraftConfig, draft_config
+from .draft_config import DraftConfig, draft_config, normalise_key
 
 __all__ = [
     "DraftConfig",
@@ -271,7 +271,8 @@ class CandidateSelector(nn.Module):
                generator: Optional[torch.Generator] = None) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
         """hidden [B, T, H], logits [B, T, V], anchor [B] -> tokens [B, T], and with temperature > 0
         the proposal distribution over the full vocabulary [B, T, V] (zero outside the candidates)."""
-        unary, cands = torch.topk(logits, self.top_k, dim=-1, sorted=False)  # [B, T, k]
+        k = min(self.top_k, logits.shape[-1])
+        unary, cands = torch.topk(logits, k, dim=-1, sorted=False)  # [B, T, k]
         proj = self.hidden_projection(hidden)  # [B, T, R]
         succ = self.successor_codebook(cands)  # [B, T, k, R]
         prev = anchor
@@ -382,15 +383,6 @@ def build_draft(cfg: DraftConfig, raw_config: Optional[dict[str, Any]] = None) -
         return cls(cfg, raw_config)
 
 
-def _normalise_key(name: str) -> str:
-    # some exports prefix every name with "model."; z-lab names never start with it
-    name = name[len("model."):] if name.startswith("model.") else name
-    # z-lab v2 checkpoints store the codebooks as bare tensors
-    if name in ("candidate_selector.predecessor_codebook", "candidate_selector.successor_codebook"):
-        return name + ".weight"
-    return name
-
-
 def _weight_files(folder: Path) -> list[Path]:
     index = folder / "model.safetensors.index.json"
     if index.is_file():
@@ -418,7 +410,7 @@ def load_draft_weights(folder: Union[str, Path]) -> dict[str, torch.Tensor]:
         except (SafetensorError, OSError, ValueError) as exc:
             raise WeightsError(f"{path}: cannot read safetensors ({str(exc).splitlines()[0]})") from None
         for name, tensor in tensors.items():
-            state[_normalise_key(name)] = tensor
+            state[normalise_key(name)] = tensor
     return state
 
 

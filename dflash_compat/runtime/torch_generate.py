@@ -14,7 +14,7 @@ from typing import Optional, Sequence, Union
 import torch
 
 from ..adapters import TargetAdapter, TargetOutput, torch_adapter_for
-from ..exceptions import InputError, RemoteCodeError, RuntimeUnsupportedError, WeightsError
+from ..exceptions import ConfigError, InputError, RemoteCodeError, RuntimeUnsupportedError, WeightsError
 from .draft_config import check_pairing
 from .stats import GenerationResult, GenerationStats
 from .torch_draft import DFlash2DraftModel, DFlashDraftModel, load_draft
@@ -59,7 +59,7 @@ def load_target(
     from ..resolve import download_weights, resolve
 
     resolved = resolve(str(ref), "target", token=token)
-    folder = download_weights(resolved, token=token)
+    folder = download_weights(resolved, token=token, trust_remote_code=trust_remote_code)
     if not list(folder.glob("*.safetensors")):
         raise WeightsError(f"target {ref}: no *.safetensors files (pickled .bin weights are never loaded)")
     major_minor = tuple(int(p) for p in transformers.__version__.split(".")[:2])
@@ -72,23 +72,64 @@ def load_target(
         loaders.append(AutoModelForImageTextToText)
     except ImportError:  # pragma: no cover - old transformers
         pass
-    model, errors = None, []
-    for loader in loaders:
-        try:
-            model = loader.from_pretrained(str(folder), **kwargs)
-            break
-        except ValueError as exc:
-            text = str(exc)
-            if "trust_remote_code" in text and not trust_remote_code:
-                raise RemoteCodeError(
-                    f"target {ref}: the model needs its repository's own code; pass --trust-remote-code if you trust it"
+    from safetensors import SafetensorError
+
+    try:
+        from huggingface_hub.errors import StrictDataclassError  # transformers 5's config validation
+    except ImportError:  # pragma: no cover - older huggingface_hub
+        StrictDataclassError = ConfigError  # never raised by transformers there
+    model, info, errors = None, None, []
+    verbosity = transformers.utils.logging.get_verbosity()
+    transformers.utils.logging.set_verbosity_error()  # our one-line error replaces its load report
+    try:
+        for loader in loaders:
+            try:
+                model, info = loader.from_pretrained(str(folder), output_loading_info=True, **kwargs)
+                break
+            except ValueError as exc:
+                text = str(exc)
+                if "trust_remote_code" in text and not trust_remote_code:
+                    raise RemoteCodeError(
+                        f"target {ref}: the model needs its repository's own code; pass --trust-remote-code if you trust it"
+                    ) from None
+                errors.append(text.splitlines()[0] if text else type(exc).__name__)
+            except StrictDataclassError as exc:
+                text = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+                raise ConfigError(f"target {ref}: transformers refuses its config.json ({text})") from None
+            except (OSError, SafetensorError) as exc:  # unreadable / truncated files
+                text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                raise WeightsError(f"target {ref}: cannot load its weights ({text})") from None
+            except RuntimeError as exc:
+                if "mismatch" not in str(exc):
+                    raise
+                raise WeightsError(
+                    f"target {ref}: checkpoint tensors have other shapes than its config.json implies "
+                    "(size mismatch); the weights do not belong to this config"
                 ) from None
-            errors.append(text.splitlines()[0] if text else type(exc).__name__)
-        except OSError as exc:  # unreadable / truncated files
-            raise WeightsError(f"target {ref}: cannot load it ({str(exc).splitlines()[0]})") from None
+    finally:
+        transformers.utils.logging.set_verbosity(verbosity)
     if model is None:
         raise RuntimeUnsupportedError(f"target {ref}: transformers cannot load it as a causal LM ({'; '.join(errors)})")
+    _check_loading_info(ref, info)
     return torch_adapter_for(model.to(device).eval(), adapter)
+
+
+def _check_loading_info(ref, info) -> None:
+    """Missing or mismatched target weights would be filled with random values: refuse them.
+    transformers has already dropped the keys it expects to be absent (tied heads, ignore lists)."""
+    info = info or {}
+    missing = sorted(str(k) for k in info.get("missing_keys") or ())
+    mismatched = sorted(str(k[0] if isinstance(k, (tuple, list)) else k) for k in info.get("mismatched_keys") or ())
+    problems = info.get("error_msgs") or []
+    parts = []
+    for label, keys in (("missing", missing), ("mismatched", mismatched)):
+        if keys:
+            parts.append(f"{label} {', '.join(keys[:5])}{f' (+{len(keys) - 5} more)' if len(keys) > 5 else ''}")
+    if problems:
+        parts.append(str(problems[0]).splitlines()[0])
+    if parts:
+        raise WeightsError(f"target {ref}: the checkpoint does not hold every weight its config.json needs "
+                           f"({'; '.join(parts)}); transformers would fill them with random values")
 
 
 def stop_tokens_of(adapter: TargetAdapter) -> list[int]:
@@ -254,13 +295,47 @@ def _now(device: torch.device, timed: bool) -> float:
     return time.perf_counter()
 
 
-def _as_ids(input_ids: Tokens, device: torch.device) -> torch.Tensor:
-    ids = input_ids if isinstance(input_ids, torch.Tensor) else torch.tensor(list(input_ids), dtype=torch.long)
+def _as_ids(input_ids: Tokens, device: torch.device, vocab_size: int) -> torch.Tensor:
+    try:
+        ids = input_ids if isinstance(input_ids, torch.Tensor) else torch.tensor(list(input_ids))
+    except (TypeError, ValueError, RuntimeError, OverflowError):
+        raise InputError("input_ids must be a sequence of integer token ids") from None
+    if ids.numel() and (ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool):
+        raise InputError("input_ids must be integer token ids")
     ids = ids.to(device=device, dtype=torch.long)
     ids = ids[None] if ids.dim() == 1 else ids
     if ids.dim() != 2 or ids.shape[0] != 1 or ids.shape[1] == 0:
         raise InputError("input_ids must be one non-empty prompt (batch size 1)")
+    bad = ids[(ids < 0) | (ids >= vocab_size)]
+    if bad.numel():
+        raise InputError(f"input_ids: token id {int(bad[0])} is outside the target's vocabulary (0..{vocab_size - 1})")
     return ids
+
+
+# the draft cache's first allocation holds the prompt and at most this many new positions (it grows after)
+INITIAL_DRAFT_CAPACITY = 4096
+
+
+def _check_length(target: TargetAdapter, n_prompt: int, max_new_tokens: int) -> None:
+    limit = getattr(target, "max_positions", None)
+    if limit is not None and n_prompt + max_new_tokens > limit:
+        raise InputError(
+            f"prompt length {n_prompt} + max_new_tokens {max_new_tokens} exceeds the target's "
+            f"max_position_embeddings {limit}"
+        )
+
+
+def _check_placement(draft: DFlashDraftModel, target: TargetAdapter) -> None:
+    """Draft and target must share dtype and device: else the first draft matmul fails mid-run."""
+    param = next(draft.parameters(), None)
+    dtype, device = getattr(target, "dtype", None), getattr(target, "device", None)  # the embedding weight's
+    if param is None or not isinstance(dtype, torch.dtype) or not isinstance(device, torch.device):
+        return
+    if param.dtype != dtype or param.device != device:
+        raise RuntimeUnsupportedError(
+            f"the draft is {str(param.dtype).removeprefix('torch.')} on {param.device}, the target's embedding "
+            f"{str(dtype).removeprefix('torch.')} on {device}; load both with the same dtype and device"
+        )
 
 
 def _validate_sampling(temperature: float, top_p: float, top_k: int) -> None:
@@ -296,12 +371,14 @@ def spec_generate(
     _validate_sampling(temperature, top_p, top_k)
     target.require_rollback()
     check_pairing(draft, target)
+    _check_placement(draft, target)
     bs = draft.block_size if block_size is None else block_size
     if not 1 <= bs <= draft.block_size:
         raise InputError(f"block size {bs} must be between 1 and the draft's block_size {draft.block_size}")
     device = target.device
-    ids = _as_ids(input_ids, device)
+    ids = _as_ids(input_ids, device, target.vocab_size)
     n_prompt = ids.shape[1]
+    _check_length(target, n_prompt, max_new_tokens)
     stats = GenerationStats(block_size=bs, num_prompt_tokens=n_prompt)
     if max_new_tokens <= 0:
         return GenerationResult([], stats)
@@ -314,7 +391,7 @@ def spec_generate(
     out = prefill(target, ids, cache, capture)
     tokens = [int(_pick(out.logits[0, -1], temperature, top_p, top_k, gen))]
     features = out.features  # [1, n, L*H]: context not yet in the draft cache
-    draft_cache = draft.new_cache(capacity=n_prompt + max_new_tokens + bs)
+    draft_cache = draft.new_cache(capacity=n_prompt + min(max_new_tokens, INITIAL_DRAFT_CAPACITY) + bs)
     t1 = _now(device, timed)
 
     start = n_prompt  # position of the last committed token (not yet in the target cache)
@@ -362,15 +439,16 @@ def greedy_generate(
     """Plain greedy decoding of the target alone, one token per forward: the lossless reference
     and the speed baseline. Same result shape as spec_generate (block size 1, tau 1)."""
     device = target.device
-    ids = _as_ids(input_ids, device)
+    ids = _as_ids(input_ids, device, target.vocab_size)
     stats = GenerationStats(block_size=1, num_prompt_tokens=ids.shape[1])
+    _check_length(target, ids.shape[1], max_new_tokens)
     if max_new_tokens <= 0:
         return GenerationResult([], stats)
     stops = set(int(s) for s in stop_token_ids)
 
     t0 = _now(device, timed)
-    cache = target.new_cache()
-    out = prefill(target, ids, cache, ())
+    cache = target.new_plain_cache()  # never rolled back: any cache the target runs with will do
+    out = target.forward(ids, cache, 0, logits_to_keep=1)
     tokens = [int(out.logits[0, -1].argmax())]
     t1 = _now(device, timed)
     start = ids.shape[1]
@@ -379,7 +457,6 @@ def greedy_generate(
         out = target.forward(last, cache, start, logits_to_keep=1)
         tokens.append(int(out.logits[0, -1].argmax()))
         start += 1
-        target.rollback(cache, start)  # a no-op, except that it trims sliding-window layers
         stats.acceptance_lengths.append(1)
         stats.accepted.append(0)
         stats.drafted.append(0)
