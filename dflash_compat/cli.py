@@ -276,7 +276,24 @@ _register_optional_commands()
 
 
 def main() -> None:
-    cli(prog_name="dflash-check")
+    """The console script. Usage errors (a missing argument, a bad option value) are one line on
+    stderr with exit 2, like every other input error; `--help` shows the full usage."""
+    try:
+        cli.main(prog_name="dflash-check", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.exceptions.NoArgsIsHelpError as exc:  # plain `dflash-check`: show the help
+        click.echo(exc.format_message(), err=True)
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        hint = ""
+        if isinstance(exc, click.UsageError) and exc.ctx is not None:
+            hint = f" (see `{exc.ctx.command_path} --help`)"
+        click.echo(f"dflash-check: error: {exc.format_message()}{hint}", err=True)
+        sys.exit(exc.exit_code)
+    except click.Abort:
+        click.echo("dflash-check: aborted", err=True)
+        sys.exit(130)
 
 
 if __name__ == "__main__":  # pragma: no cover

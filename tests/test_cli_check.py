@@ -205,3 +205,23 @@ def test_odd_values_give_findings_or_one_line_never_a_traceback(tmp_path, side, 
             assert len(res.output.strip().splitlines()) == 1, (key, value, res.output)
         else:
             json.loads(res.output)
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["check"], "Missing argument 'TARGET'"),
+        (["examples/qwen3-8b/target"], "Missing option '--draft'"),
+        (["examples/qwen3-8b/target", "--draft", "x", "--tp", "0"], "--tp"),
+        (["rules", "--format", "yaml"], "--format"),
+    ],
+)
+def test_usage_errors_from_the_console_script_are_one_line(args, needle):
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    res = subprocess.run([sys.executable, "-m", "dflash_compat", *args], capture_output=True, text=True,
+                         cwd=root, timeout=60)
+    assert res.returncode == 2
+    assert needle in res.stderr and len(res.stderr.strip().splitlines()) == 1, res.stderr
