@@ -52,5 +52,6 @@ RULE = Rule(
     "trim_prompt_cache stops trimming once the window wraps and corrupts the output silently; dflash 0.1.0 and "
     "our MLX runtime reorder the ring buffer first and stay exact (pinned by tests/test_mlx_runtime.py).",
     example='target {"model_type": "gpt_oss", "sliding_window": 128, "layer_types": ["sliding_attention", "full_attention"]}',
-    fix="Serve this target with vLLM or SGLang, or keep MLX prompts plus output shorter than the sliding window.",
+    fix="Recurrent layers: serve this target with vLLM or SGLang. Rotating caches: use dflash >= 0.1.0 or "
+    "`dflash-check smoke --backend mlx` (both roll them back exactly) and smoke-test past the window.",
 )
