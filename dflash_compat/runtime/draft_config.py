@@ -9,10 +9,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from ..exceptions import ConfigError, RuntimeUnsupportedError
+from ..exceptions import ConfigError, InputError, RuntimeUnsupportedError
 from ..specs import DraftSpec
 
-__all__ = ["DraftConfig", "draft_config", "check_pairing", "normalise_key", "STATIC_ROPE_TYPES"]
+__all__ = [
+    "DraftConfig",
+    "draft_config",
+    "check_pairing",
+    "check_length",
+    "normalise_key",
+    "INITIAL_DRAFT_CAPACITY",
+    "STATIC_ROPE_TYPES",
+]
 
 # RoPE types whose frequencies do not depend on the sequence length (dynamic / longrope do).
 STATIC_ROPE_TYPES = ("linear", "yarn", "llama3", "proportional")
@@ -156,3 +164,17 @@ def normalise_key(name: str) -> str:
     if name in ("candidate_selector.predecessor_codebook", "candidate_selector.successor_codebook"):
         return name + ".weight"
     return name
+
+
+# the draft cache's first allocation holds the prompt and at most this many new positions (it grows after)
+INITIAL_DRAFT_CAPACITY = 4096
+
+
+def check_length(target, n_prompt: int, max_new_tokens: int) -> None:
+    """Refuse a run longer than the target's context (`max_positions` of the adapter, when known)."""
+    limit = getattr(target, "max_positions", None)
+    if limit is not None and n_prompt + max_new_tokens > limit:
+        raise InputError(
+            f"prompt length {n_prompt} + max_new_tokens {max_new_tokens} exceeds the target's "
+            f"max_position_embeddings {limit}"
+        )

@@ -19,7 +19,7 @@ import mlx.core as mx
 from ..adapters.base import TargetAdapter, TargetOutput
 from ..exceptions import InputError, RemoteCodeError, RuntimeUnsupportedError, WeightsError
 from .mlx_draft import DFlash2DraftModel, DFlashDraftModel, load_draft
-from .draft_config import check_pairing
+from .draft_config import INITIAL_DRAFT_CAPACITY, check_length as _check_length, check_pairing
 from .stats import GenerationResult, GenerationStats
 
 __all__ = [
@@ -281,18 +281,6 @@ def _as_ids(input_ids: Tokens, vocab_size: int) -> mx.array:
         raise InputError(f"input_ids: token id {bad[0]} is outside the target's vocabulary (0..{vocab_size - 1})")
     return ids.astype(mx.int32)
 
-
-# the draft cache's first allocation holds the prompt and at most this many new positions (it grows after)
-INITIAL_DRAFT_CAPACITY = 4096
-
-
-def _check_length(target: TargetAdapter, n_prompt: int, max_new_tokens: int) -> None:
-    limit = getattr(target, "max_positions", None)
-    if limit is not None and n_prompt + max_new_tokens > limit:
-        raise InputError(
-            f"prompt length {n_prompt} + max_new_tokens {max_new_tokens} exceeds the target's "
-            f"max_position_embeddings {limit}"
-        )
 
 
 def _validate_sampling(temperature: float, top_p: float, top_k: int) -> None:

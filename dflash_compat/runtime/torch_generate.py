@@ -15,7 +15,7 @@ import torch
 
 from ..adapters import TargetAdapter, TargetOutput, torch_adapter_for
 from ..exceptions import ConfigError, InputError, RemoteCodeError, RuntimeUnsupportedError, WeightsError
-from .draft_config import check_pairing
+from .draft_config import INITIAL_DRAFT_CAPACITY, check_length as _check_length, check_pairing
 from .stats import GenerationResult, GenerationStats
 from .torch_draft import DFlash2DraftModel, DFlashDraftModel, load_draft
 
@@ -311,18 +311,6 @@ def _as_ids(input_ids: Tokens, device: torch.device, vocab_size: int) -> torch.T
         raise InputError(f"input_ids: token id {int(bad[0])} is outside the target's vocabulary (0..{vocab_size - 1})")
     return ids
 
-
-# the draft cache's first allocation holds the prompt and at most this many new positions (it grows after)
-INITIAL_DRAFT_CAPACITY = 4096
-
-
-def _check_length(target: TargetAdapter, n_prompt: int, max_new_tokens: int) -> None:
-    limit = getattr(target, "max_positions", None)
-    if limit is not None and n_prompt + max_new_tokens > limit:
-        raise InputError(
-            f"prompt length {n_prompt} + max_new_tokens {max_new_tokens} exceeds the target's "
-            f"max_position_embeddings {limit}"
-        )
 
 
 def _check_placement(draft: DFlashDraftModel, target: TargetAdapter) -> None:
