@@ -7,7 +7,7 @@ from typing import Any
 from dflash_compat.engine import CheckContext
 from dflash_compat.report import Location
 
-__all__ = ["is_int", "model_type_loc"]
+__all__ = ["is_int", "model_type_loc", "disagreeing_locations"]
 
 
 def is_int(value: Any) -> bool:
@@ -20,3 +20,17 @@ def model_type_loc(ctx: CheckContext) -> Location:
     if ctx.target.text_model_type:
         return ctx.tloc("text_model_type")
     return ctx.tloc("model_type", "model_type")
+
+
+def disagreeing_locations(ctx: CheckContext, field: str, locations: dict[str, Any], nested_key: str,
+                          what: str, readers: str):
+    """DF114 / DF116: one draft setting written under two keys with different values."""
+    from dflash_compat.engine import Violation
+
+    if len({repr(v) for v in locations.values()}) < 2:
+        return
+    listed = ", ".join(f"{k}={v!r}" for k, v in locations.items())
+    yield Violation(
+        f"{what} disagree: {listed}; {readers} use {locations.get(nested_key, '?')!r}, the others a different one",
+        [ctx.dloc(field, k) for k in locations],
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from dflash_compat.engine import CheckContext
+from dflash_compat.engine_support import engine_data
 
 # Where the MLX port looks (dflash.model_mlx bind / _get_layers), in order: one table, the MLX
 # inspector's (probe.mlx_tree imports no mlx at module level).
@@ -26,8 +27,9 @@ __all__ = [
 
 ADAPT_HINT = "`dflash-check adapt TARGET -o adapter.py` generates a shim that exposes them where the runtime looks"
 
-# mlx-lm models whose GatedDeltaNet state the MLX reference rolls back by replaying the accepted prefix.
-MLX_REPLAY_MODEL_TYPES = {"qwen3_5", "qwen3_5_moe", "qwen3_5_text", "qwen3_5_moe_text"}
+# mlx-lm models whose GatedDeltaNet state the MLX reference rolls back by replaying the accepted prefix
+# (one list, in dflash_compat/data/engine_support.json, shared with DF504).
+MLX_REPLAY_MODEL_TYPES = frozenset(engine_data("mlx")["replay_model_types"])
 
 
 def deep(ctx: CheckContext, key: str, default: Any = None) -> Any:

@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
-from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
+from dflash_compat.engine import COMMON, CheckContext, Rule
+
+from ._common import disagreeing_locations
 
 
 def check(ctx: CheckContext):
-    locs = ctx.draft.mask_token_id_locations
-    if len({repr(v) for v in locs.values()}) < 2:
-        return
-    listed = ", ".join(f"{k}={v!r}" for k, v in locs.items())
-    yield Violation(
-        f"mask token ids disagree: {listed}; loaders that read the nested key use "
-        f"{locs.get('dflash_config.mask_token_id', '?')!r}, the others a different one",
-        [ctx.dloc("mask_token_id", k) for k in locs],
-    )
+    return disagreeing_locations(ctx, 'mask_token_id', ctx.draft.mask_token_id_locations, 'dflash_config.mask_token_id', 'mask token ids', 'loaders that read the nested key')
 
 
 RULE = Rule(

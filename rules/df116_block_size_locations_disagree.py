@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
-from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
+from dflash_compat.engine import COMMON, CheckContext, Rule
+
+from ._common import disagreeing_locations
 
 
 def check(ctx: CheckContext):
-    locs = ctx.draft.block_size_locations
-    if len({repr(v) for v in locs.values()}) < 2:
-        return
-    listed = ", ".join(f"{k}={v!r}" for k, v in locs.items())
-    yield Violation(
-        f"block sizes disagree: {listed}; readers that prefer dflash_config use "
-        f"{locs.get('dflash_config.block_size', '?')!r}, older ones the top-level value",
-        [ctx.dloc("block_size", k) for k in locs],
-    )
+    return disagreeing_locations(ctx, 'block_size', ctx.draft.block_size_locations, 'dflash_config.block_size', 'block sizes', 'readers that prefer dflash_config')
 
 
 RULE = Rule(
