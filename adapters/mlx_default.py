@@ -14,14 +14,9 @@ from typing import Any, Iterator, Optional, Sequence
 import mlx.core as mx
 import mlx.nn as nn
 
+from dflash_compat.contract import MLX_REFERENCE_EMBED_PATHS, MLX_REFERENCE_LAYERS_PATHS, MLX_RUNTIME_REPLAY_MODULES
 from dflash_compat.exceptions import RuntimeUnsupportedError
-from dflash_compat.probe.mlx_tree import (
-    REFERENCE_EMBED_PATHS,
-    REFERENCE_LAYERS_PATHS,
-    RUNTIME_REPLAY_MODULES,
-    cache_facts,
-    get_path,
-)
+from dflash_compat.probe.mlx_tree import cache_facts, get_path
 
 from .base import RollbackKind, TargetAdapter, TargetOutput, position_limit
 
@@ -164,7 +159,7 @@ class MLXDefaultAdapter(TargetAdapter):
         self._head = self.lm_head
         if self._embedding is None or self._head is None:
             raise RuntimeUnsupportedError(
-                f"target ({type(model).__name__}): no embed_tokens at {' / '.join(REFERENCE_EMBED_PATHS)}; "
+                f"target ({type(model).__name__}): no embed_tokens at {' / '.join(MLX_REFERENCE_EMBED_PATHS)}; "
                 "this layout needs its own adapter (dflash-check adapt --framework mlx)"
             )
         self._layers = self.decoder_layers
@@ -175,7 +170,7 @@ class MLXDefaultAdapter(TargetAdapter):
 
     @property
     def embed_tokens(self) -> Optional[nn.Module]:
-        return next((m for m in (get_path(self.model, p) for p in REFERENCE_EMBED_PATHS) if m is not None), None)
+        return next((m for m in (get_path(self.model, p) for p in MLX_REFERENCE_EMBED_PATHS) if m is not None), None)
 
     @property
     def lm_head(self) -> Optional[Any]:
@@ -187,12 +182,12 @@ class MLXDefaultAdapter(TargetAdapter):
 
     @property
     def decoder_layers(self) -> list:
-        for path in REFERENCE_LAYERS_PATHS:
+        for path in MLX_REFERENCE_LAYERS_PATHS:
             layers = get_path(self.model, path)
             if layers is not None and len(layers) > 0:
                 return list(layers)
         raise RuntimeUnsupportedError(
-            f"target ({type(self.model).__name__}): no decoder layers at {' / '.join(REFERENCE_LAYERS_PATHS)}; "
+            f"target ({type(self.model).__name__}): no decoder layers at {' / '.join(MLX_REFERENCE_LAYERS_PATHS)}; "
             "this layout needs its own adapter (dflash-check adapt --framework mlx)"
         )
 
@@ -368,7 +363,7 @@ def _replayable_module(layer: Any) -> Optional[Any]:
     stack = [layer]
     while stack:
         node = stack.pop(0)
-        if f"{type(node).__module__}.{type(node).__qualname__}" in RUNTIME_REPLAY_MODULES:
+        if f"{type(node).__module__}.{type(node).__qualname__}" in MLX_RUNTIME_REPLAY_MODULES:
             return node
         for value in node.values():
             if isinstance(value, nn.Module):

@@ -10,21 +10,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from dflash_compat.contract import ATTENTION_LAYER_TYPES, RECURRENT_MODEL_TYPES
 from dflash_compat.exceptions import RuntimeUnsupportedError
 
 from .base import RollbackKind, TargetAdapter, TargetOutput, position_limit
 
-__all__ = ["TorchDefaultAdapter", "RECURRENT_MODEL_TYPES", "ATTENTION_LAYER_TYPES", "layer_output"]
-
-# Families whose decoder keeps a recurrent (SSM / linear-attention / conv) state: cropping a KV
-# cache cannot remove rejected tokens from it.
-RECURRENT_MODEL_TYPES = frozenset({
-    "mamba", "mamba2", "falcon_mamba", "jamba", "bamba", "falcon_h1", "zamba", "zamba2", "lfm2", "lfm2_moe",
-    "qwen3_next", "qwen3_5", "qwen3_5_moe", "qwen3_5_text", "qwen3_5_moe_text", "nemotron_h", "granitemoehybrid",
-    "rwkv", "recurrent_gemma", "xlstm", "plamo2", "minimax", "kimi_linear", "olmo_hybrid",
-})
-# Layer types whose cache entries are per-position attention keys/values (croppable).
-ATTENTION_LAYER_TYPES = frozenset({"full_attention", "sliding_attention", "chunked_attention", "attention"})
+__all__ = ["TorchDefaultAdapter", "layer_output"]
 
 
 def layer_output(output: Any) -> torch.Tensor:

@@ -9,9 +9,9 @@ from dflash_compat.engine_support import engine_data
 
 # Where the MLX port looks (dflash.model_mlx bind / _get_layers), in order: one table, the MLX
 # inspector's (probe.mlx_tree imports no mlx at module level).
-from dflash_compat.probe.mlx_tree import REFERENCE_EMBED_PATHS as MLX_EMBED_PATHS
-from dflash_compat.probe.mlx_tree import REFERENCE_HEAD_PATHS as MLX_HEAD_PATHS
-from dflash_compat.probe.mlx_tree import REFERENCE_LAYERS_PATHS as MLX_LAYER_PATHS
+from dflash_compat.contract import MLX_REFERENCE_EMBED_PATHS as MLX_EMBED_PATHS
+from dflash_compat.contract import MLX_REFERENCE_HEAD_PATHS as MLX_HEAD_PATHS
+from dflash_compat.contract import MLX_REFERENCE_LAYERS_PATHS as MLX_LAYER_PATHS
 
 __all__ = [
     "ADAPT_HINT",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
 
-KNOWN = ("full_attention", "sliding_attention")
+from dflash_compat.contract import DRAFT_LAYER_TYPES as KNOWN
 
 
 def check(ctx: CheckContext):

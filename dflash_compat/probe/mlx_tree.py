@@ -16,14 +16,19 @@ import textwrap
 from pathlib import Path
 from typing import Any, Optional, Union
 
+from ..contract import (
+    FINAL_NORM_NAMES,
+    MLX_CROP_CACHES,
+    MLX_REFERENCE_EMBED_PATHS,
+    MLX_REFERENCE_HEAD_PATHS,
+    MLX_REFERENCE_LAYERS_PATHS,
+    MLX_REFERENCE_REPLAY_MODULES,
+    MLX_ROTATING_CACHES,
+    MLX_RUNTIME_REPLAY_MODULES,
+)
 from ..exceptions import MissingDependencyError, RemoteCodeError, WeightsError
 
 __all__ = [
-    "REFERENCE_EMBED_PATHS",
-    "REFERENCE_HEAD_PATHS",
-    "REFERENCE_LAYERS_PATHS",
-    "REFERENCE_REPLAY_MODULES",
-    "RUNTIME_REPLAY_MODULES",
     "looks_like_mlx_model",
     "import_mlx",
     "model_classes",
@@ -33,17 +38,6 @@ __all__ = [
     "inspect_mlx_target",
 ]
 
-# Where the DFlash MLX port (dflash.model_mlx) looks, in this order, relative to the mlx-lm Model.
-REFERENCE_EMBED_PATHS = ("embed_tokens", "model.embed_tokens", "language_model.model.embed_tokens")
-REFERENCE_HEAD_PATHS = ("lm_head", "language_model.lm_head")  # else embed_tokens.as_linear
-REFERENCE_LAYERS_PATHS = ("model.layers", "language_model.layers", "layers")
-# Recurrent modules whose state can be rebuilt by replaying the accepted tokens: the reference
-# patches only Qwen3.5's GatedDeltaNet; our runtime replays any GatedDeltaNet through its own call.
-REFERENCE_REPLAY_MODULES = ("mlx_lm.models.qwen3_5.GatedDeltaNet",)
-RUNTIME_REPLAY_MODULES = REFERENCE_REPLAY_MODULES + ("mlx_lm.models.qwen3_next.Qwen3NextGatedDeltaNet",)
-# Cache classes whose entries are per-position keys/values: cutting them is exact.
-CROP_CACHES = {"KVCache", "QuantizedKVCache", "ConcatenateKVCache", "ChunkedKVCache"}
-ROTATING_CACHES = {"RotatingKVCache"}
 
 
 def looks_like_mlx_model(folder: Union[str, Path], repo_id: Optional[str] = None) -> bool:
@@ -267,14 +261,13 @@ def _find_layers(model: Any) -> Optional[str]:
     return next(p for p, v in lists if len(v) == best)
 
 
-_FINAL_NORM_NAMES = ("norm", "final_layernorm", "final_layer_norm", "ln_f", "norm_f", "final_norm")
 
 
 def _find_norm(model: Any, layers_path: Optional[str]) -> Optional[str]:
     """The final norm beside the decoder layers (`model.norm` for Llama / Qwen3), if it has a known name."""
     owner_path = layers_path.rsplit(".", 1)[0] if layers_path and "." in layers_path else ""
     owner = get_path(model, owner_path) if owner_path else model
-    for name in _FINAL_NORM_NAMES:
+    for name in FINAL_NORM_NAMES:
         m = owner.get(name) if owner is not None and hasattr(owner, "get") else None
         if m is not None and _is_module(m) and "norm" in type(m).__name__.lower():
             return f"{owner_path}.{name}" if owner_path else name
@@ -311,7 +304,7 @@ def cache_facts(entry: Any) -> dict[str, Any]:
     """What kind of cache one mlx-lm cache entry is, and whether its state can be cut."""
     name = type(entry).__name__
     fact: dict[str, Any] = {"kind": name}
-    if name in ROTATING_CACHES:
+    if name in MLX_ROTATING_CACHES:
         fact.update(window=int(entry.max_size), keep=int(getattr(entry, "keep", 0)))
     if name == "CacheList":
         fact["parts"] = [cache_facts(c) for c in entry.caches]
@@ -329,7 +322,7 @@ def _recurrent_module(layer: Any) -> str:
     """The class of the recurrent submodule that keeps a layer's non-trimmable state: a known
     replayable one if present, else the first whose name says it is recurrent, else the layer's."""
     names = [_qualname(m) for _, m in _walk(layer) if not isinstance(m, (list, tuple))]
-    known = [n for n in names if n in RUNTIME_REPLAY_MODULES]
+    known = [n for n in names if n in MLX_RUNTIME_REPLAY_MODULES]
     if known:
         return known[0]
     hinted = [n for n in names if any(h in n.rsplit(".", 1)[-1] for h in _RECURRENT_HINTS)]
@@ -341,9 +334,9 @@ def _rollback(caches: list[dict[str, Any]], replayable: tuple[str, ...], rotatin
     kinds = set()
     for c in caches:
         kind = c["kind"]
-        if kind in CROP_CACHES or (kind == "CacheList" and all(p["kind"] in CROP_CACHES for p in c.get("parts", []))):
+        if kind in MLX_CROP_CACHES or (kind == "CacheList" and all(p["kind"] in MLX_CROP_CACHES for p in c.get("parts", []))):
             continue
-        if kind in ROTATING_CACHES:
+        if kind in MLX_ROTATING_CACHES:
             kinds.add("rotating")
             continue
         if c.get("module") in replayable:
@@ -372,7 +365,7 @@ def describe_mlx_model(model: Any, config: dict[str, Any], quantization: Optiona
         "quantization": quantization,
     }
 
-    ref_embed = next((p for p in REFERENCE_EMBED_PATHS if get_path(model, p) is not None), None)
+    ref_embed = next((p for p in MLX_REFERENCE_EMBED_PATHS if get_path(model, p) is not None), None)
     embed_path = ref_embed or _find_embed(model, vocab)
     embed = get_path(model, embed_path) if embed_path else None
     if vocab is None and embed is not None:
@@ -385,7 +378,7 @@ def describe_mlx_model(model: Any, config: dict[str, Any], quantization: Optiona
     tied = head_path is None and embed is not None and hasattr(embed, "as_linear")
     if ref_head is None and ref_embed is not None and hasattr(get_path(model, ref_embed), "as_linear"):
         ref_head = f"{ref_embed}.as_linear"  # what the reference falls back to, tied or not
-    ref_layers = next((p for p in REFERENCE_LAYERS_PATHS if get_path(model, p) is not None), None)
+    ref_layers = next((p for p in MLX_REFERENCE_LAYERS_PATHS if get_path(model, p) is not None), None)
     layers_path = ref_layers or _find_layers(model)
     layers = list(get_path(model, layers_path) or []) if layers_path else []
 
@@ -444,12 +437,12 @@ def describe_mlx_model(model: Any, config: dict[str, Any], quantization: Optiona
     for i, entry in enumerate(caches):
         fact = cache_facts(entry)
         fact["layer"] = i
-        if not fact["trimmable"] and fact["kind"] not in ROTATING_CACHES and i < len(layers) and layers[i] is not None:
+        if not fact["trimmable"] and fact["kind"] not in MLX_ROTATING_CACHES and i < len(layers) and layers[i] is not None:
             fact["module"] = _recurrent_module(layers[i])
         plan.append(fact)
     facts["caches"] = plan
-    facts["reference_rollback"] = _rollback(plan, REFERENCE_REPLAY_MODULES, rotating_with_replay=False)
-    facts["runtime_rollback"] = _rollback(plan, RUNTIME_REPLAY_MODULES, rotating_with_replay=True)
+    facts["reference_rollback"] = _rollback(plan, MLX_REFERENCE_REPLAY_MODULES, rotating_with_replay=False)
+    facts["runtime_rollback"] = _rollback(plan, MLX_RUNTIME_REPLAY_MODULES, rotating_with_replay=True)
     return facts
 
 

@@ -16,16 +16,13 @@ import typing
 from contextlib import contextmanager, nullcontext
 from typing import Any, Iterator, Optional
 
+from ..contract import FINAL_NORM_NAMES, REFERENCE_CALL_ARGS
 from ..engine import CheckOptions
 from ..resolve import Resolved
 from ..specs import TargetSpec
 
 __all__ = ["inspect_torch_target", "REFERENCE_CALL_ARGS"]
 
-# The keyword arguments the transformers reference runtime passes to the target's forward.
-REFERENCE_CALL_ARGS = (
-    "input_ids", "position_ids", "past_key_values", "cache", "use_cache", "logits_to_keep", "output_hidden_states",
-)
 _LAYER_LIST_NAMES = ("layers", "h", "blocks", "layer", "block")
 _NOT_TEXT = ("vision", "visual", "audio", "image", "vit", "mm_projector", "multi_modal_projector", "speech")
 # Attributes that scale the embedding output inside the forward (module or decoder level).
@@ -347,9 +344,6 @@ def _locate(model, target: TargetSpec, deep: dict[str, Any]) -> None:
     deep["has_lm_head_attr"] = isinstance(getattr(model, "lm_head", None), nn.Module)
 
 
-_FINAL_NORM_NAMES = ("norm", "final_layernorm", "final_layer_norm", "ln_f", "norm_f", "final_norm")
-
-
 def _final_norm(model, decoder, names: dict[int, str]) -> Optional[str]:
     """The decoder's final norm (Llama/Qwen `model.norm`, GPT-2 `transformer.ln_f`, OPT `final_layer_norm`)."""
     import torch.nn as nn
@@ -357,7 +351,7 @@ def _final_norm(model, decoder, names: dict[int, str]) -> Optional[str]:
     for owner in (decoder, model):
         if owner is None:
             continue
-        for attr in _FINAL_NORM_NAMES:
+        for attr in FINAL_NORM_NAMES:
             m = getattr(owner, attr, None) if attr in getattr(owner, "_modules", {}) else None
             if isinstance(m, nn.Module) and "norm" in type(m).__name__.lower() and id(m) in names:
                 return names[id(m)]

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
+from ..contract import DRAFT_LAYER_TYPES
 from ..exceptions import ConfigError, InputError, RuntimeUnsupportedError
 from ..specs import DraftSpec
 
@@ -76,7 +77,7 @@ def draft_config(spec: DraftSpec) -> DraftConfig:
         raise ConfigError(f"{where}: `dflash_config.target_layer_ids` must be a non-empty list of layer indices")
     n = spec.num_hidden_layers
     layer_types = list(spec.layer_types or ["full_attention"] * n)
-    if len(layer_types) != n or any(t not in ("full_attention", "sliding_attention") for t in layer_types):
+    if len(layer_types) != n or any(t not in DRAFT_LAYER_TYPES for t in layer_types):
         raise ConfigError(f"{where}: `layer_types` must list full_attention / sliding_attention for each of {n} layers")
     # As transformers' Qwen3Config (and so the dflash package) does: the window takes effect only
     # with use_sliding_window; a sliding layer without it is causal with no window.

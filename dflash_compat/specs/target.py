@@ -7,25 +7,11 @@ from typing import Any, Literal, Optional, Union
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
 from ..exceptions import ConfigError
+from ..contract import ATTENTION_LAYER_TYPES, RECURRENT_MODEL_TYPES, TEXT_CONFIG_KEYS
 from ._reader import ConfigReader, get_dotted, MISSING
 from .common import Number, RopeInfo, SizeInt, read_rope, validate_spec
 
-__all__ = ["TargetSpec", "parse_target_config", "TEXT_CONFIG_KEYS", "RECURRENT_MODEL_TYPES"]
-
-# Where multimodal wrappers keep the language model's config.
-TEXT_CONFIG_KEYS = ("text_config", "llm_config", "language_config")
-
-# Layer types that are ordinary attention (rollback by cropping a KV cache works).
-ATTENTION_LAYER_TYPES = {"full_attention", "sliding_attention", "chunked_attention", "attention", "global", "local"}
-
-# Model types whose layers are wholly or partly recurrent / state-space / linear attention, by
-# the names transformers and mlx-lm use. A per-layer `layer_types` list refines this when present.
-RECURRENT_MODEL_TYPES = {
-    "mamba", "mamba2", "falcon_mamba", "jamba", "bamba", "zamba", "zamba2", "falcon_h1",
-    "nemotron_h", "lfm2", "lfm2_moe", "qwen3_next", "qwen3_5", "qwen3_5_moe", "qwen3_5_text",
-    "qwen3_5_moe_text", "recurrent_gemma", "rwkv", "rwkv6", "rwkv7", "granitemoehybrid",
-    "minimax", "kimi_linear", "olmo_hybrid", "plamo2",
-}
+__all__ = ["TargetSpec", "parse_target_config"]
 
 # Encoder-decoder models: generative, but not the decoder-only causal LM a DFlash target must be.
 ENCODER_DECODER_MODEL_TYPES = {

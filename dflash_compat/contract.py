@@ -1,0 +1,65 @@
+"""Constants of the draft/target contract that specs, probes, adapters, rules and runtimes share.
+
+One copy of each: a module that needs one of these imports it from here. Pure data, no imports,
+so any layer of the pipeline may depend on it.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "TEXT_CONFIG_KEYS",
+    "ATTENTION_LAYER_TYPES",
+    "DRAFT_LAYER_TYPES",
+    "RECURRENT_MODEL_TYPES",
+    "FINAL_NORM_NAMES",
+    "REFERENCE_CALL_ARGS",
+    "MLX_REFERENCE_EMBED_PATHS",
+    "MLX_REFERENCE_HEAD_PATHS",
+    "MLX_REFERENCE_LAYERS_PATHS",
+    "MLX_REFERENCE_REPLAY_MODULES",
+    "MLX_RUNTIME_REPLAY_MODULES",
+    "MLX_CROP_CACHES",
+    "MLX_ROTATING_CACHES",
+]
+
+# Where multimodal wrappers keep the language model's config.
+TEXT_CONFIG_KEYS = ("text_config", "llm_config", "language_config")
+
+# Per-layer `layer_types` values that are ordinary attention: their cache entries are per-position
+# keys/values, so cropping the cache rolls them back exactly.
+ATTENTION_LAYER_TYPES = frozenset(
+    {"full_attention", "sliding_attention", "chunked_attention", "attention", "global", "local"}
+)
+
+# The layer types a DFlash draft may declare (every engine's draft loader knows only these two).
+DRAFT_LAYER_TYPES = ("full_attention", "sliding_attention")
+
+# Model types whose layers are wholly or partly recurrent / state-space / linear attention, by the
+# names transformers and mlx-lm use: cropping a KV cache cannot remove rejected tokens from their
+# state. A per-layer `layer_types` list refines this when present.
+RECURRENT_MODEL_TYPES = frozenset({
+    "mamba", "mamba2", "falcon_mamba", "jamba", "bamba", "zamba", "zamba2", "falcon_h1",
+    "nemotron_h", "lfm2", "lfm2_moe", "qwen3_next", "qwen3_5", "qwen3_5_moe", "qwen3_5_text",
+    "qwen3_5_moe_text", "recurrent_gemma", "rwkv", "rwkv6", "rwkv7", "xlstm", "granitemoehybrid",
+    "minimax", "kimi_linear", "olmo_hybrid", "plamo2",
+})
+
+# Attribute names of a decoder's final norm (Llama/Qwen `norm`, GPT-2 `ln_f`, OPT `final_layer_norm`).
+FINAL_NORM_NAMES = ("norm", "final_layernorm", "final_layer_norm", "ln_f", "norm_f", "final_norm")
+
+# The keyword arguments the transformers reference runtime passes to the target's forward.
+REFERENCE_CALL_ARGS = (
+    "input_ids", "position_ids", "past_key_values", "cache", "use_cache", "logits_to_keep", "output_hidden_states",
+)
+
+# Where the DFlash MLX port (dflash.model_mlx) looks, in this order, relative to the mlx-lm Model.
+MLX_REFERENCE_EMBED_PATHS = ("embed_tokens", "model.embed_tokens", "language_model.model.embed_tokens")
+MLX_REFERENCE_HEAD_PATHS = ("lm_head", "language_model.lm_head")  # else embed_tokens.as_linear
+MLX_REFERENCE_LAYERS_PATHS = ("model.layers", "language_model.layers", "layers")
+# Recurrent modules whose state can be rebuilt by replaying the accepted tokens: the reference
+# patches only Qwen3.5's GatedDeltaNet; our runtime replays any GatedDeltaNet through its own call.
+MLX_REFERENCE_REPLAY_MODULES = ("mlx_lm.models.qwen3_5.GatedDeltaNet",)
+MLX_RUNTIME_REPLAY_MODULES = MLX_REFERENCE_REPLAY_MODULES + ("mlx_lm.models.qwen3_next.Qwen3NextGatedDeltaNet",)
+# mlx-lm cache classes whose entries are per-position keys/values: cutting them is exact.
+MLX_CROP_CACHES = frozenset({"KVCache", "QuantizedKVCache", "ConcatenateKVCache", "ChunkedKVCache"})
+MLX_ROTATING_CACHES = frozenset({"RotatingKVCache"})
