@@ -7,6 +7,7 @@ so any layer of the pipeline may depend on it.
 from __future__ import annotations
 
 __all__ = [
+    "ENGINE_VERSIONS",
     "TEXT_CONFIG_KEYS",
     "ATTENTION_LAYER_TYPES",
     "DRAFT_LAYER_TYPES",
@@ -21,6 +22,17 @@ __all__ = [
     "MLX_CROP_CACHES",
     "MLX_ROTATING_CACHES",
 ]
+
+# The engine releases every engine verdict is judged against: rules cite file:line in these
+# versions' sources, and the engine-facts extractor reads exactly these wheels.
+ENGINE_VERSIONS = {
+    "vllm": "0.33.0",
+    "sglang": "0.5.23",
+    "dflash": "0.1.0",
+    "mlx-lm": "0.32.2",
+    "transformers": "5.24.0",
+    "speculators": "0.9.0",
+}
 
 # Where multimodal wrappers keep the language model's config.
 TEXT_CONFIG_KEYS = ("text_config", "llm_config", "language_config")

@@ -16,6 +16,7 @@ __all__ = [
     "COMMON",
     "SEVERITIES",
     "CheckContext",
+    "EngineSource",
     "CheckOptions",
     "Rule",
     "Violation",
@@ -93,6 +94,22 @@ class Violation:
 
 
 @dataclass(frozen=True)
+class EngineSource:
+    """Where an engine decides what a rule says: a file and line range in that engine's release
+    (`contract.ENGINE_VERSIONS` names the version), relative to the wheel's top package."""
+
+    engine: str  # a key of contract.ENGINE_VERSIONS
+    path: str  # e.g. "vllm/config/speculative.py"
+    lines: str  # "1614" or "1614-1620"
+    note: str = ""  # what these lines decide, in a few words
+
+    def cite(self) -> str:
+        from .contract import ENGINE_VERSIONS
+
+        return f"{self.engine} {ENGINE_VERSIONS[self.engine]} {self.path}:{self.lines}"
+
+
+@dataclass(frozen=True)
 class Rule:
     """A contract rule. The four doc fields are the rule's documentation everywhere it is shown."""
 
@@ -107,6 +124,8 @@ class Rule:
     fix: str
     # Rules that need the deep (module / weights) inspection say so; they are skipped otherwise.
     needs: tuple[str, ...] = ()
+    # The engine code this rule's verdict rests on (every rule that speaks for an engine has some).
+    sources: tuple[EngineSource, ...] = ()
 
     def applies_to(self, backends: Sequence[str]) -> list[str]:
         if COMMON in self.backends:
