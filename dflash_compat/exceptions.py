@@ -12,6 +12,8 @@ __all__ = [
     "RemoteCodeError",
     "RuntimeUnsupportedError",
     "MissingDependencyError",
+    "error_line",
+    "first_line",
 ]
 
 # Exit codes of `dflash-check`: 0 compatible / passed, 1 incompatible / failed,
@@ -57,3 +59,16 @@ class RuntimeUnsupportedError(DFlashCompatError):
 
 class MissingDependencyError(DFlashCompatError):
     """An optional extra (torch, mlx) is needed for this command and is not installed."""
+
+
+def first_line(exc: BaseException) -> str:
+    """The first non-blank line of an exception's message, else its class name: for one-line errors
+    that must not break on an empty or multi-line message."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return lines[0] if lines else type(exc).__name__
+
+
+def error_line(exc: BaseException) -> str:
+    """`Type: first line` of a foreign exception (just `Type` when it has no message)."""
+    text = first_line(exc)
+    return type(exc).__name__ if text == type(exc).__name__ else f"{type(exc).__name__}: {text}"

@@ -1,0 +1,27 @@
+"""`CheckOptions`: the engine flags the user will launch with, and how the deep inspection runs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+__all__ = ["CheckOptions"]
+
+
+@dataclass(frozen=True)
+class CheckOptions:
+    """Engine flags the user intends to launch with (None: not given, use the engine default)."""
+
+    num_speculative_tokens: Optional[int] = None
+    tp: int = 1
+    draft_tp: Optional[int] = None
+    sglang_num_draft_tokens: Optional[int] = None
+    max_num_seqs: Optional[int] = None
+    max_num_batched_tokens: Optional[int] = None
+    deep: bool = True
+    trust_remote_code: bool = False
+    # --adapter FILE_OR_NAME: the deep inspection wraps the target in it, so module rules see the
+    # adapted model (a shim file from `dflash-check adapt`, or a built-in adapter name).
+    adapter: Optional[str] = None
+    # Hub token for the deep checks' remote reads (safetensors headers); None: HF_TOKEN / saved login.
+    token: Optional[str] = None
