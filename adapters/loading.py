@@ -14,7 +14,7 @@ import types
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from dflash_compat.exceptions import InputError
+from dflash_compat.exceptions import InputError, error_line
 
 from . import registry
 
@@ -42,7 +42,7 @@ def load_shim_file(path: str, framework: str = "torch") -> types.ModuleType:
     try:
         spec.loader.exec_module(module)
     except Exception as exc:  # noqa: BLE001 - the user's file: any failure is their error, in one line
-        raise InputError(f"--adapter {path}: importing it failed ({type(exc).__name__}: {_first_line(exc)})") from None
+        raise InputError(f"--adapter {path}: importing it failed ({error_line(exc)})") from None
     if not callable(getattr(module, "wrap", None)) or not isinstance(getattr(module, "PATHS", None), dict):
         raise InputError(f"--adapter {path}: not an adapter shim (no wrap() / PATHS); write one with `dflash-check adapt`")
     shim_fw = getattr(module, "FRAMEWORK", "torch")
@@ -50,11 +50,6 @@ def load_shim_file(path: str, framework: str = "torch") -> types.ModuleType:
         raise InputError(f"--adapter {path}: a {shim_fw} shim, but the {framework} runtime was chosen")
     sys.modules.setdefault(name, module)
     return module
-
-
-def _first_line(exc: BaseException) -> str:
-    lines = str(exc).strip().splitlines()
-    return lines[0] if lines else "no message"
 
 
 def _named_ref(name: str, framework: str) -> str:
@@ -78,7 +73,7 @@ def torch_adapter(model: Any, adapter: Optional[str] = None) -> Any:
         try:
             wrapped = shim.wrap(model)
         except Exception as exc:  # noqa: BLE001 - e.g. a shim generated for another layout
-            raise InputError(f"--adapter {adapter}: wrap() failed ({type(exc).__name__}: {_first_line(exc)})") from None
+            raise InputError(f"--adapter {adapter}: wrap() failed ({error_line(exc)})") from None
         from .torch_default import TorchDefaultAdapter
 
         out = TorchDefaultAdapter(wrapped)
@@ -98,7 +93,7 @@ def mlx_adapter(model: Any, config: Optional[dict[str, Any]] = None, adapter: Op
         try:
             wrapped = shim.wrap(model)
         except Exception as exc:  # noqa: BLE001
-            raise InputError(f"--adapter {adapter}: wrap() failed ({type(exc).__name__}: {_first_line(exc)})") from None
+            raise InputError(f"--adapter {adapter}: wrap() failed ({error_line(exc)})") from None
         from .mlx_default import MLXDefaultAdapter
 
         out = MLXDefaultAdapter(wrapped, config)
@@ -136,6 +131,6 @@ def check_wrapper(adapter: Optional[str], framework: str = "torch") -> Optional[
         try:
             return module.wrap(model)
         except Exception as exc:  # noqa: BLE001 - e.g. a shim generated for another layout
-            raise InputError(f"--adapter {adapter}: wrap() failed ({type(exc).__name__}: {_first_line(exc)})") from None
+            raise InputError(f"--adapter {adapter}: wrap() failed ({error_line(exc)})") from None
 
     return wrap

@@ -1,25 +1,24 @@
-"""The preflight pipeline: resolve -> describe (specs) -> inspect (optional deep facts) -> rules -> report."""
+"""The preflight pipeline: resolve -> describe (specs) -> inspect (deep facts, optional) -> rules -> report."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Optional, Sequence
+from typing import Optional, Sequence
 
-from .engine import BACKENDS, CheckContext, CheckOptions, Rule, run_rules, select_rules
+from .engine import BACKENDS, CheckContext, Rule, check_rules, select_rules
 from .exceptions import ConfigError
-from .report import Report, summarize
+from .options import CheckOptions
+from .report import Report, build_report
 from .resolve import Resolved, resolve
 from .specs import DraftSpec, TargetSpec, parse_draft_config, parse_target_config
 
-__all__ = ["CheckRequest", "load_target", "load_draft", "build_report", "run_check"]
-
-# A deep inspector fills module-tree / weight facts into the specs in place. It is looked up
-# lazily so that config-only checks never import torch or mlx.
-DeepInspector = Callable[[Resolved, TargetSpec, Resolved, DraftSpec, CheckOptions, "list[str]"], None]
+__all__ = ["CheckRequest", "load_target", "load_draft", "run_check"]
 
 
-@dataclass
+@dataclass(frozen=True)
 class CheckRequest:
+    """One `dflash-check TARGET --draft DRAFT` run: what to check, against which backends and rules."""
+
     target: str
     draft: str
     backends: Sequence[str] = BACKENDS
@@ -29,7 +28,8 @@ class CheckRequest:
     revision: Optional[str] = None
     draft_revision: Optional[str] = None
     token: Optional[str] = None
-    framework: str = "auto"
+    framework: str = "auto"  # how the deep check builds the target: auto, torch (transformers) or mlx
+    strict: bool = False  # a warning fails its backend too
 
 
 def load_target(resolved: Resolved) -> TargetSpec:
@@ -57,32 +57,23 @@ def load_draft(resolved: Resolved) -> DraftSpec:
     return parse_draft_config(raw, resolved.ref)
 
 
-def build_report(ctx: CheckContext, rules: Sequence[Rule], backends: Sequence[str]) -> Report:
-    findings = run_rules(ctx, rules, backends)
-    return Report(
-        target=ctx.target.model_dump(mode="json", exclude={"sources"}),
-        draft=ctx.draft.model_dump(mode="json", exclude={"sources"}),
-        backends=list(backends),
-        findings=findings,
-        summary=summarize(findings, list(backends)),
-    )
-
-
-def run_check(
-    req: CheckRequest,
-    rules: Optional[Sequence[Rule]] = None,
-    deep: Optional[DeepInspector] = None,
-) -> Report:
+def run_check(req: CheckRequest, rules: Optional[Sequence[Rule]] = None) -> Report:
+    """Resolve both models, describe them, gather the deep facts unless `options.deep` is off, run the
+    selected rules and build the report. Raises a DFlashCompatError on bad input."""
     if rules is None:
         from .rules import ALL_RULES
 
         rules = ALL_RULES
+    chosen = select_rules(rules, req.select, req.ignore)
     t_res = resolve(req.target, "target", revision=req.revision, token=req.token)
     d_res = resolve(req.draft, "draft", revision=req.draft_revision, token=req.token)
-    target = load_target(t_res)
-    draft = load_draft(d_res)
+    target, draft = load_target(t_res), load_draft(d_res)
     ctx = CheckContext(target=target, draft=draft, options=req.options)
-    if req.options.deep and deep is not None:
-        deep(t_res, target, d_res, draft, req.options, ctx.notes)
-    chosen = select_rules(rules, req.select, req.ignore)
-    return build_report(ctx, chosen, req.backends)
+    if req.options.deep:
+        from .probe import inspect_draft, inspect_target
+
+        ctx = CheckContext(target=target, draft=draft, options=req.options,
+                           weights=inspect_draft(d_res, token=req.options.token),
+                           modules=inspect_target(t_res, target, req.options, req.framework))
+    results = check_rules(ctx, chosen, req.backends)
+    return build_report(target, draft, ctx.modules, ctx.weights, results, strict=req.strict)

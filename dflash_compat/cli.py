@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Optional
+from typing import Any, NoReturn, Optional
 
 import click
 
 from . import __version__
 
-__all__ = ["main", "cli"]
+__all__ = ["main", "cli", "fail"]
 
 # pydantic scans every installed package's entry points for plugins on first use (~35 ms);
 # the CLI uses none, so skip the scan unless the user asked for plugins explicitly.
@@ -30,13 +30,33 @@ class DefaultCommandGroup(click.Group):
             args = [self.default_command, *args]
         return super().parse_args(ctx, args)
 
+    def invoke(self, ctx: click.Context) -> Any:
+        """Every subcommand's user errors (and its usage errors) end here as one line."""
+        from .exceptions import DFlashCompatError
 
-def _fail(exc: Exception) -> "None":
+        try:
+            return super().invoke(ctx)
+        except (DFlashCompatError, click.UsageError) as exc:
+            fail(exc)
+
+
+def fail(exc: Exception) -> NoReturn:
+    """The one place a user error becomes one line on stderr and an exit code: a DFlashCompatError
+    (its own code, 2 for bad input) or a click usage error (2), whatever its message holds."""
     from .exceptions import DFlashCompatError
 
-    code = exc.exit_code if isinstance(exc, DFlashCompatError) else 2
-    message = str(exc).replace("\n", " ").strip()
-    click.echo(f"dflash-check: error: {message}", err=True)
+    if isinstance(exc, click.exceptions.NoArgsIsHelpError):  # plain `dflash-check`: show the help
+        click.echo(exc.format_message(), err=True)
+        sys.exit(exc.exit_code)
+    hint = ""
+    if isinstance(exc, click.ClickException):
+        message, code = exc.format_message(), exc.exit_code
+        if isinstance(exc, click.UsageError) and exc.ctx is not None:
+            hint = f" (see `{exc.ctx.command_path} --help`)"
+    else:
+        message, code = str(exc), exc.exit_code if isinstance(exc, DFlashCompatError) else 2
+    message = " ".join(message.split()) or f"{type(exc).__name__} (no message)"
+    click.echo(f"dflash-check: error: {message}{hint}", err=True)
     sys.exit(code)
 
 
@@ -70,25 +90,35 @@ def cli() -> None:
     "--backend", "-b", "backends", multiple=True, type=click.Choice(BACKEND_CHOICES),
     help="Check only this serving backend; repeat for several. Default: all of them.",
 )
-@click.option("--select", multiple=True, help="Run only rules whose code matches this code or prefix (e.g. DF1, DF303).")
+@click.option("--select", multiple=True,
+              help="Run only rules whose code matches this code or prefix (e.g. DF1, DF303).")
 @click.option("--ignore", multiple=True, help="Skip rules whose code matches this code or prefix.")
 @click.option("--strict", is_flag=True, help="Treat warnings as failures for the exit code.")
 @click.option(
     "--format", "-f", "fmt", type=click.Choice(FORMAT_CHOICES), default="text", show_default=True,
     help="Output format; json, sarif and junit are for CI.",
 )
-@click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True), help="Write the report to this file instead of stdout.")
-@click.option("--num-speculative-tokens", type=click.IntRange(min=1), help="vLLM num_speculative_tokens you will launch with (default: block_size - 1).")
-@click.option("--num-draft-tokens", type=click.IntRange(min=1), help="SGLang --speculative-num-draft-tokens you will launch with (should equal block_size).")
-@click.option("--tp", type=click.IntRange(min=1), default=1, show_default=True, help="Tensor-parallel size of the target.")
-@click.option("--draft-tp", type=click.IntRange(min=1), help="Tensor-parallel size of the draft (vLLM: 1 or the target's).")
+@click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True),
+              help="Write the report to this file instead of stdout.")
+@click.option("--num-speculative-tokens", type=click.IntRange(min=1),
+              help="vLLM num_speculative_tokens you will launch with (default: block_size - 1).")
+@click.option("--num-draft-tokens", type=click.IntRange(min=1),
+              help="SGLang --speculative-num-draft-tokens you will launch with (should equal block_size).")
+@click.option("--tp", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Tensor-parallel size of the target.")
+@click.option("--draft-tp", type=click.IntRange(min=1),
+              help="Tensor-parallel size of the draft (vLLM: 1 or the target's).")
 @click.option("--max-num-seqs", type=click.IntRange(min=1), help="vLLM --max-num-seqs, to check the token budget.")
-@click.option("--max-num-batched-tokens", type=click.IntRange(min=1), help="vLLM --max-num-batched-tokens, to check the token budget.")
+@click.option("--max-num-batched-tokens", type=click.IntRange(min=1),
+              help="vLLM --max-num-batched-tokens, to check the token budget.")
 @click.option("--revision", help="Hub revision of TARGET (also TARGET@revision).")
 @click.option("--draft-revision", help="Hub revision of DRAFT (also DRAFT@revision).")
-@click.option("--token", envvar="HF_TOKEN", help="Hugging Face token for private or gated repos (default: HF_TOKEN or the saved login).")
-@click.option("--no-deep", is_flag=True, help="Check configs only: do not build the module tree or read weight headers.")
-@click.option("--trust-remote-code", is_flag=True, help="Allow importing the target repo's own Python code for the module checks.")
+@click.option("--token", envvar="HF_TOKEN",
+              help="Hugging Face token for private or gated repos (default: HF_TOKEN or the saved login).")
+@click.option("--no-deep", is_flag=True,
+              help="Check configs only: do not build the module tree or read weight headers.")
+@click.option("--trust-remote-code", is_flag=True,
+              help="Allow importing the target repo's own Python code for the module checks.")
 @click.option(
     "--framework", type=click.Choice(("auto", "torch", "mlx")), default="auto", show_default=True,
     help="How to inspect the target's modules: transformers (torch) or mlx-lm; auto-detected.",
@@ -98,88 +128,88 @@ def cli() -> None:
     help="Check the target as wrapped by this adapter: a shim file written by `dflash-check adapt` "
     "(it is imported, i.e. run) or a built-in adapter name such as gpt2.",
 )
-def check_cmd(target: str, draft: str, backends, select, ignore, strict, fmt, output, num_speculative_tokens,
-              num_draft_tokens, tp, draft_tp, max_num_seqs, max_num_batched_tokens, revision, draft_revision,
-              token, no_deep, trust_remote_code, framework, adapter) -> None:
+def check_cmd(fmt: str, output: Optional[str], **params: Any) -> None:
     """Check TARGET against DRAFT for every selected backend."""
-    from .check import CheckRequest, run_check
-    from .engine import BACKENDS, CheckOptions
-    from .exceptions import DFlashCompatError
+    from .check import run_check
 
+    req = _request(params)
+    with _progress(req):
+        report = run_check(req)
+    _write(_render(report, fmt, output), output)
+    sys.exit(report.exit_code())
+
+
+def _request(params: dict[str, Any]):
+    """The CheckRequest for `check`'s command-line options."""
+    from .check import CheckRequest
+    from .engine import BACKENDS
+    from .exceptions import InputError
+    from .options import CheckOptions
+
+    if params["adapter"] and params["no_deep"]:
+        raise InputError("--adapter changes the module facts, which --no-deep skips; drop one of them")
     options = CheckOptions(
-        num_speculative_tokens=num_speculative_tokens,
-        tp=tp,
-        draft_tp=draft_tp,
-        sglang_num_draft_tokens=num_draft_tokens,
-        max_num_seqs=max_num_seqs,
-        max_num_batched_tokens=max_num_batched_tokens,
-        deep=not no_deep,
-        trust_remote_code=trust_remote_code,
-        adapter=adapter,
-        token=token,
+        num_speculative_tokens=params["num_speculative_tokens"],
+        tp=params["tp"],
+        draft_tp=params["draft_tp"],
+        sglang_num_draft_tokens=params["num_draft_tokens"],
+        max_num_seqs=params["max_num_seqs"],
+        max_num_batched_tokens=params["max_num_batched_tokens"],
+        deep=not params["no_deep"],
+        trust_remote_code=params["trust_remote_code"],
+        adapter=params["adapter"],
+        token=params["token"],
     )
-    chosen = [b for b in BACKENDS if b in backends] if backends else list(BACKENDS)
-    req = CheckRequest(
-        target=target, draft=draft, backends=chosen, select=_split(select), ignore=_split(ignore),
-        options=options, revision=revision, draft_revision=draft_revision, token=token, framework=framework,
+    backends = params["backends"]
+    return CheckRequest(
+        target=params["target"], draft=params["draft"],
+        backends=[b for b in BACKENDS if b in backends] if backends else list(BACKENDS),
+        select=_split(params["select"]), ignore=_split(params["ignore"]), options=options,
+        revision=params["revision"], draft_revision=params["draft_revision"], token=params["token"],
+        framework=params["framework"], strict=params["strict"],
     )
-    if adapter and no_deep:
-        from .exceptions import InputError
-
-        _fail(InputError("--adapter changes the module facts, which --no-deep skips; drop one of them"))
-        return
-    try:
-        deep = None
-        if not no_deep:
-            from .probe import get_deep_inspector
-
-            deep = get_deep_inspector(framework)
-        report = run_check(req, deep=deep)
-    except DFlashCompatError as exc:
-        _fail(exc)
-        return
-    _write(report, fmt, output, req.select, req.ignore)
-    sys.exit(report.exit_code(strict=strict))
 
 
-def _write(report, fmt: str, output: Optional[str], select=(), ignore=()) -> None:
+def _progress(req):
+    """A transient line on stderr while the deep check builds the target (only on a terminal: CI logs stay clean)."""
+    from contextlib import nullcontext
+
+    if not req.options.deep:
+        return nullcontext()
+    from .console import make_console
+
+    console = make_console(stderr=True)
+    return console.status(f"building {req.target} without weights ...") if console.is_terminal else nullcontext()
+
+
+def _render(report, fmt: str, output: Optional[str]) -> str:
+    from .emitters import get_renderer
+
+    render = get_renderer(fmt)
+    if fmt != "text":
+        return render(report)
+    if output:
+        return render(report, width=120)
+    # on a terminal: its width and colour; piped: the width rich detects (COLUMNS, else 80), no colour
+    return render(report, width=None, color=sys.stdout.isatty())
+
+
+def _write(text: str, output: Optional[str]) -> None:
     from .exceptions import InputError
 
-    if fmt == "text":
-        from .console import make_console, render_report
-
-        if output:
-            import io
-
-            from rich.console import Console
-
-            buf = io.StringIO()
-            render_report(report, Console(file=buf, width=120, no_color=True, highlight=False))
-            text = buf.getvalue()
-        else:
-            render_report(report, make_console())
-            return
-    else:
-        from .emitters import FORMATS, get_emitter
-        from .engine import select_rules
-        from .rules import ALL_RULES
-
-        if fmt not in FORMATS:
-            _fail(InputError(f"--format {fmt} is not available in this version"))
-        # the rules that ran: JUnit lists one test case per rule, SARIF describes the rules it cites
-        text = get_emitter(fmt)(report, select_rules(ALL_RULES, select, ignore))
     if output:
         try:
             with open(output, "w", encoding="utf-8") as fh:
                 fh.write(text)
         except OSError as exc:
-            _fail(InputError(f"cannot write {output}: {exc.strerror or exc}"))
+            raise InputError(f"cannot write {output}: {exc.strerror or exc}") from None
     else:
         click.echo(text, nl=False)
 
 
 @cli.command("rules")
-@click.option("--format", "-f", "fmt", type=click.Choice(("text", "json", "markdown")), default="text", show_default=True,
+@click.option("--format", "-f", "fmt", type=click.Choice(("text", "json", "markdown")), default="text",
+              show_default=True,
               help="text: a table; json: every rule with its documentation; markdown: the README table.")
 def rules_cmd(fmt: str) -> None:
     """List every rule: code, name, severity, backends and what it checks."""
@@ -205,29 +235,27 @@ def rule_cmd(code: str) -> None:
 
     rule = get_rule(code)
     if rule is None:
-        _fail(InputError(f"no rule {code!r}; `dflash-check rules` lists them"))
-        return
+        raise InputError(f"no rule {code!r}; `dflash-check rules` lists them")
     from .console import make_console, render_rule
 
     render_rule(rule, make_console())
 
 
 @cli.command("schema")
-@click.option("--model", "which", type=click.Choice(("all", "draft", "target", "report")), default="all", show_default=True,
+@click.option("--model", "which", type=click.Choice(("all", "draft", "target", "report")), default="all",
+              show_default=True,
               help="Which schema to print.")
 def schema_cmd(which: str) -> None:
     """Print the JSON Schema of the draft spec, the target spec and the check report."""
     import json
 
-    from pydantic import TypeAdapter
-
-    from .report import Report
+    from .report import json_schema
     from .specs import DraftSpec, TargetSpec
 
     schemas = {
         "draft": DraftSpec.model_json_schema(),
         "target": TargetSpec.model_json_schema(),
-        "report": TypeAdapter(Report).json_schema(),
+        "report": json_schema(),
     }
     out = schemas if which == "all" else schemas[which]
     click.echo(json.dumps(out, indent=2))
@@ -282,15 +310,8 @@ def main() -> None:
         cli.main(prog_name="dflash-check", standalone_mode=False)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
-    except click.exceptions.NoArgsIsHelpError as exc:  # plain `dflash-check`: show the help
-        click.echo(exc.format_message(), err=True)
-        sys.exit(exc.exit_code)
     except click.ClickException as exc:
-        hint = ""
-        if isinstance(exc, click.UsageError) and exc.ctx is not None:
-            hint = f" (see `{exc.ctx.command_path} --help`)"
-        click.echo(f"dflash-check: error: {exc.format_message()}{hint}", err=True)
-        sys.exit(exc.exit_code)
+        fail(exc)
     except click.Abort:
         click.echo("dflash-check: aborted", err=True)
         sys.exit(130)

@@ -1,4 +1,5 @@
-"""All rich rendering lives here, with an injected Console so output is testable at a fixed width."""
+"""Rich rendering of the rule docs and the smoke results, with an injected Console (testable at a fixed
+width). The check report's text format is dflash_compat.emitters.text."""
 
 from __future__ import annotations
 
@@ -6,78 +7,16 @@ from typing import TYPE_CHECKING, Optional, Sequence
 
 if TYPE_CHECKING:  # rich is imported lazily: `--help` must not pay for it
     from rich.console import Console
-    from rich.table import Table
 
     from .engine import Rule
-    from .report import Report
 
-__all__ = ["make_console", "render_report", "render_rules", "render_rule", "render_smoke"]
-
-_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
-_VERDICT = {"pass": "[bold green]pass[/]", "warn": "[bold yellow]pass, with warnings[/]", "fail": "[bold red]FAIL[/]"}
+__all__ = ["make_console", "render_rules", "render_rule", "render_smoke"]
 
 
 def make_console(stderr: bool = False, width: Optional[int] = None, no_color: bool = False) -> "Console":
     from rich.console import Console
 
     return Console(stderr=stderr, width=width, no_color=no_color, highlight=False, soft_wrap=False)
-
-
-def _findings_table(rows) -> "Table":
-    from rich.markup import escape
-    from rich.table import Table
-
-    table = Table(show_header=True, header_style="bold", expand=False, pad_edge=False, show_lines=True)
-    table.add_column("rule", no_wrap=True)
-    table.add_column("severity", no_wrap=True)
-    table.add_column("finding", overflow="fold")
-    for f in rows:
-        details = escape(f.message)
-        if f.locations:
-            where = ", ".join(f"{loc.artifact}:{loc.file}:{loc.key}" for loc in f.locations)
-            details += f"\n[dim]at {escape(where)}[/]"
-        details += f"\n[green]fix:[/] {escape(f.fix)}"
-        table.add_row(f"{f.code}\n{f.name}", f"[{_STYLE[f.severity]}]{f.severity}[/]", details)
-    return table
-
-
-def render_report(report: "Report", console: "Console") -> None:
-    """Header, findings grouped by backend (common first), then one verdict line per backend."""
-    from rich.markup import escape
-    from rich.table import Table
-
-    t, d = report.target, report.draft
-    console.print(
-        f"[bold]target[/] {escape(str(t.get('source')))}  ({t.get('model_type')}, {t.get('num_hidden_layers')} layers, "
-        f"hidden {t.get('hidden_size')}, vocab {t.get('vocab_size')})"
-    )
-    console.print(
-        f"[bold]draft[/]  {escape(str(d.get('source')))}  ({d.get('format')}, block {d.get('block_size')}, "
-        f"layer ids {d.get('target_layer_ids')}, mask {d.get('mask_token_id')})"
-    )
-    for group in ["common", *report.backends]:
-        rows = [f for f in report.findings if f.backend == group]
-        if not rows:
-            continue
-        console.print()
-        console.print("[bold]common[/] (every backend)" if group == "common" else f"[bold]{group}[/]")
-        console.print(_findings_table(rows))
-    console.print()
-    verdicts = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
-    for col in ("backend", "verdict", "errors", "warnings", "infos"):
-        verdicts.add_column(col, no_wrap=True)
-    for backend in report.backends:
-        mine = [f for f in report.findings if f.backend in (backend, "common")]
-        verdicts.add_row(
-            backend,
-            _VERDICT[report.summary.verdict[backend]],
-            str(sum(f.severity == "error" for f in mine)),
-            str(sum(f.severity == "warning" for f in mine)),
-            str(sum(f.severity == "info" for f in mine)),
-        )
-    console.print(verdicts)
-    s = report.summary
-    console.print(f"{s.errors} errors, {s.warnings} warnings, {s.infos} infos")
 
 
 def render_rules(rules: Sequence["Rule"], console: "Console") -> None:
@@ -108,7 +47,8 @@ def render_rule(rule: "Rule", console: "Console") -> None:
         console.print(text, markup=False)
 
 
-def render_smoke(payload: dict, console: "Console", divergence: Sequence = (), min_acceptance: Optional[float] = None) -> None:
+def render_smoke(payload: dict, console: "Console", divergence: Sequence = (),
+                 min_acceptance: Optional[float] = None) -> None:
     """`dflash-check smoke`: one row per prompt, the acceptance histogram and the verdict."""
     from rich.table import Table
 
@@ -135,7 +75,8 @@ def render_smoke(payload: dict, console: "Console", divergence: Sequence = (), m
     s = payload["summary"]
     hist = "  ".join(f"{k}:{v}" for k, v in s["histogram"].items())
     console.print(f"acceptance histogram (tokens per step: steps)  {hist}")
-    verdict = {True: "[bold green]lossless[/]", False: "[bold red]NOT lossless[/]", None: "lossless not checked (sampling)"}
+    verdict = {True: "[bold green]lossless[/]", False: "[bold red]NOT lossless[/]",
+               None: "lossless not checked (sampling)"}
     line = f"{verdict[s['lossless']]}, mean acceptance {s['mean_acceptance']:.2f}, speed-up {s['speedup']:.2f}x"
     if min_acceptance is not None and s["mean_acceptance"] < min_acceptance:
         line += f"  [bold red]under --min-acceptance {min_acceptance}[/]"

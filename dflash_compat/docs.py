@@ -54,22 +54,19 @@ GPT2_CONFIG = {"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "n_em
 
 
 def gpt2_shim() -> str:
-    """What `dflash-check adapt gpt2` prints for a folder holding GPT-2's config (needs torch)."""
+    """What `dflash-check adapt gpt2` prints for a folder holding GPT-2's config (needs torch): the
+    same generator the command calls."""
     import tempfile
     from pathlib import Path
 
-    from click.testing import CliRunner
-
-    from .cli import cli
+    from .adapters.shim import render_shim
+    from .commands.adapt import plan_for_target
 
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "gpt2"
         folder.mkdir()
         (folder / "config.json").write_text(json.dumps(GPT2_CONFIG))
-        result = CliRunner().invoke(cli, ["adapt", str(folder)], catch_exceptions=False)
-    if result.exit_code != 0:
-        raise RuntimeError(result.output)
-    return result.output
+        return render_shim(plan_for_target(str(folder)))
 
 
 def readme_blocks() -> dict[tuple[str, str], str]:

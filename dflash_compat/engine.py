@@ -1,67 +1,96 @@
-"""The rule engine: a rule is a predicate over the specs plus its metadata and documentation.
+"""The rule engine: a rule is a predicate over the specs and the deep facts, plus its metadata and docs.
 
-Data flows one way: specs in, plain `Finding`s out. Rules never load models.
+Data flows one way: specs and facts in, plain `Finding`s and one `RuleRun` per rule out. Rules never
+load models.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Optional, Sequence
+from typing import Callable, Iterable, Optional, Sequence, Union
 
-from .report import Finding, Location, facts_gathered
+from .facts import DraftWeights, ModuleFacts, Skipped
+from .findings import COMMON, Finding, Location, RuleDocs, RuleResults, RuleRun, backend_counts
+from .options import CheckOptions
 from .specs import DraftSpec, TargetSpec
 
 __all__ = [
     "BACKENDS",
     "COMMON",
+    "FACTS",
     "SEVERITIES",
     "CheckContext",
-    "EngineSource",
     "CheckOptions",
+    "EngineSource",
     "Rule",
+    "RuleResults",
     "Violation",
+    "check_rules",
     "run_rules",
     "select_rules",
 ]
 
-COMMON = "common"
 # Every engine a rule can speak about; `common` applies to all of them.
 BACKENDS = ("transformers", "vllm", "sglang", "mlx")
 SEVERITIES = ("error", "warning", "info")
 _SEVERITY_ORDER = {s: i for i, s in enumerate(SEVERITIES)}
 
+# The deep facts a rule can need (`Rule.needs`); a rule whose facts were not gathered is skipped.
+FACTS = {
+    "modules": "the target's module tree",
+    "torch-modules": "the target's transformers module tree",
+    "mlx-modules": "the target's mlx-lm module tree",
+    "weights": "the draft's weight headers",
+}
+
 
 @dataclass(frozen=True)
-class CheckOptions:
-    """Engine flags the user intends to launch with (None: not given, use the engine default)."""
-
-    num_speculative_tokens: Optional[int] = None
-    tp: int = 1
-    draft_tp: Optional[int] = None
-    sglang_num_draft_tokens: Optional[int] = None
-    max_num_seqs: Optional[int] = None
-    max_num_batched_tokens: Optional[int] = None
-    deep: bool = True
-    trust_remote_code: bool = False
-    # --adapter FILE_OR_NAME: the deep inspection wraps the target in it, so module rules see the
-    # adapted model (a shim file from `dflash-check adapt`, or a built-in adapter name).
-    adapter: Optional[str] = None
-    # Hub token for the deep checks' remote reads (safetensors headers); None: HF_TOKEN / saved login.
-    token: Optional[str] = None
-
-
-@dataclass
 class CheckContext:
-    """What a rule sees: both specs and the options. Helpers build locations from spec sources."""
+    """What a rule sees: both specs, the options and the deep facts (None: not gathered, --no-deep).
+    Helpers build locations from spec sources."""
 
     target: TargetSpec
     draft: DraftSpec
     options: CheckOptions = field(default_factory=CheckOptions)
-    notes: list[str] = field(default_factory=list)
+    modules: Optional[Union[ModuleFacts, Skipped]] = None
+    weights: Optional[Union[DraftWeights, Skipped]] = None
+
+    def missing(self, fact: str) -> Optional[str]:
+        """Why `fact` (a key of FACTS) is not available to the rules; None when it is."""
+        if fact == "weights":
+            if isinstance(self.weights, DraftWeights):
+                return None
+            return "the draft's weight headers were not read (" + (
+                self.weights.reason if isinstance(self.weights, Skipped) else "--no-deep") + ")"
+        if fact not in FACTS:
+            raise KeyError(f"unknown fact {fact!r}; expected one of {', '.join(FACTS)}")
+        m = self.modules
+        skip = m if isinstance(m, Skipped) else (m.skipped if isinstance(m, ModuleFacts) else None)
+        if m is None or skip is not None:
+            return "the target's modules were not inspected (" + (skip.reason if skip else "--no-deep") + ")"
+        wanted = {"torch-modules": "torch", "mlx-modules": "mlx"}.get(fact)
+        if wanted and m.framework != wanted:
+            names = {"torch": "transformers", "mlx": "mlx-lm"}
+            return f"the target's modules were inspected with {names[m.framework]}, not {names[wanted]}"
+        return None
 
     def has(self, fact: str) -> bool:
-        """Whether a deep fact was gathered: "modules" (target tree) or "weights" (draft headers)."""
-        return facts_gathered(fact, self.target.layers_path, self.target.deep, self.draft.weights)
+        """Whether a deep fact was gathered: "modules" (target tree), "weights" (draft headers), ..."""
+        return self.missing(fact) is None
+
+    @property
+    def tree(self) -> ModuleFacts:
+        """The module facts; a rule that declares needs=("modules",) runs only when they were gathered."""
+        if not isinstance(self.modules, ModuleFacts):
+            raise LookupError("no module facts: declare needs=('modules',) or test ctx.has('modules')")
+        return self.modules
+
+    @property
+    def headers(self) -> DraftWeights:
+        """The draft's weight facts; a rule that declares needs=("weights",) runs only when they were read."""
+        if not isinstance(self.weights, DraftWeights):
+            raise LookupError("no weight facts: declare needs=('weights',) or test ctx.has('weights')")
+        return self.weights
 
     def tloc(self, fld: str, key: Optional[str] = None) -> Location:
         """Location of a target field (key defaults to the key it was read from). A source of the
@@ -122,15 +151,24 @@ class Rule:
     why: str
     example: str
     fix: str
-    # Rules that need the deep (module / weights) inspection say so; they are skipped otherwise.
+    # The deep facts (keys of FACTS) the rule reads; it is skipped when one was not gathered.
     needs: tuple[str, ...] = ()
     # The engine code this rule's verdict rests on (every rule that speaks for an engine has some).
     sources: tuple[EngineSource, ...] = ()
+
+    def __post_init__(self) -> None:
+        unknown = [n for n in self.needs if n not in FACTS]
+        if unknown:  # a misspelt fact would otherwise skip the rule for ever
+            raise ValueError(f"{self.code}: needs {unknown}, not facts ({', '.join(FACTS)})")
 
     def applies_to(self, backends: Sequence[str]) -> list[str]:
         if COMMON in self.backends:
             return [COMMON]
         return [b for b in self.backends if b in backends]
+
+    @property
+    def docs(self) -> RuleDocs:
+        return RuleDocs(what=self.what, why=self.why, example=self.example, fix=self.fix)
 
 
 def _matches(code: str, patterns: Sequence[str]) -> bool:
@@ -158,26 +196,36 @@ def _sort_key(f: Finding) -> tuple:
     return (_SEVERITY_ORDER[f.severity], f.code, f.backend, f.message, locs)
 
 
-def run_rules(ctx: CheckContext, rules: Sequence[Rule], backends: Sequence[str]) -> list[Finding]:
-    """Run every rule and return the findings sorted (deterministic output)."""
+def _run_one(ctx: CheckContext, rule: Rule, backends: Sequence[str]) -> tuple[RuleRun, list[Finding]]:
+    run = dict(code=rule.code, name=rule.name, severity=rule.severity, backends=tuple(rule.backends),
+               docs=rule.docs)
+    targets = rule.applies_to(backends)
+    if not targets:
+        return RuleRun(**run, status="not-applicable", reason="no selected backend"), []
+    missing = next(((fact, why) for fact in rule.needs if (why := ctx.missing(fact)) is not None), None)
+    if missing is not None:
+        return RuleRun(**run, status="skipped", missing=missing[0], reason=missing[1]), []
+    found = [
+        Finding(code=rule.code, name=rule.name, severity=violation.severity or rule.severity, backend=backend,
+                message=violation.message, fix=violation.fix or rule.fix, locations=list(violation.locations))
+        for violation in rule.check(ctx)
+        for backend in targets
+    ]
+    return RuleRun(**run, status="ran"), found
+
+
+def check_rules(ctx: CheckContext, rules: Sequence[Rule], backends: Sequence[str]) -> RuleResults:
+    """Run every rule that applies to a selected backend and has its facts; record what happened to each."""
+    runs: list[RuleRun] = []
     findings: list[Finding] = []
     for rule in rules:
-        if not all(ctx.has(fact) for fact in rule.needs):
-            continue
-        targets = rule.applies_to(backends)
-        if not targets:
-            continue
-        for violation in rule.check(ctx):
-            for backend in targets:
-                findings.append(
-                    Finding(
-                        code=rule.code,
-                        name=rule.name,
-                        severity=violation.severity or rule.severity,
-                        backend=backend,
-                        message=violation.message,
-                        fix=violation.fix or rule.fix,
-                        locations=list(violation.locations),
-                    )
-                )
-    return sorted(findings, key=_sort_key)
+        run, found = _run_one(ctx, rule, backends)
+        runs.append(run)
+        findings.extend(found)
+    findings.sort(key=_sort_key)  # deterministic output
+    return RuleResults(findings=findings, rules=runs, counts={b: backend_counts(findings, runs, b) for b in backends})
+
+
+def run_rules(ctx: CheckContext, rules: Sequence[Rule], backends: Sequence[str]) -> list[Finding]:
+    """Only the findings of `check_rules`, sorted."""
+    return check_rules(ctx, rules, backends).findings

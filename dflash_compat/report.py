@@ -1,4 +1,4 @@
-"""The check report: plain data shared by every output format (text, JSON, SARIF, JUnit).
+"""The check report: plain data shared by every output format (text, JSON, SARIF, JUnit, GitHub).
 
 Stdlib dataclasses, not pydantic models: the report is only ever built by us, and a config-only
 check must start fast. `dflash-check schema` derives the JSON Schema with pydantic's TypeAdapter.
@@ -8,36 +8,29 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Optional, Union
 
 from . import __version__
+from .findings import BackendCounts, Finding, Location, RuleResults, RuleRun
 
-__all__ = ["Location", "Finding", "Summary", "Report", "SCHEMA_VERSION", "facts_gathered", "verdicts"]
+if TYPE_CHECKING:  # only for annotations: building a report needs no pydantic import here
+    from .facts import DraftWeights, ModuleFacts, Skipped
+    from .specs import DraftSpec, TargetSpec
+
+__all__ = [
+    "Finding",
+    "Location",
+    "Report",
+    "RuleRun",
+    "SCHEMA_VERSION",
+    "Summary",
+    "build_report",
+    "json_schema",
+    "summarize",
+]
 
 SCHEMA_VERSION = 1
-Severity = Literal["error", "warning", "info"]
 Verdict = Literal["pass", "warn", "fail"]
-
-
-@dataclass(frozen=True)
-class Location:
-    """Where a finding points: a config key (dotted, as written in the file), a module path or a
-    tensor name, in one artifact. `file` is config.json, a safetensors file, or <module tree>."""
-
-    artifact: Literal["target", "draft"]
-    file: str
-    key: str
-
-
-@dataclass
-class Finding:
-    code: str
-    name: str
-    severity: Severity
-    backend: str
-    message: str
-    fix: str
-    locations: list[Location] = field(default_factory=list)
 
 
 @dataclass
@@ -46,6 +39,8 @@ class Summary:
     warnings: int = 0
     infos: int = 0
     verdict: dict[str, Verdict] = field(default_factory=dict)
+    # per selected backend: its findings (its own and the common ones) and its rules that ran / were skipped
+    per_backend: dict[str, BackendCounts] = field(default_factory=dict)
 
 
 @dataclass
@@ -56,7 +51,7 @@ class Tool:
 
 @dataclass
 class Report:
-    """`dflash-check --format json` writes exactly this object."""
+    """`dflash-check --format json` writes exactly this object (`to_dict`)."""
 
     target: dict[str, Any]
     draft: dict[str, Any]
@@ -65,55 +60,72 @@ class Report:
     summary: Summary
     schema_version: int = SCHEMA_VERSION
     tool: Tool = field(default_factory=Tool)
+    strict: bool = False  # --strict: a warning fails its backend too
+    rules: list[RuleRun] = field(default_factory=list)  # what happened to each selected rule
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready dict, keys in the documented order."""
+        """Plain JSON-ready dict, keys in the documented order (schema version 1; `strict` and `rules`
+        and `summary.per_backend` were added later)."""
         d = dataclasses.asdict(self)
-        order = ("schema_version", "tool", "target", "draft", "backends", "findings", "summary")
+        for run in d["rules"]:
+            run["backends"] = list(run["backends"])
+            del run["docs"]  # the rules' documentation is `dflash-check rules --format json`
+        order = ("schema_version", "tool", "target", "draft", "backends", "findings", "summary", "strict", "rules")
         return {k: d[k] for k in order}
 
-    def gathered(self, fact: str) -> bool:
-        """Whether a deep fact was gathered, read from the report (the same test as CheckContext.has)."""
-        if fact == "modules":
-            return facts_gathered("modules", self.target.get("layers_path"), self.target.get("deep") or {})
-        if fact == "weights":
-            return facts_gathered("weights", weights=self.draft.get("weights"))
-        return False
+    def failed(self, backend: str) -> bool:
+        """The backend's verdict fails the check (a warning too, under --strict)."""
+        verdict = self.summary.verdict.get(backend)
+        return verdict == "fail" or (self.strict and verdict == "warn")
 
-    def exit_code(self, strict: bool = False) -> int:
+    def exit_code(self, strict: Optional[bool] = None) -> int:
+        """1 when a selected backend fails (`strict` defaults to the report's own setting)."""
+        strict = self.strict if strict is None else strict
         bad = ("fail", "warn") if strict else ("fail",)
         return 1 if any(v in bad for v in self.summary.verdict.values()) else 0
 
 
-def facts_gathered(fact: str, layers_path: Any = None, deep: Any = None, weights: Any = None) -> bool:
-    """"modules": the target's tree was inspected; "weights": the draft's headers were read. One test for
-    the rule engine (on specs) and the emitters (on the report's plain dicts)."""
-    if fact == "modules":
-        return layers_path is not None or bool((deep or {}).get("inspected"))
-    if fact == "weights":
-        checked = weights.get("checked") if isinstance(weights, dict) else getattr(weights, "checked", False)
-        return bool(checked)
-    return False
+def _verdict(counts: BackendCounts) -> Verdict:
+    """Fail on any error (the backend's own or common), warn on any warning, else pass."""
+    return "fail" if counts.errors else ("warn" if counts.warnings else "pass")
 
 
-def verdicts(findings: list[Finding], backends: list[str]) -> dict[str, Verdict]:
-    """Per backend: fail on any error (its own or common), warn on any warning, else pass."""
-    out: dict[str, Verdict] = {}
-    for backend in backends:
-        mine = [f for f in findings if f.backend in (backend, "common")]
-        if any(f.severity == "error" for f in mine):
-            out[backend] = "fail"
-        elif any(f.severity == "warning" for f in mine):
-            out[backend] = "warn"
-        else:
-            out[backend] = "pass"
-    return out
-
-
-def summarize(findings: list[Finding], backends: list[str]) -> Summary:
+def summarize(findings: list[Finding], per_backend: dict[str, BackendCounts]) -> Summary:
     return Summary(
         errors=sum(f.severity == "error" for f in findings),
         warnings=sum(f.severity == "warning" for f in findings),
         infos=sum(f.severity == "info" for f in findings),
-        verdict=verdicts(findings, backends),
+        verdict={b: _verdict(c) for b, c in per_backend.items()},
+        per_backend=dict(per_backend),
     )
+
+
+def build_report(
+    target: "TargetSpec",
+    draft: "DraftSpec",
+    modules: "Optional[Union[ModuleFacts, Skipped]]",
+    weights: "Optional[Union[DraftWeights, Skipped]]",
+    results: RuleResults,
+    strict: bool = False,
+) -> Report:
+    """The report of one check: the specs and deep facts as plain dicts, and the engine's `RuleResults`."""
+    from .facts.report_fields import module_fields, weights_field
+
+    return Report(
+        target={**target.model_dump(mode="json", exclude={"sources"}), **module_fields(modules)},
+        draft={**draft.model_dump(mode="json", exclude={"sources"}), "weights": weights_field(weights)},
+        backends=list(results.counts),
+        findings=list(results.findings),
+        summary=summarize(results.findings, results.counts),
+        strict=strict,
+        rules=list(results.rules),
+    )
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of what `to_dict` writes."""
+    from pydantic import TypeAdapter
+
+    schema = TypeAdapter(Report).json_schema()
+    schema.get("$defs", {}).get("RuleRun", {}).get("properties", {}).pop("docs", None)
+    return schema

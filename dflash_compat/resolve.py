@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from .exceptions import ConfigError, ResolutionError
+from .exceptions import ConfigError, ResolutionError, first_line
 
 __all__ = ["Resolved", "resolve", "load_json", "download_weights", "SMALL_FILES", "WEIGHT_PATTERNS"]
 
@@ -91,8 +91,8 @@ def resolve(ref: str, role: str, *, revision: Optional[str] = None, token: Optio
 
 def _resolve_hub(ref: str, repo_id: str, revision: Optional[str], role: str, token: Optional[str]) -> Resolved:
     try:
-        from huggingface_hub import hf_hub_download
         from huggingface_hub import errors as hf_errors
+        from huggingface_hub import hf_hub_download
     except ImportError:  # pragma: no cover - a core dependency
         raise ResolutionError(f"{role} {ref}: huggingface_hub is not installed; pip install huggingface_hub") from None
 
@@ -124,7 +124,7 @@ def _resolve_hub(ref: str, repo_id: str, revision: Optional[str], role: str, tok
         except hf_errors.HFValidationError:
             raise ResolutionError(f"{role} {ref}: not a valid Hub repo id") from None
         except hf_errors.HfHubHTTPError as exc:
-            raise ResolutionError(f"{role} {ref}: Hub request failed ({str(exc).splitlines()[0]})") from None
+            raise ResolutionError(f"{role} {ref}: Hub request failed ({first_line(exc)})") from None
         except (OSError, ValueError) as exc:
             if name == "config.json":
                 raise ResolutionError(f"{role} {ref}: cannot fetch config.json ({exc})") from None
@@ -144,10 +144,11 @@ def download_weights(resolved: Resolved, *, token: Optional[str] = None,
     if trust_remote_code and "*.py" not in patterns:
         patterns = (*patterns, "*.py")
     try:
-        from huggingface_hub import snapshot_download
         from huggingface_hub import errors as hf_errors
+        from huggingface_hub import snapshot_download
     except ImportError:  # pragma: no cover - a core dependency
-        raise ResolutionError(f"{resolved.ref}: huggingface_hub is not installed; pip install huggingface_hub") from None
+        raise ResolutionError(
+            f"{resolved.ref}: huggingface_hub is not installed; pip install huggingface_hub") from None
     try:
         folder = snapshot_download(
             resolved.repo_id, revision=resolved.revision, token=token, allow_patterns=list(patterns)
@@ -157,7 +158,7 @@ def download_weights(resolved: Resolved, *, token: Optional[str] = None,
             f"{resolved.ref}: weights are not in the local Hugging Face cache and the Hub cannot be reached"
         ) from None
     except hf_errors.HfHubHTTPError as exc:
-        raise ResolutionError(f"{resolved.ref}: weight download failed ({str(exc).splitlines()[0]})") from None
+        raise ResolutionError(f"{resolved.ref}: weight download failed ({first_line(exc)})") from None
     except OSError as exc:
         raise ResolutionError(f"{resolved.ref}: weight download failed ({exc})") from None
     return Path(folder)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from dflash_compat.engine import CheckContext
-from dflash_compat.report import Location
+from dflash_compat.findings import Location
 
 __all__ = ["is_int", "model_type_loc", "disagreeing_locations"]
 

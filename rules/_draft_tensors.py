@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Optional
 
+from dflash_compat.facts import DraftWeights
 from dflash_compat.specs import DraftSpec
 
 __all__ = [
@@ -46,11 +47,10 @@ def strip_prefix(shapes: dict[str, list[int]]) -> tuple[str, dict[str, list[int]
     return pre, {k[len(pre):] if k.startswith(pre) else k: v for k, v in shapes.items()}
 
 
-def weight_shapes(d: DraftSpec) -> tuple[str, dict[str, list[int]], dict[str, str]]:
+def weight_shapes(w: DraftWeights) -> tuple[str, dict[str, list[int]], dict[str, str]]:
     """(prefix, name -> shape, name -> dtype) with any wrapper prefix stripped."""
-    w = d.weights
-    pre, shapes = strip_prefix(dict(w.shapes)) if w else ("", {})
-    dtypes = {k[len(pre):] if pre and k.startswith(pre) else k: v for k, v in (w.tensor_dtypes.items() if w else ())}
+    pre, shapes = strip_prefix(dict(w.shapes))
+    dtypes = {k[len(pre):] if pre and k.startswith(pre) else k: v for k, v in w.tensor_dtypes.items()}
     return pre, shapes, dtypes
 
 

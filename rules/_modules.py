@@ -1,17 +1,14 @@
-"""Facts the module-tree rules share: the deep dict, the fixed paths each engine reaches, the adapter hint."""
+"""What the module-tree rules share: the fixed paths each engine reaches, the adapter hint."""
 
 from __future__ import annotations
-
-from typing import Any
-
-from dflash_compat.engine import CheckContext
-from dflash_compat.engine_support import engine_data
 
 # Where the MLX port looks (dflash.model_mlx bind / _get_layers), in order: one table, the MLX
 # inspector's (probe.mlx_tree imports no mlx at module level).
 from dflash_compat.contract import MLX_REFERENCE_EMBED_PATHS as MLX_EMBED_PATHS
 from dflash_compat.contract import MLX_REFERENCE_HEAD_PATHS as MLX_HEAD_PATHS
 from dflash_compat.contract import MLX_REFERENCE_LAYERS_PATHS as MLX_LAYER_PATHS
+from dflash_compat.engine import CheckContext
+from dflash_compat.engine_support import engine_data
 
 __all__ = [
     "ADAPT_HINT",
@@ -19,9 +16,7 @@ __all__ = [
     "MLX_HEAD_PATHS",
     "MLX_LAYER_PATHS",
     "MLX_REPLAY_MODEL_TYPES",
-    "deep",
     "model_type",
-    "tree_built",
     "vllm_reaches",
 ]
 
@@ -30,16 +25,6 @@ ADAPT_HINT = "`dflash-check adapt TARGET -o adapter.py` generates a shim that ex
 # mlx-lm models whose GatedDeltaNet state the MLX reference rolls back by replaying the accepted prefix
 # (one list, in dflash_compat/data/engine_support.json, shared with DF504).
 MLX_REPLAY_MODEL_TYPES = frozenset(engine_data("mlx")["replay_model_types"])
-
-
-def deep(ctx: CheckContext, key: str, default: Any = None) -> Any:
-    return ctx.target.deep.get(key, default)
-
-
-def tree_built(ctx: CheckContext) -> bool:
-    """False when an inspector ran but could not build the tree (mlx-lm rejects the config: DF510 says so)."""
-    mlx = ctx.target.deep.get("mlx")
-    return not (isinstance(mlx, dict) and mlx.get("supported") is False)
 
 
 def model_type(ctx: CheckContext) -> str:

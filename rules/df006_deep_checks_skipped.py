@@ -3,33 +3,36 @@
 from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
+from dflash_compat.facts import ModuleFacts, Skipped
 
 REASONS = ("torch-missing", "mlx-inspector-missing", "remote-code", "inspection-failed")
 
 
-def _errors(deep: dict) -> str:
-    errors = deep.get("fact_errors")
-    return "; ".join(f"{step}: {err}" for step, err in sorted(errors.items())) if isinstance(errors, dict) else ""
+def _errors(m: ModuleFacts) -> str:
+    return "; ".join(f"{step}: {err}" for step, err in sorted(m.fact_errors.items()))
 
 
 def check(ctx: CheckContext):
-    deep = ctx.target.deep
-    if deep.get("skipped") in REASONS:
+    m = ctx.modules
+    skip = m if isinstance(m, Skipped) else (m.skipped if isinstance(m, ModuleFacts) else None)
+    if skip is not None and skip.reason in REASONS:
         yield Violation(
-            f"module-tree checks skipped: {deep.get('detail') or deep['skipped']}",
+            f"module-tree checks skipped: {skip.detail or skip.reason}",
             [],
         )
         return
-    if deep.get("inspected") and _errors(deep):
+    if not isinstance(m, ModuleFacts) or skip is not None:
+        return
+    if _errors(m):
         # the inspector's own failure on an odd model: the rules reading those facts stay silent
         yield Violation(
-            f"some module-tree facts could not be gathered ({_errors(deep)}); the checks that read them did not run",
+            f"some module-tree facts could not be gathered ({_errors(m)}); the checks that read them did not run",
             [],
         )
-    if deep.get("remote_code") == "not-imported-built-in-class-used":
+    if m.auto_map_not_imported:
         yield Violation(
             f"the repo's own code (auto_map) was not imported: the module checks ran on transformers' built-in "
-            f"{deep.get('model_class')}, which is what transformers loads without trust_remote_code",
+            f"{m.model_class}, which is what transformers loads without trust_remote_code",
             [ctx.tloc("auto_map", "auto_map")],
         )
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
+from dflash_compat.facts import Skipped
 
 WHY = {
     "no-safetensors": "the draft has no .safetensors files",
@@ -13,10 +14,10 @@ WHY = {
 
 
 def check(ctx: CheckContext):
-    w = ctx.draft.weights
-    if w is not None and not w.checked and w.skipped:
+    w = ctx.weights
+    if isinstance(w, Skipped):
         yield Violation(
-            f"draft weights not checked: {WHY.get(w.skipped, w.skipped)}",
+            f"draft weights not checked: {WHY.get(w.reason, w.reason)}",
             [ctx.tensor_loc("*", file="*.safetensors")],
         )
 

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, Rule, Violation
+from dflash_compat.facts import Skipped
 
 REASONS = ("unknown-model-type", "build-failed", "no-causal-lm-class")
 
 
 def check(ctx: CheckContext):
-    deep = ctx.target.deep
-    if deep.get("framework") == "torch" and deep.get("skipped") in REASONS:
+    m = ctx.modules
+    if isinstance(m, Skipped) and m.framework == "torch" and m.reason in REASONS:
         yield Violation(
-            f"transformers cannot build the target: {deep.get('detail') or deep['skipped']}; module checks skipped",
+            f"transformers cannot build the target: {m.detail or m.reason}; module checks skipped",
             [ctx.tloc("model_type", key="model_type")],
         )
 

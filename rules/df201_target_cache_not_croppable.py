@@ -11,7 +11,8 @@ def check(ctx: CheckContext):
     t = ctx.target
     if not t.is_hybrid:
         return
-    if ctx.has("modules") and t.rollback == "crop" and t.deep.get("framework") != "mlx":
+    cache = ctx.tree.cache if ctx.has("modules") and ctx.tree.framework != "mlx" else None
+    if cache is not None and cache.rollback == "crop":
         return  # the built transformers cache says cropping is exact (e.g. LFM2 with past-state recording)
     model_type = t.text_model_type or t.model_type
     if t.recurrent_layers:

@@ -4,19 +4,20 @@ from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, Rule, Violation
 
-from ._modules import ADAPT_HINT, deep
+from ._modules import ADAPT_HINT
 
 # What the reference passes besides the cache (the cache keyword is DF254's).
 NEEDED = ("input_ids", "position_ids", "use_cache", "logits_to_keep", "output_hidden_states")
 
 
 def check(ctx: CheckContext):
-    how = deep(ctx, "forward_accepts_how") or {}
+    m = ctx.tree
+    how = m.forward.how if m.forward else {}
     missing = [n for n in NEEDED if how.get(n) == "no"]
     if not missing:
         return
     yield Violation(
-        f"{deep(ctx, 'model_class')}.forward takes no {', '.join(missing)} (and no **kwargs): the reference "
+        f"{m.model_class}.forward takes no {', '.join(missing)} (and no **kwargs): the reference "
         "runtime's call raises TypeError",
         [ctx.module_loc("forward")],
     )
@@ -27,7 +28,7 @@ RULE = Rule(
     name="forward-signature-incomplete",
     severity="error",
     backends=("transformers",),
-    needs=("modules",),
+    needs=("torch-modules",),
     check=check,
     what="The target's forward accepts `input_ids`, `position_ids`, `use_cache`, `logits_to_keep` and "
     "`output_hidden_states` (as parameters or through **kwargs), read from its signature.",

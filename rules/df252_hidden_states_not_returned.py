@@ -4,18 +4,19 @@ from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, Rule, Violation
 
-from ._modules import ADAPT_HINT, deep
+from ._modules import ADAPT_HINT
 
 
 def check(ctx: CheckContext):
-    out = deep(ctx, "output_class")
+    m = ctx.tree
+    out = m.forward.output_class if m.forward else None
     if out is None:
         return
-    missing = [f for f, ok in (("hidden_states", deep(ctx, "output_has_hidden_states")),
-                                ("logits", deep(ctx, "output_has_logits"))) if ok is False]
+    missing = [f for f, ok in (("hidden_states", m.forward.output_has_hidden_states),
+                                ("logits", m.forward.output_has_logits)) if ok is False]
     if missing:
         yield Violation(
-            f"{deep(ctx, 'model_class')}.forward returns {out}, which has no {' / '.join(missing)}",
+            f"{m.model_class}.forward returns {out}, which has no {' / '.join(missing)}",
             [ctx.module_loc("forward")],
         )
 
@@ -25,7 +26,7 @@ RULE = Rule(
     name="hidden-states-not-returned",
     severity="error",
     backends=("transformers",),
-    needs=("modules",),
+    needs=("torch-modules",),
     check=check,
     what="The target's forward returns an output type (from its return annotation) with `logits` and "
     "`hidden_states` fields.",

@@ -4,18 +4,20 @@ from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, Rule, Violation
 
-from ._modules import ADAPT_HINT, deep
+from ._modules import ADAPT_HINT
 
 
 def check(ctx: CheckContext):
-    t = ctx.target
+    p = ctx.tree.paths
+    if p is None:
+        return
     problems, locs = [], []
-    if t.embed_path and deep(ctx, "embed_via") == "search":
-        problems.append(f"get_input_embeddings() does not return the embedding (found at {t.embed_path} by search)")
-        locs.append(ctx.module_loc(t.embed_path))
-    if t.lm_head_path and deep(ctx, "lm_head_via") == "search":
-        problems.append(f"there is no `lm_head` and get_output_embeddings() is None (head found at {t.lm_head_path})")
-        locs.append(ctx.module_loc(t.lm_head_path))
+    if p.embed and p.embed_via == "search":
+        problems.append(f"get_input_embeddings() does not return the embedding (found at {p.embed} by search)")
+        locs.append(ctx.module_loc(p.embed))
+    if p.head and p.head_via == "search":
+        problems.append(f"there is no `lm_head` and get_output_embeddings() is None (head found at {p.head})")
+        locs.append(ctx.module_loc(p.head))
     if problems:
         yield Violation("; ".join(problems), locs)
 
@@ -25,7 +27,7 @@ RULE = Rule(
     name="embedding-accessors-missing",
     severity="error",
     backends=("transformers",),
-    needs=("modules",),
+    needs=("torch-modules",),
     check=check,
     what="`target.get_input_embeddings()` returns the input embedding and `target.lm_head` or "
     "`target.get_output_embeddings()` the output head.",

@@ -4,28 +4,30 @@ from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, Rule, Violation
 
-from ._modules import deep
-
 
 def check(ctx: CheckContext):
-    how = (deep(ctx, "forward_accepts_how") or {}).get("past_key_values")
-    alias = (deep(ctx, "deprecated_kwargs") or {}).get("past_key_values") or {}
-    version = deep(ctx, "transformers_version")
+    m = ctx.tree
+    if m.forward is None:
+        return
+    how = m.forward.how.get("past_key_values")
+    alias = m.forward.deprecated_kwargs.get("past_key_values")
+    version = m.transformers_version
+    cache_arg = m.forward.cache_arg
     loc = [ctx.module_loc("forward")]
     if how == "deprecated-alias":
-        until = f", removed in {alias['removed_in']}" if alias.get("removed_in") else ""
+        until = f", removed in {alias.removed_in}" if alias and alias.removed_in else ""
         yield Violation(
             f"transformers {version}: the target's forward takes `cache=`; `past_key_values=` (what the dflash 0.1 "
             f"reference passes) still works through a deprecation shim{until}, and outputs carry `.cache`",
             loc,
         )
-    elif how == "no" and deep(ctx, "cache_arg") == "cache":
+    elif how == "no" and cache_arg == "cache":
         yield Violation(
             f"transformers {version}: the target's forward takes only `cache=`; runtimes passing "
             "`past_key_values=` fail with an unexpected keyword argument",
             loc, severity="error",
         )
-    elif how in ("untyped-kwargs", "kwargs-passthrough") and deep(ctx, "cache_arg") == "cache":
+    elif how in ("untyped-kwargs", "kwargs-passthrough") and cache_arg == "cache":
         yield Violation(
             f"transformers {version}: the target's forward takes `cache=` and has no `past_key_values` alias; "
             "`past_key_values=` lands in **kwargs and is ignored, so every call starts from an empty cache",
@@ -38,7 +40,7 @@ RULE = Rule(
     name="past-key-values-deprecated",
     severity="info",
     backends=("transformers",),
-    needs=("modules",),
+    needs=("torch-modules",),
     check=check,
     what="Notes that the installed transformers renamed the forward's cache argument from `past_key_values` to "
     "`cache` (found from the forward's signature and its deprecate_kwarg shim); an error once the alias is gone, "

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, Rule, Violation
 
-from ._modules import deep
-
 
 def check(ctx: CheckContext):
-    if deep(ctx, "crop_semantics") == "negative-count":
+    m = ctx.tree
+    if m.crop_semantics == "negative-count":
         yield Violation(
-            f"transformers {deep(ctx, 'transformers_version')}: DynamicCache.crop(-n) removes n tokens and a positive "
+            f"transformers {m.transformers_version}: DynamicCache.crop(-n) removes n tokens and a positive "
             "argument raises; code written for 4.x (`cache.crop(new_length)`) fails",
             [ctx.module_loc("cache")],
         )
@@ -21,7 +20,7 @@ RULE = Rule(
     name="cache-crop-semantics-changed",
     severity="info",
     backends=("transformers",),
-    needs=("modules",),
+    needs=("torch-modules",),
     check=check,
     what="Notes how the installed transformers' DynamicCache.crop reads its argument, found by cropping a "
     "3-token cache: 4.x keeps `max_length` tokens, 5.x removes `-n` tokens and rejects positive values.",

@@ -4,21 +4,20 @@ from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, Rule, Violation
 
-from ._modules import deep
-
 
 def check(ctx: CheckContext):
-    t = ctx.target
-    bad = deep(ctx, "non_croppable_layers") or []
+    t, cache, p = ctx.target, ctx.tree.cache, ctx.tree.paths
+    bad = list(cache.non_croppable) if cache else []
     # DF201 reports targets the config already shows as hybrid; this one covers the rest.
     if not bad or t.is_hybrid:
         return
-    kinds = sorted({t.cache_layers[i] for i in bad if t.cache_layers and i < len(t.cache_layers)}) or [
-        deep(ctx, "cache_class") or "model-managed state"]
+    kinds = sorted({cache.layers[i] for i in bad if cache.layers and i < len(cache.layers)}) or [
+        cache.cache_class or "model-managed state"]
+    layers = p.layers if p else None
     yield Violation(
         f"{len(bad)} of the target's layers keep state that cropping cannot roll back ({', '.join(kinds)}): "
         "rejected draft tokens stay in it, so the output is not lossless",
-        [ctx.module_loc(f"{t.layers_path}.{bad[0]}" if t.layers_path else "cache")],
+        [ctx.module_loc(f"{layers}.{bad[0]}" if layers else "cache")],
     )
 
 
@@ -27,7 +26,7 @@ RULE = Rule(
     name="cache-layers-not-croppable",
     severity="error",
     backends=("transformers",),
-    needs=("modules",),
+    needs=("torch-modules",),
     check=check,
     what="Every layer of the cache the target builds (DynamicCache(config=...) or the model's own) can be rolled "
     "back by crop: no recurrent / SSM / linear-attention state. Complements DF201, which judges from the config.",

@@ -4,18 +4,17 @@ from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, Rule, Violation
 
-from ._modules import deep
-
 
 def check(ctx: CheckContext):
-    t = ctx.target
-    sliding = deep(ctx, "sliding_layers") or []
+    t, m = ctx.target, ctx.tree
+    cache, layers = m.cache, m.paths.layers if m.paths else None
+    sliding = list(cache.sliding) if cache else []
     if not sliding:
         return
-    window = deep(ctx, "sliding_window")
+    window = cache.sliding_window
     win = f" of {window} tokens" if window else ""
-    loc = [ctx.module_loc(f"{t.layers_path}.{sliding[0]}" if t.layers_path else "cache")]
-    if deep(ctx, "past_recording") is False:
+    loc = [ctx.module_loc(f"{layers}.{sliding[0]}" if layers else "cache")]
+    if cache.past_recording is False:
         yield Violation(
             f"{len(sliding)} cache layers slide over a window{win} and this transformers' DynamicCache has no "
             "activate_past_recording(): rejected tokens cannot be cropped once the window is full",
@@ -23,7 +22,7 @@ def check(ctx: CheckContext):
         )
     elif not t.uses_sliding_window:  # DF202 reports sliding windows the config shows
         yield Violation(
-            f"{len(sliding)} cache layers slide over a window{win} (a default of {deep(ctx, 'model_class')}): crop "
+            f"{len(sliding)} cache layers slide over a window{win} (a default of {m.model_class}): crop "
             "raises past the window unless the runtime calls cache.activate_past_recording() before prefill",
             loc,
         )
@@ -34,7 +33,7 @@ RULE = Rule(
     name="sliding-cache-needs-past-recording",
     severity="warning",
     backends=("transformers",),
-    needs=("modules",),
+    needs=("torch-modules",),
     check=check,
     what="Sliding-window layers of the cache the target builds (DynamicSlidingWindowLayer) can be cropped: the "
     "installed transformers offers activate_past_recording(). Complements DF202 for windows set by model defaults.",

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, Rule, Violation
 
-from ._modules import ADAPT_HINT, deep
+from ._modules import ADAPT_HINT
 
 
 def check(ctx: CheckContext):
-    t = ctx.target
-    if t.embed_path and deep(ctx, "has_model_embed_tokens") is False:
+    p = ctx.tree.paths
+    if p is not None and p.embed and p.has_model_embed_tokens is False:
         yield Violation(
-            f"the embedding is at {t.embed_path}, not model.embed_tokens: the dflash package's get_input_embeddings() "
+            f"the embedding is at {p.embed}, not model.embed_tokens: the dflash package's get_input_embeddings() "
             "path works, older z-lab scripts that read target.model.embed_tokens fail",
-            [ctx.module_loc(t.embed_path)],
+            [ctx.module_loc(p.embed)],
         )
 
 
@@ -22,7 +22,7 @@ RULE = Rule(
     name="no-model-embed-tokens",
     severity="info",
     backends=("transformers",),
-    needs=("modules",),
+    needs=("torch-modules",),
     check=check,
     what="Notes targets whose input embedding is not at `model.embed_tokens` (GPT-2 transformer.wte, GPT-NeoX "
     "gpt_neox.embed_in, Falcon/Bloom transformer.word_embeddings, OPT model.decoder.embed_tokens, VLM wrappers).",

@@ -8,14 +8,16 @@ from ._modules import vllm_reaches
 
 
 def check(ctx: CheckContext):
-    t = ctx.target
+    p = ctx.tree.paths
+    if p is None:
+        return
     problems, locs = [], []
-    if t.embed_path and not vllm_reaches("embed", t.embed_path):
-        problems.append(f"the embedding is at {t.embed_path}, not the language model's model.embed_tokens / embedding")
-        locs.append(ctx.module_loc(t.embed_path))
-    if t.lm_head_path and not vllm_reaches("head", t.lm_head_path):
-        problems.append(f"the head is at {t.lm_head_path}, not lm_head")
-        locs.append(ctx.module_loc(t.lm_head_path))
+    if p.embed and not vllm_reaches("embed", p.embed):
+        problems.append(f"the embedding is at {p.embed}, not the language model's model.embed_tokens / embedding")
+        locs.append(ctx.module_loc(p.embed))
+    if p.head and not vllm_reaches("head", p.head):
+        problems.append(f"the head is at {p.head}, not lm_head")
+        locs.append(ctx.module_loc(p.head))
     if problems:
         yield Violation(
             "vLLM's proposer shares the target's embedding and head by attribute: " + "; ".join(problems)

@@ -6,14 +6,13 @@ from dflash_compat.engine import CheckContext, Rule, Violation
 
 
 def check(ctx: CheckContext):
-    deep = ctx.target.deep
-    facts = deep.get("mlx") if deep.get("framework") == "mlx" else None
-    if not facts or facts.get("supported", True):
+    facts = ctx.tree.mlx
+    if facts is None or facts.supported:
         return
-    version = facts.get("mlx_lm_version") or "?"
+    version = facts.mlx_lm_version or "?"
     yield Violation(
-        f"mlx-lm {version} cannot build model_type {facts.get('model_type')!r} from this config "
-        f"({facts.get('error')}); MLX module checks skipped",
+        f"mlx-lm {version} cannot build model_type {facts.model_type!r} from this config "
+        f"({facts.error}); MLX module checks skipped",
         [ctx.tloc("model_type", key="model_type")],
     )
 
@@ -23,7 +22,7 @@ RULE = Rule(
     name="mlx-target-not-buildable",
     severity="warning",
     backends=("mlx",),
-    needs=("modules",),
+    needs=("mlx-modules",),
     check=check,
     what="The installed mlx-lm can build the target from its config.json (its model class for the `model_type`, "
     "after mlx-lm's own remapping, constructed without weights).",

@@ -6,22 +6,22 @@ from dflash_compat.engine import CheckContext, Rule, Violation
 
 
 def check(ctx: CheckContext):
-    t = ctx.target
-    facts = t.deep.get("mlx") if t.deep.get("framework") == "mlx" else None
-    if not facts or facts.get("reference_rollback") != "replay":
+    facts, p = ctx.tree.mlx, ctx.tree.paths
+    if facts is None or facts.reference_rollback != "replay":
         return
-    layers = [c["layer"] for c in facts.get("caches", []) if c.get("module")]
+    layers_path = p.layers if p else None
+    layers = [c.layer for c in facts.caches if c.module]
     shown = ", ".join(map(str, layers[:6])) + (" ..." if len(layers) > 6 else "")
     drift = ""
-    if facts.get("gdn_normalize_qk"):
-        drift = (f"; mlx-lm {facts.get('mlx_lm_version')} normalises q/k with normalize_qk, the copy with a "
+    if facts.gdn_normalize_qk:
+        drift = (f"; mlx-lm {facts.mlx_lm_version} normalises q/k with normalize_qk, the copy with a "
                  "different epsilon, so verify logits differ slightly from mlx-lm's own and greedy output can "
                  "part from `mlx_lm.generate` at near-ties")
     yield Violation(
         f"layers {shown} keep GatedDeltaNet state: the MLX port rolls it back by replaying the accepted tokens "
         f"through its own copy of GatedDeltaNet.__call__, patched onto the class for the whole process while it "
         f"generates{drift}",
-        [ctx.module_loc(f"{t.layers_path}.{layers[0]}" if t.layers_path and layers else (t.layers_path or ""))],
+        [ctx.module_loc(f"{layers_path}.{layers[0]}" if layers_path and layers else (layers_path or ""))],
     )
 
 
@@ -30,7 +30,7 @@ RULE = Rule(
     name="mlx-replay-patches-gated-delta-net",
     severity="info",
     backends=("mlx",),
-    needs=("modules",),
+    needs=("mlx-modules",),
     check=check,
     what="Notes a Qwen3.5-style target (GatedDeltaNet linear-attention layers, mlx-lm ArraysCache) whose "
     "recurrent state the MLX port can only roll back by replaying the accepted prefix.",

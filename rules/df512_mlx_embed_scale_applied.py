@@ -8,17 +8,17 @@ from dflash_compat.engine import CheckContext, Rule, Violation
 
 
 def check(ctx: CheckContext):
-    t, d = ctx.target, ctx.draft
-    facts = t.deep.get("mlx") if t.deep.get("framework") == "mlx" else None
-    scale = facts.get("embed_scale") if facts else None
+    d, scaling = ctx.draft, ctx.tree.scaling
+    scale = scaling.embed_scale if scaling else None
     if scale is None or math.isclose(scale, 1.0):
         return
+    source = scaling.embed_scale_source[0] if scaling.embed_scale_source else None
     mine = d.input_embedding_scale if d.input_embedding_scale is not None else 1.0
     yield Violation(
-        f"the target's {facts.get('embed_scale_source')} is {scale:g}: the MLX port multiplies the block "
+        f"the target's {source} is {scale:g}: the MLX port multiplies the block "
         f"embedding by it and by the draft's input_embedding_scale ({mine:g}), {scale * mine:g} in all, where the "
         f"PyTorch reference, vLLM and SGLang use {mine:g}",
-        [ctx.module_loc(facts.get("embed_scale_source") or ""),
+        [ctx.module_loc(source or ""),
          ctx.dloc("input_embedding_scale", d.key("input_embedding_scale", "dflash_config.input_embedding_scale"))],
     )
 
@@ -28,7 +28,7 @@ RULE = Rule(
     name="mlx-embed-scale-applied",
     severity="warning",
     backends=("mlx",),
-    needs=("modules",),
+    needs=("mlx-modules",),
     check=check,
     what="The mlx-lm target has no `embed_scale` attribute on its embedding module or on the module holding it "
     "(gemma4_text, gear have one).",

@@ -9,7 +9,7 @@ from ._draft_tensors import weight_shapes
 
 def check(ctx: CheckContext):
     d = ctx.draft
-    pre, shapes, _ = weight_shapes(d)
+    pre, shapes, _ = weight_shapes(ctx.headers)
     got = shapes.get("fc.weight")
     ids = d.target_layer_ids if isinstance(d.target_layer_ids, list) else None
     if got is None or not ids:
@@ -23,7 +23,7 @@ def check(ctx: CheckContext):
         implied = f": the weights were trained on {got[1] // h} target layers, the config lists {len(ids)}"
     yield Violation(
         f"fc.weight is {got}, expected {want} (hidden {h} x {len(ids)} target_layer_ids){implied}",
-        [ctx.tensor_loc(pre + "fc.weight", d.weights.tensor_files.get(pre + "fc.weight", "model.safetensors")),
+        [ctx.tensor_loc(pre + "fc.weight", ctx.headers.tensor_files.get(pre + "fc.weight", "model.safetensors")),
          ctx.dloc("target_layer_ids")],
     )
 

@@ -11,7 +11,7 @@ def check(ctx: CheckContext):
     d = ctx.draft
     if d.format == "speculators":
         return
-    _, shapes, _ = weight_shapes(d)
+    _, shapes, _ = weight_shapes(ctx.headers)
     present = sorted({i for i in (layer_index(n) for n in shapes) if i is not None})
     want = list(range(d.num_hidden_layers))
     if present == want:

@@ -11,7 +11,7 @@ def check(ctx: CheckContext):
     d = ctx.draft
     if d.format == "speculators":
         return
-    pre, shapes, _ = weight_shapes(d)
+    pre, shapes, _ = weight_shapes(ctx.headers)
     # Layers absent altogether are DF602's; here: what a present layer (or the draft itself) lacks.
     layers = sorted({i for i in (layer_index(n) for n in shapes) if i is not None and i < d.num_hidden_layers})
     missing = [n for n in expected(d, layers) if n not in shapes and not n.endswith(".bias")]

@@ -19,7 +19,7 @@ def check(ctx: CheckContext):
     d = ctx.draft
     if d.format == "speculators":
         return
-    pre, shapes, dtypes = weight_shapes(d)
+    pre, shapes, dtypes = weight_shapes(ctx.headers)
     layers = sorted({i for i in (layer_index(n) for n in shapes) if i is not None})
     wrong = []
     for name, want in expected(d, layers).items():
@@ -36,7 +36,7 @@ def check(ctx: CheckContext):
     more = f" (and {len(wrong) - 1} more)" if len(wrong) > 1 else ""
     yield Violation(
         f"{name} is {got}, the config implies {want}{more}: check {blame}",
-        [ctx.tensor_loc(pre + name, d.weights.tensor_files.get(pre + name, "model.safetensors")), ctx.dloc(blame)],
+        [ctx.tensor_loc(pre + name, ctx.headers.tensor_files.get(pre + name, "model.safetensors")), ctx.dloc(blame)],
     )
 
 

@@ -9,7 +9,7 @@ from ._draft_tensors import expected_v2, layer_index, normalise_v2, v2_name, wei
 
 def check(ctx: CheckContext):
     d = ctx.draft
-    pre, shapes, _ = weight_shapes(d)
+    pre, shapes, _ = weight_shapes(ctx.headers)
     present = {normalise_v2(n): s for n, s in shapes.items() if v2_name(n)}
     if d.format == "zlab-v1":
         if present:

@@ -8,8 +8,8 @@ from ._draft_tensors import BUNDLED, weight_shapes
 
 
 def check(ctx: CheckContext):
-    d, t = ctx.draft, ctx.target
-    pre, shapes, _ = weight_shapes(d)
+    t = ctx.target
+    pre, shapes, _ = weight_shapes(ctx.headers)
     found = [n for n in BUNDLED if n in shapes]
     if not found:
         return
@@ -22,7 +22,7 @@ def check(ctx: CheckContext):
     yield Violation(
         f"the draft weights include {', '.join(found)}; DFlash uses the target's embedding and head, so these are "
         f"ignored by some loaders and rejected as unexpected keys by strict ones{detail}",
-        [ctx.tensor_loc(pre + n, d.weights.tensor_files.get(pre + n, "model.safetensors")) for n in found],
+        [ctx.tensor_loc(pre + n, ctx.headers.tensor_files.get(pre + n, "model.safetensors")) for n in found],
     )
 
 

@@ -6,7 +6,7 @@ from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
 
 
 def check(ctx: CheckContext):
-    w = ctx.draft.weights
+    w = ctx.headers
     n = sum(1 for dt in w.tensor_dtypes.values() if dt == "F16")
     if not n:
         return

@@ -11,7 +11,7 @@ def check(ctx: CheckContext):
     d = ctx.draft
     if d.quantization_config:
         return  # DF123 reports a declared quantisation
-    w = d.weights
+    w = ctx.headers
     low = sorted({dt for n, dt in w.tensor_dtypes.items() if dt not in FLOAT_DTYPES or dt.startswith("F8")})
     aux = [n for n in w.shapes if is_quant_aux(n)]
     fmt = w.metadata.get("format")

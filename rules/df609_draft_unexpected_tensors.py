@@ -11,7 +11,7 @@ def check(ctx: CheckContext):
     d = ctx.draft
     if d.format == "speculators":
         return
-    pre, shapes, _ = weight_shapes(d)
+    pre, shapes, _ = weight_shapes(ctx.headers)
     odd = sorted(
         n for n in shapes
         if not (known_v1(d, n) or v2_name(n) or n in BUNDLED or is_quant_aux(n)
@@ -22,7 +22,7 @@ def check(ctx: CheckContext):
     shown = ", ".join(odd[:5]) + (f" and {len(odd) - 5} more" if len(odd) > 5 else "")
     yield Violation(
         f"{len(odd)} tensor(s) no DFlash loader reads: {shown}",
-        [ctx.tensor_loc(pre + n, d.weights.tensor_files.get(pre + n, "model.safetensors")) for n in odd[:3]],
+        [ctx.tensor_loc(pre + n, ctx.headers.tensor_files.get(pre + n, "model.safetensors")) for n in odd[:3]],
     )
 
 

@@ -6,7 +6,7 @@ from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
 
 
 def check(ctx: CheckContext):
-    for fname, (have, need) in sorted(ctx.draft.weights.incomplete.items()):
+    for fname, (have, need) in sorted(ctx.headers.incomplete.items()):
         yield Violation(
             f"{fname} holds {have} bytes of tensor data, its header declares {need}: the file is truncated",
             [ctx.tensor_loc("*", fname)],

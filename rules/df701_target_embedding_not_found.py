@@ -4,14 +4,12 @@ from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
 
-from ._modules import tree_built
-
 
 def check(ctx: CheckContext):
-    t = ctx.target
-    if tree_built(ctx) and t.embed_path is None:
+    t, m = ctx.target, ctx.tree
+    if m.paths is not None and m.paths.embed is None:
         yield Violation(
-            f"no input embedding found in {t.deep.get('model_class', 'the target')}: neither get_input_embeddings() "
+            f"no input embedding found in {m.model_class or 'the target'}: neither get_input_embeddings() "
             f"nor a {t.vocab_size or 'vocab'}-row nn.Embedding",
             [ctx.module_loc("")],
         )

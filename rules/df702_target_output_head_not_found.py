@@ -4,14 +4,12 @@ from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
 
-from ._modules import tree_built
-
 
 def check(ctx: CheckContext):
-    t = ctx.target
-    if tree_built(ctx) and t.lm_head_path is None:
+    t, m = ctx.target, ctx.tree
+    if m.paths is not None and m.paths.head is None:
         yield Violation(
-            f"no output head found in {t.deep.get('model_class', 'the target')}: no lm_head, "
+            f"no output head found in {m.model_class or 'the target'}: no lm_head, "
             f"get_output_embeddings() is None and no Linear projects to {t.vocab_size or 'the vocabulary'}",
             [ctx.module_loc("")],
         )

@@ -4,23 +4,24 @@ from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
 
-from ._modules import tree_built
-
 
 def check(ctx: CheckContext):
-    t, deep = ctx.target, ctx.target.deep
-    if tree_built(ctx) and t.layers_path is None:
+    t, m = ctx.target, ctx.tree
+    p = m.paths
+    if p is None:
+        return
+    if p.layers is None:
         yield Violation(
-            f"no decoder-layer list found in {deep.get('model_class', 'the target')} (no ModuleList of "
-            f"{deep.get('config_layers') or t.num_hidden_layers} layers)",
+            f"no decoder-layer list found in {m.model_class or 'the target'} (no ModuleList of "
+            f"{p.config_layers or t.num_hidden_layers} layers)",
             [ctx.module_loc("")],
         )
         return
-    built, cfg = deep.get("layers_len"), deep.get("config_layers") or t.num_hidden_layers
+    built, cfg = p.layers_len, p.config_layers or t.num_hidden_layers
     if built is not None and cfg is not None and built != cfg:
         yield Violation(
-            f"{t.layers_path} holds {built} layers, the config says {cfg}: layer ids count the built layers",
-            [ctx.module_loc(t.layers_path), ctx.tloc("num_hidden_layers")],
+            f"{p.layers} holds {built} layers, the config says {cfg}: layer ids count the built layers",
+            [ctx.module_loc(p.layers), ctx.tloc("num_hidden_layers")],
             severity="warning",
         )
 

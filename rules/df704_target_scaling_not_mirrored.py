@@ -21,11 +21,15 @@ def _config_embed_scale(t):
 
 
 def check(ctx: CheckContext):
-    t, d, deep = ctx.target, ctx.draft, ctx.target.deep
-    loc = ctx.module_loc(t.embed_path or "")
-    if deep.get("embed_scaled"):
-        value, known = deep.get("embed_scale"), _config_embed_scale(t)
-        where = ", ".join(deep.get("embed_scale_source") or [])
+    t, d, m = ctx.target, ctx.draft, ctx.tree
+    s = m.scaling
+    if s is None:
+        return
+    embed, head = (m.paths.embed, m.paths.head) if m.paths else (None, None)
+    loc = ctx.module_loc(embed or "")
+    if s.embed_scaled:
+        value, known = s.embed_scale, _config_embed_scale(t)
+        where = ", ".join(s.embed_scale_source)
         have = d.input_embedding_scale
         locs = [loc, ctx.dloc("input_embedding_scale", d.key("input_embedding_scale", "dflash_config.input_embedding_scale"))]
         if value is None:
@@ -39,21 +43,21 @@ def check(ctx: CheckContext):
             elif not _close(have, value):
                 yield Violation(f"the target multiplies its embeddings by {value:g} ({where}); the draft's "
                                 f"input_embedding_scale is {have:g}", locs, severity="warning")
-    cap = deep.get("logit_softcap")
+    cap = s.logit_softcap
     if cap is not None and t.final_logit_softcapping is None and not (d.final_logit_softcapping and _close(d.final_logit_softcapping, cap)):
         yield Violation(
-            f"the target soft-caps its logits at {cap:g} (a default of {deep.get('model_class')}, not written in "
+            f"the target soft-caps its logits at {cap:g} (a default of {m.model_class}, not written in "
             f"config.json); the draft's final_logit_softcapping is {d.final_logit_softcapping}",
-            [ctx.module_loc(t.lm_head_path or ""), ctx.dloc("final_logit_softcapping")], severity="warning",
+            [ctx.module_loc(head or ""), ctx.dloc("final_logit_softcapping")], severity="warning",
         )
-    div = deep.get("logits_scaling")
+    div = s.logits_scaling
     if div is not None and t.logits_scaling is None:
         mult = d.output_multiplier
         if mult is None or not _close(mult, 1.0 / div):
             yield Violation(
-                f"the target divides its logits by {div:g} (a default of {deep.get('model_class')}); the draft's "
+                f"the target divides its logits by {div:g} (a default of {m.model_class}); the draft's "
                 f"output_multiplier should be {1.0 / div:g}, it is {mult}",
-                [ctx.module_loc(t.lm_head_path or ""), ctx.dloc("output_multiplier")], severity="warning",
+                [ctx.module_loc(head or ""), ctx.dloc("output_multiplier")], severity="warning",
             )
 
 

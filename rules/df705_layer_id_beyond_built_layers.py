@@ -6,8 +6,9 @@ from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
 
 
 def check(ctx: CheckContext):
-    t, d = ctx.target, ctx.draft
-    built = t.deep.get("layers_len")
+    t, d, p = ctx.target, ctx.draft, ctx.tree.paths
+    built = p.layers_len if p else None
+    layers = p.layers if p else None
     ids = d.target_layer_ids if isinstance(d.target_layer_ids, list) else []
     # Only where the config's count differs: otherwise the config-level range rule already judged the ids.
     if not built or built == t.num_hidden_layers:
@@ -15,10 +16,10 @@ def check(ctx: CheckContext):
     valid = [i for i in ids if isinstance(i, int) and not isinstance(i, bool)]
     past = [i for i in valid if i > built - 1]
     last = [i for i in valid if i == built - 1]
-    where = [ctx.dloc("target_layer_ids"), ctx.module_loc(t.layers_path or "")]
+    where = [ctx.dloc("target_layer_ids"), ctx.module_loc(layers or "")]
     if past:
         yield Violation(
-            f"target_layer_ids {past} index past {t.layers_path}[{built - 1}] (the target builds {built} "
+            f"target_layer_ids {past} index past {layers}[{built - 1}] (the target builds {built} "
             "decoder layers; later ones do not exist)",
             where,
         )
@@ -26,7 +27,7 @@ def check(ctx: CheckContext):
         # the same judgement as DF107 for the config's count: the last layer is unsafe, not missing
         yield Violation(
             f"target_layer_id {built - 1} is the last of the {built} decoder layers the target builds "
-            f"({t.layers_path}[{built - 1}]): HF returns it after the final norm, vLLM and MLX before",
+            f"({layers}[{built - 1}]): HF returns it after the final norm, vLLM and MLX before",
             where,
             severity="warning",
         )

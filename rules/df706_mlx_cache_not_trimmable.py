@@ -5,29 +5,31 @@ from __future__ import annotations
 from dflash_compat.engine import CheckContext, Rule, Violation
 
 from . import df504_mlx_target_cache_unsupported as df504
-from ._modules import MLX_REPLAY_MODEL_TYPES, deep, model_type
+from ._modules import MLX_REPLAY_MODEL_TYPES, model_type
 
 
 def check(ctx: CheckContext):
-    t = ctx.target
+    m = ctx.tree
     mt = model_type(ctx)
     if mt in MLX_REPLAY_MODEL_TYPES or any(df504.check(ctx)):
         return  # replayed by the MLX loop, or already reported from the config by DF504
-    if deep(ctx, "framework") == "mlx":
-        if t.rollback == "none":
-            odd = sorted({c for c in (t.cache_layers or []) if c not in ("KVCache", "RotatingKVCache", "CacheList")})
+    layers = m.paths.layers if m.paths else None
+    kinds = list(m.cache.layers or []) if m.cache else []
+    if m.framework == "mlx":
+        if m.cache is not None and m.cache.rollback == "none":
+            odd = sorted({c for c in kinds if c not in ("KVCache", "RotatingKVCache", "CacheList")})
             yield Violation(
                 f"mlx-lm builds {', '.join(odd) or 'non-trimmable'} cache layers for {mt!r}: the MLX loop cannot "
                 "trim them (only qwen3_5 GatedDeltaNet state is replayed), its assertion fails",
-                [ctx.module_loc(t.layers_path or "")],
+                [ctx.module_loc(layers or "")],
             )
         return
-    bad = deep(ctx, "non_croppable_layers") or []
+    bad = list(m.cache.non_croppable) if m.cache else []
     if bad:
         yield Violation(
-            f"{len(bad)} of the target's layers keep recurrent state ({', '.join(sorted(set(t.cache_layers or [])))}"
+            f"{len(bad)} of the target's layers keep recurrent state ({', '.join(sorted(set(kinds)))}"
             "): the MLX loop rolls back only qwen3_5 GatedDeltaNet layers",
-            [ctx.module_loc(f"{t.layers_path}.{bad[0]}" if t.layers_path else "")],
+            [ctx.module_loc(f"{layers}.{bad[0]}" if layers else "")],
         )
 
 

@@ -5,21 +5,21 @@ from __future__ import annotations
 from dflash_compat.engine import CheckContext, Rule, Violation
 
 from . import df504_mlx_target_cache_unsupported as df504
-from ._modules import deep
 
 
 def check(ctx: CheckContext):
-    t = ctx.target
+    m = ctx.tree
+    kinds = list(m.cache.layers or []) if m.cache else []
     # Only from the real mlx-lm tree (from transformers facts DF504 judges by model type), and only what
     # DF504 has not already reported from the config.
-    if deep(ctx, "framework") != "mlx" or "RotatingKVCache" not in (t.cache_layers or []) or any(df504.check(ctx)):
+    if "RotatingKVCache" not in kinds or any(df504.check(ctx)):
         return
-    n = sum(1 for c in t.cache_layers if c == "RotatingKVCache")
+    n = sum(1 for c in kinds if c == "RotatingKVCache")
     yield Violation(
         f"{n} of the target's mlx-lm cache layers are RotatingKVCache: MLX DFlash code that trims through "
         "mlx-lm's trim_prompt_cache stops removing rejected draft tokens once the window wraps, and the output "
         "is wrong without an error (dflash 0.1.0 and dflash-compat reorder the ring buffer and stay exact)",
-        [ctx.module_loc(t.layers_path or "")],
+        [ctx.module_loc(m.paths.layers if m.paths and m.paths.layers else "")],
     )
 
 
@@ -28,7 +28,7 @@ RULE = Rule(
     name="mlx-rotating-cache-wraps",
     severity="warning",
     backends=("mlx",),
-    needs=("modules",),
+    needs=("mlx-modules",),
     check=check,
     what="The mlx-lm target's cache (as built by make_prompt_cache on the MLX tree) has no RotatingKVCache layers.",
     why="A rotating cache overwrites its oldest entries in place; after the window has wrapped, mlx-lm reports "

@@ -4,29 +4,30 @@ from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, Rule, Violation
 
-from ._modules import ADAPT_HINT, MLX_EMBED_PATHS, MLX_HEAD_PATHS, MLX_LAYER_PATHS, deep
+from ._modules import ADAPT_HINT, MLX_EMBED_PATHS, MLX_HEAD_PATHS, MLX_LAYER_PATHS
 
 
 def check(ctx: CheckContext):
-    t = ctx.target
-    framework = deep(ctx, "framework")
-    paths = [p for p in (t.embed_path, t.lm_head_path, t.layers_path) if p]
-    if framework != "mlx" and any("language_model" in p for p in paths):
+    framework, p = ctx.tree.framework, ctx.tree.paths
+    if p is None:
+        return
+    paths = [path for path in (p.embed, p.head, p.layers) if path]
+    if framework != "mlx" and any("language_model" in path for path in paths):
         return  # HF and mlx-vlm name multimodal wrappers differently: only the MLX tree can tell
     problems = []
-    if t.embed_path and t.embed_path not in MLX_EMBED_PATHS:
-        problems.append(f"embedding at {t.embed_path} (looks at {', '.join(MLX_EMBED_PATHS)})")
-    if t.lm_head_path and t.lm_head_path not in MLX_HEAD_PATHS and not t.tied_embeddings:
-        problems.append(f"untied head at {t.lm_head_path} (looks at lm_head, then silently uses embed_tokens.as_linear: "
+    if p.embed and p.embed not in MLX_EMBED_PATHS:
+        problems.append(f"embedding at {p.embed} (looks at {', '.join(MLX_EMBED_PATHS)})")
+    if p.head and p.head not in MLX_HEAD_PATHS and not p.tied:
+        problems.append(f"untied head at {p.head} (looks at lm_head, then silently uses embed_tokens.as_linear: "
                         "the wrong head)")
-    if t.layers_path and t.layers_path not in MLX_LAYER_PATHS:
-        problems.append(f"layers at {t.layers_path} (looks at {', '.join(MLX_LAYER_PATHS)})")
+    if p.layers and p.layers not in MLX_LAYER_PATHS:
+        problems.append(f"layers at {p.layers} (looks at {', '.join(MLX_LAYER_PATHS)})")
     if not problems:
         return
     source = "" if framework == "mlx" else " (paths from the transformers tree; mlx-lm usually mirrors them)"
     yield Violation(
         f"the MLX port's fixed paths do not fit the target{source}: {'; '.join(problems)}",
-        [ctx.module_loc(p) for p in paths if p not in MLX_EMBED_PATHS + MLX_HEAD_PATHS + MLX_LAYER_PATHS],
+        [ctx.module_loc(path) for path in paths if path not in MLX_EMBED_PATHS + MLX_HEAD_PATHS + MLX_LAYER_PATHS],
         severity=None if framework == "mlx" else "warning",
     )
 

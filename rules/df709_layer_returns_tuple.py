@@ -4,19 +4,20 @@ from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, Rule, Violation
 
-from ._modules import ADAPT_HINT, deep
+from ._modules import ADAPT_HINT
 
 
 def check(ctx: CheckContext):
-    t = ctx.target
-    if t.layer_returns != "tuple":
+    m = ctx.tree
+    returns, layers = m.layer_returns, m.paths.layers if m.paths else None
+    if returns is None or returns.kind != "tuple":
         return
-    classes = [c for c, k in (deep(ctx, "layer_returns_by_class") or {}).items() if k == "tuple"]
+    classes = [c for c, k in returns.by_class.items() if k == "tuple"]
     yield Violation(
-        f"{t.layers_path} layers ({', '.join(classes) or 'decoder layers'}) return a tuple, not the hidden-state "
+        f"{layers} layers ({', '.join(classes) or 'decoder layers'}) return a tuple, not the hidden-state "
         "tensor: a runtime that captures features by wrapping layers must take element 0",
-        [ctx.module_loc(f"{t.layers_path}.0" if t.layers_path else "")],
-        severity="warning" if deep(ctx, "framework") == "mlx" else None,
+        [ctx.module_loc(f"{layers}.0" if layers else "")],
+        severity="warning" if m.framework == "mlx" else None,
     )
 
 

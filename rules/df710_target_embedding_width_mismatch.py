@@ -4,24 +4,23 @@ from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
 
-from ._modules import deep
-
 
 def check(ctx: CheckContext):
-    t = ctx.target
-    hidden = t.hidden_size
-    width, takes = deep(ctx, "embed_width"), deep(ctx, "head_takes_hidden")
+    hidden, p = ctx.target.hidden_size, ctx.tree.paths
+    if p is None:
+        return
+    width, takes = p.embed_width, p.head_takes_hidden
     problems = []
     if hidden and isinstance(width, int) and width != hidden:
-        problems.append(f"the input embedding {t.embed_path or ''} gives {width}-wide rows")
+        problems.append(f"the input embedding {p.embed or ''} gives {width}-wide rows")
     if takes is False:
-        problems.append(f"the output head {t.lm_head_path or ''} does not take {hidden}-wide hidden states")
+        problems.append(f"the output head {p.head or ''} does not take {hidden}-wide hidden states")
     if problems:
         yield Violation(
             f"{' and '.join(problems)}, but the decoder works at hidden_size {hidden}: the draft embeds its block "
             "with the embedding and projects its own hidden states with the head, so both must work at the "
             "decoder's width",
-            [ctx.module_loc(p) for p in (t.embed_path, t.lm_head_path) if p],
+            [ctx.module_loc(path) for path in (p.embed, p.head) if path],
         )
 
 

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import os
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
-from dflash_compat.engine import BACKENDS, CheckContext, CheckOptions, run_rules
+from dflash_compat.engine import BACKENDS, CheckContext, run_rules
+from dflash_compat.facts import DraftWeights, ModuleFacts, Skipped
+from dflash_compat.options import CheckOptions
 from dflash_compat.resolve import Resolved
 from dflash_compat.rules import RULES_BY_CODE
 from dflash_compat.specs import DraftSpec, TargetSpec, parse_draft_config, parse_target_config
@@ -126,43 +129,54 @@ def write_draft(folder: Path, cfg: dict[str, Any], tensors: Optional[dict] = Non
     return folder
 
 
-def read_draft(folder: Path) -> DraftSpec:
-    """Parse the draft config and fill its weights from the local headers, as the deep check does."""
-    from dflash_compat.probe.safetensors_header import inspect_draft_weights
+def read_draft(folder: Path) -> tuple[DraftSpec, Union[DraftWeights, Skipped]]:
+    """The draft spec and its weight facts from the local headers, as the deep check reads them."""
+    from dflash_compat.probe import inspect_draft
 
     d = parse_draft_config(json.loads((folder / "config.json").read_text()), str(folder))
-    inspect_draft_weights(Resolved(ref=str(folder), folder=folder), d, [])
-    return d
+    return d, inspect_draft(Resolved(ref=str(folder), folder=folder))
 
 
-@lru_cache(maxsize=None)
-def _probe_json(cfg_json: str, trust: bool) -> str:
+@cache
+def _probe(cfg_json: str, trust: bool) -> Union[ModuleFacts, Skipped]:
     from dflash_compat.probe.torch_meta import inspect_torch_target
 
     t = parse_target_config(json.loads(cfg_json), "target")
-    inspect_torch_target(Resolved(ref="target", folder=Path("/nonexistent")), t, CheckOptions(trust_remote_code=trust), [])
-    return t.model_dump_json()
+    return inspect_torch_target(Resolved(ref="target", folder=Path("/nonexistent")), t,
+                                CheckOptions(trust_remote_code=trust))
 
 
-def probe(cfg: dict[str, Any], trust: bool = False) -> TargetSpec:
-    """The target spec with module facts, built on the meta device (cached per config: tests share builds)."""
-    data = json.loads(_probe_json(json.dumps(cfg, sort_keys=True), trust))
-    t = parse_target_config(cfg, "target")
-    for key in ("embed_path", "lm_head_path", "layers_path", "tied_embeddings", "cache_layers", "rollback",
-                "forward_accepts", "layer_returns", "deep"):
-        setattr(t, key, data[key])
-    return t
+def probe(cfg: dict[str, Any], trust: bool = False) -> Union[ModuleFacts, Skipped]:
+    """The target's module facts, built on the meta device (cached per config: tests share builds; the
+    facts are frozen, so sharing them is safe)."""
+    return _probe(json.dumps(cfg, sort_keys=True), trust)
+
+
+def tweak(facts: Any, **changes: Any) -> Any:
+    """A copy of frozen facts with nested fields changed: tweak(m, paths__layers_len=3, model_class="X")."""
+    nested: dict[str, dict[str, Any]] = {}
+    flat: dict[str, Any] = {}
+    for key, value in changes.items():
+        head, sep, rest = key.partition("__")
+        if sep:
+            nested.setdefault(head, {})[rest] = value
+        else:
+            flat[head] = value
+    for head, sub in nested.items():
+        flat[head] = tweak(getattr(facts, head), **sub)
+    return dataclasses.replace(facts, **flat)
 
 
 def fixture(name: str) -> dict[str, Any]:
     return json.loads((FIXTURES / name / "config.json").read_text())
 
 
-def findings(code: str, target: TargetSpec, draft: DraftSpec, backends=BACKENDS):
-    ctx = CheckContext(target=target, draft=draft, options=CheckOptions())
+def findings(code: str, target: TargetSpec, draft: DraftSpec, weights=None, modules=None, backends=BACKENDS):
+    ctx = CheckContext(target=target, draft=draft, options=CheckOptions(), modules=modules, weights=weights)
     return run_rules(ctx, [RULES_BY_CODE[code]], backends)
 
 
-def catches(code: str, target: TargetSpec, draft: DraftSpec, backend: Optional[str] = None) -> bool:
+def catches(code: str, target: TargetSpec, draft: DraftSpec, weights=None, *, backend: Optional[str] = None,
+            modules=None) -> bool:
     return any(f.code == code and (backend is None or f.backend in (backend, "common"))
-               for f in findings(code, target, draft))
+               for f in findings(code, target, draft, weights=weights, modules=modules))

@@ -225,3 +225,57 @@ def test_usage_errors_from_the_console_script_are_one_line(args, needle):
                          cwd=root, timeout=60)
     assert res.returncode == 2
     assert needle in res.stderr and len(res.stderr.strip().splitlines()) == 1, res.stderr
+
+
+@pytest.mark.parametrize("exc", ["input", "usage"])
+def test_an_error_with_an_empty_message_is_still_one_line(monkeypatch, exc):
+    import click
+
+    import dflash_compat.check as check
+    from dflash_compat.exceptions import InputError
+
+    def fail_empty(req, rules=None):
+        raise InputError("") if exc == "input" else click.UsageError("")
+
+    monkeypatch.setattr(check, "run_check", fail_empty)
+    res = CliRunner().invoke(cli, [str(GOOD / "target"), "--draft", str(GOOD / "draft"), "--no-deep"])
+    assert res.exit_code == 2 and (res.exception is None or isinstance(res.exception, SystemExit))
+    lines = res.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("dflash-check: error: ") and "(no message)" in lines[0]
+
+
+def test_fail_turns_any_user_error_into_one_line(capsys):
+    import click
+
+    from dflash_compat.cli import fail
+    from dflash_compat.exceptions import RemoteCodeError
+
+    for exc, code in ((RemoteCodeError("two\nlines"), 2), (click.UsageError(""), 2), (click.BadParameter("x"), 2)):
+        with pytest.raises(SystemExit) as stop:
+            fail(exc)
+        err = capsys.readouterr().err
+        assert stop.value.code == code and len(err.strip().splitlines()) == 1, err
+
+
+def test_check_options_become_one_request():
+    from dflash_compat.cli import _request
+
+    params = dict(target="t", draft="d", backends=("mlx", "vllm"), select=("DF1,DF3",), ignore=(), strict=True,
+                  num_speculative_tokens=7, num_draft_tokens=8, tp=2, draft_tp=1, max_num_seqs=None,
+                  max_num_batched_tokens=None, revision=None, draft_revision="r", token=None, no_deep=True,
+                  trust_remote_code=False, framework="mlx", adapter=None)
+    req = _request(params)
+    assert req.backends == ["vllm", "mlx"] and req.select == ["DF1", "DF3"] and req.strict
+    assert req.options.sglang_num_draft_tokens == 8 and req.options.deep is False and req.framework == "mlx"
+    with pytest.raises(Exception, match="--no-deep"):
+        _request(dict(params, adapter="gpt2"))
+
+
+def test_strict_is_recorded_in_the_report(tmp_path):
+    t = write_model(tmp_path / "t", target())
+    d = write_model(tmp_path / "d", draft(**{"dflash_config.mask_token_id": 151645}))
+    res = invoke(t, "--draft", d, "--no-deep", "--strict", "-f", "json")
+    report = json.loads(res.output)
+    assert res.exit_code == 1 and report["strict"] is True
+    text = invoke(t, "--draft", d, "--no-deep", "--strict").output
+    assert "FAIL (warnings, --strict)" in text

@@ -11,8 +11,9 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from dflash_compat.engine import CheckOptions  # noqa: E402
-from dflash_compat.probe import detect_framework, get_deep_inspector  # noqa: E402
+from dflash_compat.facts import ModuleFacts, Skipped  # noqa: E402
+from dflash_compat.options import CheckOptions  # noqa: E402
+from dflash_compat.probe import detect_framework, inspect_draft, inspect_target  # noqa: E402
 from dflash_compat.probe.torch_meta import inspect_torch_target  # noqa: E402
 from dflash_compat.resolve import Resolved  # noqa: E402
 from dflash_compat.specs import parse_target_config  # noqa: E402
@@ -37,16 +38,17 @@ PATHS = {
 
 @pytest.mark.parametrize("name", sorted(PATHS))
 def test_paths_and_tied_head(name):
-    t = probe(TINY[name])
-    assert (t.embed_path, t.lm_head_path, t.layers_path, t.tied_embeddings) == PATHS[name]
-    assert t.deep["inspected"] and t.deep["layers_len"] == t.deep["config_layers"] == 4
+    m = probe(TINY[name])
+    p = m.paths
+    assert (p.embed, p.head, p.layers, p.tied) == PATHS[name]
+    assert m.skipped is None and p.layers_len == p.config_layers == 4
 
 
 def test_vlm_is_built_with_the_image_text_to_text_class():
-    deep = probe(TINY["qwen3_vl"]).deep
-    assert deep["auto_class"] == "AutoModelForImageTextToText"
-    assert deep["decoder_path"] == "model.language_model"
-    assert deep["layers_via"] == "get_decoder"  # not the vision tower's block list
+    m = probe(TINY["qwen3_vl"])
+    assert m.auto_class == "AutoModelForImageTextToText"
+    assert m.paths.decoder == "model.language_model"
+    assert m.paths.layers_via == "get_decoder"  # not the vision tower's block list
 
 
 @pytest.mark.parametrize("name, rollback, bad", [
@@ -57,58 +59,58 @@ def test_vlm_is_built_with_the_image_text_to_text_class():
     ("mistral", "crop", []),
 ])
 def test_rollback_follows_the_cache_layers(name, rollback, bad):
-    t = probe(TINY[name])
-    assert t.rollback == rollback
-    assert t.deep["non_croppable_layers"] == bad
+    cache = probe(TINY[name]).cache
+    assert cache.rollback == rollback
+    assert list(cache.non_croppable) == bad
 
 
 def test_cache_layer_classes_are_the_ones_the_model_builds():
-    assert probe(TINY["qwen3_next"]).cache_layers == ["LinearAttentionLayer"] * 3 + ["DynamicLayer"]
-    assert probe(TINY["mamba"]).cache_layers == ["LinearAttentionLayer"] * 4
-    assert probe(TINY["lfm2"]).deep["conv_state_layers"] == [0, 2]
+    assert probe(TINY["qwen3_next"]).cache.layers == ("LinearAttentionLayer",) * 3 + ("DynamicLayer",)
+    assert probe(TINY["mamba"]).cache.layers == ("LinearAttentionLayer",) * 4
+    assert probe(TINY["lfm2"]).cache.conv_state == (0, 2)
 
 
 def test_sliding_window_layers_found_in_the_cache():
-    t = probe(TINY["mistral"])
-    assert t.cache_layers == ["DynamicSlidingWindowLayer"] * 4
-    assert t.deep["sliding_layers"] == [0, 1, 2, 3] and t.deep["sliding_window"] == 32
-    assert t.deep["past_recording"] is True
-    assert probe(TINY["llama"]).deep["sliding_layers"] == []
+    cache = probe(TINY["mistral"]).cache
+    assert cache.layers == ("DynamicSlidingWindowLayer",) * 4
+    assert cache.sliding == (0, 1, 2, 3) and cache.sliding_window == 32
+    assert cache.past_recording is True
+    assert probe(TINY["llama"]).cache.sliding == ()
 
 
 def test_gemma_scaled_embedding_and_softcap():
-    deep = probe(TINY["gemma3"]).deep
-    assert deep["embed_scaled"] and deep["embed_scale"] == pytest.approx(8.0)  # sqrt(64)
-    assert deep["embed_class"] == "Gemma3TextScaledWordEmbedding"
-    assert deep["logit_softcap"] == 30.0
-    assert not probe(TINY["llama"]).deep["embed_scaled"]
+    m = probe(TINY["gemma3"])
+    assert m.scaling.embed_scaled and m.scaling.embed_scale == pytest.approx(8.0)  # sqrt(64)
+    assert m.paths.embed_class == "Gemma3TextScaledWordEmbedding"
+    assert m.scaling.logit_softcap == 30.0
+    assert not probe(TINY["llama"]).scaling.embed_scaled
 
 
 def test_layer_returns_from_the_code_not_the_annotation():
-    assert probe(TINY["falcon"]).layer_returns == "tuple"  # returns (output, attn_weights)
-    assert probe(TINY["gemma3"]).layer_returns == "tensor"  # annotated tuple[...], returns hidden_states
-    assert probe(TINY["llama"]).layer_returns == "tensor"
+    assert probe(TINY["falcon"]).layer_returns.kind == "tuple"  # returns (output, attn_weights)
+    assert probe(TINY["gemma3"]).layer_returns.kind == "tensor"  # annotated tuple[...], returns hidden_states
+    assert probe(TINY["llama"]).layer_returns.kind == "tensor"
 
 
 def test_forward_signature():
-    t = probe(TINY["llama"])
-    how = t.deep["forward_accepts_how"]
+    m = probe(TINY["llama"])
+    how = m.forward.how
     assert how["cache"] == "explicit" and how["past_key_values"] == "deprecated-alias"
     assert how["output_hidden_states"] == "kwargs"
-    assert set(t.forward_accepts) >= {"position_ids", "use_cache", "logits_to_keep", "output_hidden_states"}
-    assert t.deep["deprecated_kwargs"]["past_key_values"]["new_name"] == "cache"
-    assert t.deep["output_has_hidden_states"] and t.deep["output_has_logits"]
-    assert t.deep["crop_semantics"] == "negative-count"  # transformers 5.x
+    assert set(m.forward.accepts) >= {"position_ids", "use_cache", "logits_to_keep", "output_hidden_states"}
+    assert m.forward.deprecated_kwargs["past_key_values"].new_name == "cache"
+    assert m.forward.output_has_hidden_states and m.forward.output_has_logits
+    assert m.crop_semantics == "negative-count"  # transformers 5.x
 
 
 def test_gpt2_records_hidden_states_without_a_typed_kwarg():
     # GPT-2's forward has untyped **kwargs; its output recorder still honours output_hidden_states.
-    assert probe(TINY["gpt2"]).deep["forward_accepts_how"]["output_hidden_states"] == "kwargs"
+    assert probe(TINY["gpt2"]).forward.how["output_hidden_states"] == "kwargs"
 
 
 def test_legacy_fixed_paths():
-    assert probe(TINY["llama"]).deep["has_model_embed_tokens"] is True
-    assert probe(TINY["gpt2"]).deep["has_model_embed_tokens"] is False
+    assert probe(TINY["llama"]).paths.has_model_embed_tokens is True
+    assert probe(TINY["gpt2"]).paths.has_model_embed_tokens is False
 
 
 # --- full-size configs on the meta device ------------------------------------------------------------------
@@ -121,23 +123,23 @@ def test_legacy_fixed_paths():
     ("qwen3.5-35b-a3b", 40, ["Qwen3_5MoeDecoderLayer"]),
 ])
 def test_full_size_configs(name, layers, classes):
-    t = probe(fixture(name))
-    assert (t.embed_path, t.lm_head_path, t.layers_path) == ("model.embed_tokens", "lm_head", "model.layers")
-    assert t.deep["layers_len"] == layers and t.deep["layer_classes"] == classes
-    assert t.tied_embeddings is False
+    p = probe(fixture(name)).paths
+    assert (p.embed, p.head, p.layers) == ("model.embed_tokens", "lm_head", "model.layers")
+    assert p.layers_len == layers and list(p.layer_classes) == classes
+    assert p.tied is False
 
 
 def test_full_size_hybrid_cannot_be_cropped():
-    t = probe(fixture("qwen3.5-35b-a3b"))
-    assert t.rollback == "none"
-    assert len(t.deep["non_croppable_layers"]) == 30  # 3 of every 4 layers are GatedDeltaNet
-    assert t.cache_layers[3] == "DynamicLayer"
+    cache = probe(fixture("qwen3.5-35b-a3b")).cache
+    assert cache.rollback == "none"
+    assert len(cache.non_croppable) == 30  # 3 of every 4 layers are GatedDeltaNet
+    assert cache.layers[3] == "DynamicLayer"
 
 
 def test_deepseek_auto_map_is_not_imported_but_the_built_in_class_is_used():
-    t = probe(fixture("deepseek-v3"))
-    assert t.deep["model_class"] == "DeepseekV3ForCausalLM"
-    assert t.deep["remote_code"] == "not-imported-built-in-class-used"
+    m = probe(fixture("deepseek-v3"))
+    assert m.model_class == "DeepseekV3ForCausalLM"
+    assert m.auto_map_not_imported and "DeepseekV3ForCausalLM" in m.notes[0]
 
 
 # --- remote code, missing dependencies, unknown models -----------------------------------------------------
@@ -185,16 +187,13 @@ def _remote_folder(tmp_path: Path) -> Path:
 
 def _inspect(folder: Path, trust: bool):
     t = parse_target_config(json.loads((folder / "config.json").read_text()), str(folder))
-    notes: list[str] = []
-    inspect_torch_target(Resolved(ref=str(folder), folder=folder), t, CheckOptions(trust_remote_code=trust), notes)
-    return t, notes
+    return inspect_torch_target(Resolved(ref=str(folder), folder=folder), t, CheckOptions(trust_remote_code=trust))
 
 
 def test_remote_code_is_never_imported_without_trust(tmp_path):
-    t, notes = _inspect(_remote_folder(tmp_path), trust=False)
-    assert t.deep == {"inspected": False, "framework": "torch", "skipped": "remote-code", "detail": t.deep["detail"]}
-    assert t.layers_path is None and not (tmp_path / "remote-code-ran").exists()
-    assert any("remote-code" in n for n in notes)
+    m = _inspect(_remote_folder(tmp_path), trust=False)
+    assert isinstance(m, Skipped) and (m.reason, m.framework) == ("remote-code", "torch")
+    assert "--trust-remote-code" in m.detail and not (tmp_path / "remote-code-ran").exists()
 
 
 def test_remote_code_is_inspected_with_trust(tmp_path, monkeypatch):
@@ -203,26 +202,26 @@ def test_remote_code_is_inspected_with_trust(tmp_path, monkeypatch):
     # transformers copies trusted code into its modules cache: keep it in tmp, not in the user's ~/.cache.
     monkeypatch.setattr(dmu, "HF_MODULES_CACHE", str(tmp_path / "modules"))
     monkeypatch.setattr(sys, "path", list(sys.path))
-    t, _ = _inspect(_remote_folder(tmp_path), trust=True)
-    assert t.deep["inspected"], t.deep
+    m = _inspect(_remote_folder(tmp_path), trust=True)
+    assert isinstance(m, ModuleFacts) and m.skipped is None, m
     assert (tmp_path / "remote-code-ran").exists()  # the marker can tell: trusted code did run
     # No accessors: found by the structural search (vocab-sized Embedding and Linear, the layer list).
-    assert (t.embed_path, t.lm_head_path, t.layers_path) == ("wte", "out", "blocks")
-    assert t.deep["embed_via"] == "search"
-    assert t.deep["forward_accepts_how"]["position_ids"] == "no"
+    assert (m.paths.embed, m.paths.head, m.paths.layers) == ("wte", "out", "blocks")
+    assert m.paths.embed_via == "search"
+    assert m.forward.how["position_ids"] == "no"
 
 
 def test_torch_missing_is_a_skip_not_a_failure(monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", None)
     t = parse_target_config(TINY["llama"], "t")
-    inspect_torch_target(Resolved(ref="t", folder=Path("/nonexistent")), t, CheckOptions(), [])
-    assert t.deep["skipped"] == "torch-missing" and t.layers_path is None
+    m = inspect_torch_target(Resolved(ref="t", folder=Path("/nonexistent")), t, CheckOptions())
+    assert isinstance(m, Skipped) and m.reason == "torch-missing"
 
 
 def test_unknown_model_type_is_a_skip():
     t = parse_target_config({"architectures": ["NopeForCausalLM"], "model_type": "nope_xyz", "hidden_size": 8}, "t")
-    inspect_torch_target(Resolved(ref="t", folder=Path("/nonexistent")), t, CheckOptions(), [])
-    assert t.deep["skipped"] == "unknown-model-type" and "nope_xyz" in t.deep["detail"]
+    m = inspect_torch_target(Resolved(ref="t", folder=Path("/nonexistent")), t, CheckOptions())
+    assert isinstance(m, Skipped) and m.reason == "unknown-model-type" and "nope_xyz" in m.detail
 
 
 def test_mlx_checkpoints_dispatch_to_the_mlx_inspector(tmp_path, monkeypatch):
@@ -230,34 +229,34 @@ def test_mlx_checkpoints_dispatch_to_the_mlx_inspector(tmp_path, monkeypatch):
     (tmp_path / "config.json").write_text(json.dumps(cfg))
     t = parse_target_config(cfg, str(tmp_path))
     res = Resolved(ref=str(tmp_path), folder=tmp_path)
-    assert detect_framework(res, t) == "mlx"
+    assert detect_framework(res) == "mlx"
     plain = tmp_path / "plain"
     plain.mkdir()
     (plain / "config.json").write_text(json.dumps(TINY["llama"]))
-    assert detect_framework(Resolved(ref=str(plain), folder=plain), parse_target_config(TINY["llama"], "t")) == "torch"
+    assert detect_framework(Resolved(ref=str(plain), folder=plain)) == "torch"
     from dflash_compat.exceptions import MissingDependencyError
-    from dflash_compat.probe import _inspect_target, mlx_tree
+    from dflash_compat.probe import mlx_tree
 
     def no_mlx(*args, **kwargs):
         raise MissingDependencyError("mlx is not installed")
 
-    monkeypatch.setattr(mlx_tree, "inspect_mlx_target", no_mlx)  # as on a machine without mlx
+    monkeypatch.setattr(mlx_tree, "import_mlx", no_mlx)  # as on a machine without mlx
+    m = inspect_target(res, t, CheckOptions(), "auto")
+    assert isinstance(m, Skipped) and (m.reason, m.framework) == ("mlx-inspector-missing", "mlx")
 
-    _inspect_target("auto", res, t, CheckOptions(), [])
-    assert t.deep["skipped"] == "mlx-inspector-missing"
 
-
-def test_inspector_fills_both_specs_in_place(tmp_path):
-    from tests.deep_helpers import read_draft, tiny_draft, write_draft
+def test_probes_return_facts_and_leave_the_specs_alone(tmp_path):
+    from tests.deep_helpers import tiny_draft, write_draft
 
     (tmp_path / "t").mkdir()
     (tmp_path / "t" / "config.json").write_text(json.dumps(TINY["qwen3"]))
     dfolder = write_draft(tmp_path / "d", tiny_draft(TINY["qwen3"]))
     target = parse_target_config(TINY["qwen3"], "t")
-    draft = read_draft(dfolder)
-    draft.weights = None
-    get_deep_inspector("torch")(Resolved("t", tmp_path / "t"), target, Resolved("d", dfolder), draft, CheckOptions(), [])
-    assert target.layers_path == "model.layers" and draft.weights.checked and draft.weights.tensor_count == 25
+    before = target.model_dump()
+    modules = inspect_target(Resolved("t", tmp_path / "t"), target, CheckOptions(), "torch")
+    weights = inspect_draft(Resolved("d", dfolder))
+    assert modules.paths.layers == "model.layers" and weights.tensor_count == 25
+    assert target.model_dump() == before
 
 
 # --- --adapter and inspector failures --------------------------------------------------------------------------
@@ -265,16 +264,14 @@ def test_inspector_fills_both_specs_in_place(tmp_path):
 
 def _probe_with(name: str, **options):
     t = parse_target_config(TINY[name], "t")
-    notes: list[str] = []
-    inspect_torch_target(Resolved(ref="t", folder=Path("/nonexistent")), t, CheckOptions(**options), notes)
-    return t, notes
+    return t, inspect_torch_target(Resolved(ref="t", folder=Path("/nonexistent")), t, CheckOptions(**options))
 
 
 def test_adapter_paths_are_those_of_the_users_model():
-    t, _ = _probe_with("gpt2", adapter="gpt2")
-    assert (t.embed_path, t.lm_head_path, t.layers_path) == ("transformer.wte", "lm_head", "transformer.h")
-    assert t.deep["decoder_path"] == "transformer" and t.deep["adapter"] == "gpt2"
-    assert t.rollback == "crop" and t.cache_layers
+    _, m = _probe_with("gpt2", adapter="gpt2")
+    assert (m.paths.embed, m.paths.head, m.paths.layers) == ("transformer.wte", "lm_head", "transformer.h")
+    assert m.paths.decoder == "transformer" and m.adapter == "gpt2"
+    assert m.cache.rollback == "crop" and m.cache.layers
 
 
 def test_adapter_cache_facts_come_from_the_users_model_class(monkeypatch):
@@ -283,8 +280,8 @@ def test_adapter_cache_facts_come_from_the_users_model_class(monkeypatch):
     # a model that keeps its own state: the wrapper must not hide the class-level flag
     monkeypatch.setattr(GPT2LMHeadModel, "_supports_default_dynamic_cache", classmethod(lambda cls: False),
                         raising=False)
-    t, _ = _probe_with("gpt2", adapter="gpt2")
-    assert t.deep["cache_class"] == "model-managed" and t.rollback == "none"
+    _, m = _probe_with("gpt2", adapter="gpt2")
+    assert m.cache.model_managed and m.cache.rollback == "none"
 
 
 def test_locate_failure_is_a_skip_not_a_finding(monkeypatch):
@@ -296,15 +293,14 @@ def test_locate_failure_is_a_skip_not_a_finding(monkeypatch):
 
     D = parse_draft_config(tiny_draft(TINY["llama"]), "d")
 
-    def _locate(model, target, deep):
-        target.embed_path = "half.done"
+    def locate(model, target):
         raise RuntimeError("inspector bug")
 
-    monkeypatch.setattr(torch_meta, "_locate", _locate)
-    t, notes = _probe_with("llama")
-    assert t.deep["inspected"] is False and t.deep["skipped"] == "inspection-failed"
-    assert t.embed_path is None and t.layers_path is None and any("inspector bug" in n for n in notes)
-    ctx = CheckContext(target=t, draft=D, options=CheckOptions())
+    monkeypatch.setattr(torch_meta, "locate", locate)
+    t, m = _probe_with("llama")
+    assert m.skipped.reason == "inspection-failed" and m.paths is None
+    assert any("inspector bug" in n for n in m.notes)
+    ctx = CheckContext(target=t, draft=D, options=CheckOptions(), modules=m)
     found = run_rules(ctx, [RULES_BY_CODE[c] for c in ("DF006", "DF701", "DF702", "DF703")], ["transformers"])
     assert {f.code for f in found} == {"DF006"} and "inspector bug" in found[0].message
 
@@ -318,12 +314,12 @@ def test_other_fact_errors_are_reported_by_df006(monkeypatch):
 
     D = parse_draft_config(tiny_draft(TINY["llama"]), "d")
 
-    def _forward_facts(model, target, deep):
+    def forward_facts(model):
         raise RuntimeError("odd forward")
 
-    monkeypatch.setattr(torch_meta, "_forward_facts", _forward_facts)
-    t, _ = _probe_with("llama")
-    assert t.deep["inspected"] is True and t.layers_path == "model.layers"
-    ctx = CheckContext(target=t, draft=D, options=CheckOptions())
+    monkeypatch.setattr(torch_meta, "forward_facts", forward_facts)
+    t, m = _probe_with("llama")
+    assert m.skipped is None and m.paths.layers == "model.layers" and m.forward is None
+    ctx = CheckContext(target=t, draft=D, options=CheckOptions(), modules=m)
     (f,) = run_rules(ctx, [RULES_BY_CODE["DF006"]], ["transformers"])
     assert "forward_facts: RuntimeError: odd forward" in f.message

@@ -3,17 +3,28 @@ and whole checks give the right findings per backend."""
 
 from __future__ import annotations
 
-import copy
 import json
 from pathlib import Path
 
 import pytest
 
 from dflash_compat.check import CheckRequest, run_check
-from dflash_compat.probe import get_deep_inspector
+from dflash_compat.engine import CheckContext, check_rules
+from dflash_compat.facts import Skipped
+from dflash_compat.options import CheckOptions
+from dflash_compat.rules import RULES_BY_CODE
 from dflash_compat.specs import parse_draft_config, parse_target_config
 from tests.deep_helpers import (
-    TINY, catches, draft_tensors, findings, probe, read_draft, tiny_draft, write_draft, write_safetensors,
+    TINY,
+    catches,
+    draft_tensors,
+    findings,
+    probe,
+    read_draft,
+    tiny_draft,
+    tweak,
+    write_draft,
+    write_safetensors,
 )
 
 try:
@@ -52,12 +63,12 @@ def bent(cfg=None, drop=(), **changes):
 
 def test_conforming_draft_passes_every_weight_rule(tmp_path):
     d = weights(tmp_path)
-    assert [f.code for code in WEIGHT_CODES for f in findings(code, _target(), d)] == []
+    assert [f.code for code in WEIGHT_CODES for f in findings(code, _target(), *d)] == []
 
 
 def test_df601_catches_wrong_fc_shape(tmp_path):
     d = weights(tmp_path, tensors=bent(**{"fc.weight": ("BF16", [64, 192])}))
-    (f,) = findings("DF601", _target(), d)
+    (f,) = findings("DF601", _target(), *d)
     assert "trained on 3 target layers, the config lists 2" in f.message
     assert f.locations[0].key == "fc.weight" and f.locations[0].file == "model.safetensors"
 
@@ -65,30 +76,30 @@ def test_df601_catches_wrong_fc_shape(tmp_path):
 def test_df602_catches_a_missing_layer(tmp_path):
     cfg = tiny_draft(TINY["qwen3"], num_hidden_layers=3)
     d = weights(tmp_path, cfg=cfg, tensors=draft_tensors(DRAFT))  # weights of 2 layers, config says 3
-    (f,) = findings("DF602", _target(), d)
+    (f,) = findings("DF602", _target(), *d)
     assert "layer(s) [2] missing" in f.message
 
 
 def test_df602_catches_a_gap_in_the_layers(tmp_path):
     cfg = tiny_draft(TINY["qwen3"], num_hidden_layers=3)
     t = {k: v for k, v in draft_tensors(cfg).items() if not k.startswith("layers.1.")}
-    assert catches("DF602", _target(), weights(tmp_path, cfg=cfg, tensors=t))
+    assert catches("DF602", _target(), *weights(tmp_path, cfg=cfg, tensors=t))
 
 
 def test_df603_catches_a_missing_tensor(tmp_path):
-    assert catches("DF603", _target(), weights(tmp_path, tensors=bent(drop=["hidden_norm.weight"])))
+    assert catches("DF603", _target(), *weights(tmp_path, tensors=bent(drop=["hidden_norm.weight"])))
 
 
 def test_df604_catches_kv_heads_mismatch(tmp_path):
     d = weights(tmp_path, tensors=bent(**{"layers.1.self_attn.k_proj.weight": ("BF16", [64, 64])}))
-    (f,) = findings("DF604", _target(), d)
+    (f,) = findings("DF604", _target(), *d)
     assert "layers.1.self_attn.k_proj.weight is [64, 64], the config implies [32, 64]" in f.message
     assert "num_key_value_heads" in f.message
 
 
 def test_df604_catches_intermediate_size_mismatch(tmp_path):
     cfg = tiny_draft(TINY["qwen3"], intermediate_size=256)
-    assert catches("DF604", _target(), weights(tmp_path, cfg=cfg, tensors=draft_tensors(DRAFT)))
+    assert catches("DF604", _target(), *weights(tmp_path, cfg=cfg, tensors=draft_tensors(DRAFT)))
 
 
 V2 = tiny_draft(TINY["qwen3"], architectures=["DFlash2DraftModel"], **{
@@ -112,46 +123,46 @@ def v2_tensors(drop=()):
 
 def test_df605_passes_a_conforming_v2_draft(tmp_path):
     d = weights(tmp_path, cfg=V2, tensors=v2_tensors())
-    assert d.format == "zlab-v2"
-    assert [f.code for code in WEIGHT_CODES for f in findings(code, _target(), d)] == []
+    assert d[0].format == "zlab-v2"
+    assert [f.code for code in WEIGHT_CODES for f in findings(code, _target(), *d)] == []
 
 
 def test_df605_catches_missing_selector(tmp_path):
     d = weights(tmp_path, cfg=V2, tensors=v2_tensors(drop=["candidate_selector.successor_codebook.weight"]))
-    assert catches("DF605", _target(), d)
+    assert catches("DF605", _target(), *d)
 
 
 def test_df605_catches_v2_tensors_under_a_v1_config(tmp_path):
     t = {k: v for k, v in v2_tensors().items()}
-    (f,) = findings("DF605", _target(), weights(tmp_path, cfg=DRAFT, tensors=t))
+    (f,) = findings("DF605", _target(), *weights(tmp_path, cfg=DRAFT, tensors=t))
     assert "a v1 loader ignores them" in f.message
 
 
 def test_df606_catches_bundled_embeddings(tmp_path):
     d = weights(tmp_path, tensors=bent(**{"embed_tokens.weight": ("BF16", [2000, 64]), "lm_head.weight": ("BF16", [2000, 64])}))
-    (f,) = findings("DF606", _target(), d)
+    (f,) = findings("DF606", _target(), *d)
     assert "another vocabulary" in f.message
 
 
 def test_df607_catches_fp16(tmp_path):
     d = read_draft(write_draft(tmp_path, DRAFT, draft_tensors(DRAFT, dtype="F16")))
-    assert catches("DF607", _target(), d)
+    assert catches("DF607", _target(), *d)
 
 
 def test_df608_catches_undeclared_quantisation(tmp_path):
     t = bent(**{"layers.0.mlp.up_proj.weight": ("U32", [128, 8]), "layers.0.mlp.up_proj.scales": ("BF16", [128, 1])})
-    assert catches("DF608", _target(), weights(tmp_path, tensors=t))
+    assert catches("DF608", _target(), *weights(tmp_path, tensors=t))
 
 
 def test_df608_leaves_declared_quantisation_to_df123(tmp_path):
     cfg = tiny_draft(TINY["qwen3"], quantization_config={"quant_method": "fp8"})
     t = bent(cfg, **{"layers.0.mlp.up_proj.weight": ("F8_E4M3", [128, 64])})
-    assert not catches("DF608", _target(), weights(tmp_path, cfg=cfg, tensors=t))
+    assert not catches("DF608", _target(), *weights(tmp_path, cfg=cfg, tensors=t))
 
 
 def test_df609_catches_unexpected_tensors(tmp_path):
     d = weights(tmp_path, tensors=bent(**{"midlayer.self_attn.q_proj.weight": ("BF16", [64, 64])}))
-    assert catches("DF609", _target(), d)
+    assert catches("DF609", _target(), *d)
 
 
 def test_df609_accepts_biases_and_wrapper_prefix(tmp_path):
@@ -159,39 +170,36 @@ def test_df609_accepts_biases_and_wrapper_prefix(tmp_path):
     t = {f"model.{k}": v for k, v in draft_tensors(cfg).items()}
     t["model.layers.0.self_attn.q_proj.bias"] = ("BF16", [64])
     d = weights(tmp_path, cfg=cfg, tensors=t)
-    assert [f.code for code in WEIGHT_CODES for f in findings(code, _target(), d)] == []
+    assert [f.code for code in WEIGHT_CODES for f in findings(code, _target(), *d)] == []
 
 
 def test_df610_catches_a_short_data_section(tmp_path):
     d = weights(tmp_path, data="short")
-    assert catches("DF610", _target(), d)
-    assert not any(catches(c, _target(), d) for c in WEIGHT_CODES if c != "DF610")
+    assert catches("DF610", _target(), *d)
+    assert not any(catches(c, _target(), *d) for c in WEIGHT_CODES if c != "DF610")
 
 
 def test_weight_rules_skip_without_headers(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps(DRAFT))
     d = read_draft(tmp_path)  # no safetensors at all
-    assert d.weights.skipped == "no-safetensors"
-    assert catches("DF007", _target(), d)
-    assert not any(catches(c, _target(), d) for c in WEIGHT_CODES)
+    assert d[1].reason == "no-safetensors"
+    assert catches("DF007", _target(), *d)
+    assert not any(catches(c, _target(), *d) for c in WEIGHT_CODES)
 
 
 # --- DF0xx meta ----------------------------------------------------------------------------------------------
 
 
 def test_df006_reports_skips():
-    t = _target()
-    t.deep = {"inspected": False, "skipped": "torch-missing", "detail": "torch is not installed"}
-    assert catches("DF006", t, parse_draft_config(DRAFT, "d"))
-    t.deep = {"inspected": False, "skipped": "remote-code", "detail": "auto_map"}
-    assert catches("DF006", t, parse_draft_config(DRAFT, "d"))
-    assert not catches("DF006", _target(), parse_draft_config(DRAFT, "d"))  # --no-deep: nothing to say
+    d = parse_draft_config(DRAFT, "d")
+    assert catches("DF006", _target(), d, modules=Skipped("torch-missing", "torch is not installed", "torch"))
+    assert catches("DF006", _target(), d, modules=Skipped("remote-code", "auto_map", "torch"))
+    assert not catches("DF006", _target(), d)  # --no-deep: nothing to say
 
 
 def test_df008_unknown_model_type_is_a_transformers_warning():
-    t = _target()
-    t.deep = {"inspected": False, "framework": "torch", "skipped": "unknown-model-type", "detail": "x"}
-    (f,) = findings("DF008", t, parse_draft_config(DRAFT, "d"))
+    m = Skipped("unknown-model-type", "x", framework="torch")
+    (f,) = findings("DF008", _target(), parse_draft_config(DRAFT, "d"), modules=m)
     assert (f.backend, f.severity) == ("transformers", "warning")
 
 
@@ -200,37 +208,44 @@ def test_df008_unknown_model_type_is_a_transformers_warning():
 D = parse_draft_config(DRAFT, "d")
 
 
-def spec(name="llama", cfg=None, **deep):
-    t = probe(cfg or TINY[name])
-    t.deep = {**copy.deepcopy(t.deep), **deep}
-    return t
+def spec(name="llama", cfg=None, **changes):
+    """(target spec, its module facts with `changes`, see deep_helpers.tweak)."""
+    cfg = cfg or TINY[name]
+    return parse_target_config(cfg, "target"), tweak(probe(cfg), **changes)
+
+
+def caught(code, pair, backend=None, draft=D):
+    return catches(code, pair[0], draft, modules=pair[1], backend=backend)
+
+
+def found(code, pair, draft=D):
+    return findings(code, pair[0], draft, modules=pair[1])
 
 
 @torch_required
-@pytest.mark.parametrize("code, field", [("DF701", "embed_path"), ("DF702", "lm_head_path"), ("DF703", "layers_path")])
+@pytest.mark.parametrize("code, field", [("DF701", "embed"), ("DF702", "head"), ("DF703", "layers")])
 def test_df701_df703_catch_missing_modules(code, field):
-    t = spec()
-    assert not catches(code, t, D)
-    setattr(t, field, None)
-    assert catches(code, t, D)
+    assert not caught(code, spec())
+    assert caught(code, spec(**{f"paths__{field}": None}))
 
 
 @torch_required
 def test_df703_warns_when_the_built_layers_differ_from_the_config():
-    (f,) = findings("DF703", spec(layers_len=3), D)
+    (f,) = found("DF703", spec(paths__layers_len=3))
     assert f.severity == "warning"
 
 
 @torch_required
 def test_df704_catches_a_scale_the_config_does_not_show():
-    t = spec(embed_scaled=True, embed_scale=48.0, embed_scale_source=["embedding.embed_scale"])
-    assert catches("DF704", t, D)
-    assert not catches("DF704", t, parse_draft_config(tiny_draft(TINY["llama"], **{"dflash_config.input_embedding_scale": 48.0}), "d"))
+    t = spec(scaling__embed_scaled=True, scaling__embed_scale=48.0, scaling__embed_scale_source=("embedding.embed_scale",))
+    assert caught("DF704", t)
+    scaled = parse_draft_config(tiny_draft(TINY["llama"], **{"dflash_config.input_embedding_scale": 48.0}), "d")
+    assert not caught("DF704", t, draft=scaled)
 
 
 @torch_required
 def test_df704_leaves_gemma_sqrt_hidden_to_df121():
-    assert not catches("DF704", spec("gemma3"), D)
+    assert not caught("DF704", spec("gemma3"))
 
 
 @torch_required
@@ -238,114 +253,113 @@ def test_df704_catches_a_softcap_set_by_the_class_default():
     gemma2 = {"architectures": ["Gemma2ForCausalLM"], "model_type": "gemma2", "num_hidden_layers": 2, "head_dim": 16,
               "hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4, "num_key_value_heads": 2,
               "vocab_size": 1000}
-    t = probe(gemma2)  # final_logit_softcapping is not in the JSON: Gemma2Config defaults it to 30.0
-    assert t.final_logit_softcapping is None and t.deep["logit_softcap"] == 30.0
-    assert any("soft-caps its logits at 30" in f.message for f in findings("DF704", t, D))
+    t = spec(cfg=gemma2)  # final_logit_softcapping is not in the JSON: Gemma2Config defaults it to 30.0
+    assert t[0].final_logit_softcapping is None and t[1].scaling.logit_softcap == 30.0
+    assert any("soft-caps its logits at 30" in f.message for f in found("DF704", t))
 
 
 @torch_required
 def test_df705_catches_ids_past_the_built_layers():
-    (f,) = findings("DF705", spec(layers_len=3), D)  # ids [1, 2] with 3 built layers: 2 is the last
+    (f,) = found("DF705", spec(paths__layers_len=3))  # ids [1, 2] with 3 built layers: 2 is the last
     assert f.severity == "warning" and "last" in f.message  # as DF107 judges N-1
-    past, last = findings("DF705", spec(layers_len=2), D)  # 2 does not exist, 1 is the last
+    past, last = found("DF705", spec(paths__layers_len=2))  # 2 does not exist, 1 is the last
     assert past.severity == "error" and "[2]" in past.message and last.severity == "warning"
-    assert not catches("DF705", spec(), D)
+    assert not caught("DF705", spec())
 
 
 @torch_required
 def test_df706_mlx_recurrent_cache_the_config_did_not_flag():
-    assert catches("DF706", spec(non_croppable_layers=[0]), D, "mlx")
-    assert not catches("DF706", spec("qwen3_next"), D)  # known hybrid: DF504's finding
+    assert caught("DF706", spec(cache__non_croppable=(0,)), backend="mlx")
+    assert not caught("DF706", spec("qwen3_next"))  # known hybrid: DF504's finding
 
 
 @torch_required
 def test_df707_only_from_a_real_mlx_tree():
-    t = spec(framework="mlx")
-    t.cache_layers = ["KVCache", "RotatingKVCache"]
-    assert catches("DF707", t, D, "mlx")
-    torch_tree = spec(framework="torch")
-    torch_tree.cache_layers = ["KVCache", "RotatingKVCache"]  # the same names from a transformers tree: not MLX's
-    assert not catches("DF707", torch_tree, D)
+    assert caught("DF707", spec(framework="mlx", cache__layers=("KVCache", "RotatingKVCache")), backend="mlx")
+    # the same names from a transformers tree are not MLX's: the rule does not run on them
+    torch_tree = spec(framework="torch", cache__layers=("KVCache", "RotatingKVCache"))
+    assert not caught("DF707", torch_tree)
+    ctx = CheckContext(target=torch_tree[0], draft=D, modules=torch_tree[1])
+    (run,) = check_rules(ctx, [RULES_BY_CODE["DF707"]], ["mlx"]).rules
+    assert run.status == "skipped" and run.missing == "mlx-modules"
 
 
 @torch_required
 def test_df708_mlx_fixed_paths():
-    (f,) = findings("DF708", spec("gpt2"), D)
+    (f,) = found("DF708", spec("gpt2"))
     assert f.severity == "warning" and "transformer.h" in f.message  # inferred from the transformers tree
-    assert not catches("DF708", spec("llama"), D)
-    assert not catches("DF708", spec("qwen3_vl"), D)  # HF and mlx-vlm name wrappers differently
+    assert not caught("DF708", spec("llama"))
+    assert not caught("DF708", spec("qwen3_vl"))  # HF and mlx-vlm name wrappers differently
 
 
 @torch_required
 def test_df709_tuple_returning_layers():
-    (f, *_) = findings("DF709", spec("falcon"), D)
+    (f, *_) = found("DF709", spec("falcon"))
     assert f.severity == "info" and "FalconDecoderLayer" in f.message
-    assert not catches("DF709", spec("llama"), D)
+    assert not caught("DF709", spec("llama"))
 
 
 @torch_required
 def test_df251_catches_a_forward_without_position_ids():
-    t = spec()
-    t.deep["forward_accepts_how"] = {**t.deep["forward_accepts_how"], "position_ids": "no"}
-    assert catches("DF251", t, D)
-    assert not catches("DF251", spec(), D)
+    how = dict(probe(TINY["llama"]).forward.how, position_ids="no")
+    assert caught("DF251", spec(forward__how=how))
+    assert not caught("DF251", spec())
 
 
 @torch_required
 def test_df252_catches_an_output_without_hidden_states():
-    assert catches("DF252", spec(output_has_hidden_states=False), D)
-    assert not catches("DF252", spec(), D)
+    assert caught("DF252", spec(forward__output_has_hidden_states=False))
+    assert not caught("DF252", spec())
 
 
 @torch_required
 def test_df253_catches_accessors_that_do_not_work():
-    assert catches("DF253", spec(embed_via="search"), D)
-    assert not catches("DF253", spec(), D)
+    assert caught("DF253", spec(paths__embed_via="search"))
+    assert not caught("DF253", spec())
 
 
 @torch_required
 def test_df254_past_key_values_alias():
-    (f,) = findings("DF254", spec(), D)
+    (f,) = found("DF254", spec())
     assert f.severity == "info" and "5.40.0" in f.message
-    t = spec()
-    t.deep["forward_accepts_how"] = {**t.deep["forward_accepts_how"], "past_key_values": "no"}
-    (f,) = findings("DF254", t, D)
+    how = dict(probe(TINY["llama"]).forward.how, past_key_values="no")
+    (f,) = found("DF254", spec(forward__how=how))
     assert f.severity == "error"
 
 
 @torch_required
 def test_df255_crop_semantics():
-    assert catches("DF255", spec(), D)
-    assert not catches("DF255", spec(crop_semantics="absolute-length"), D)
+    assert caught("DF255", spec())
+    assert not caught("DF255", spec(crop_semantics="absolute-length"))
 
 
 @torch_required
 def test_df256_recurrent_cache_layers_the_config_did_not_flag():
-    assert catches("DF256", spec(non_croppable_layers=[1]), D)
-    assert not catches("DF256", spec("mamba"), D)  # known hybrid: DF201's finding
-    assert not catches("DF256", spec(), D)
+    assert caught("DF256", spec(cache__non_croppable=(1,)))
+    assert not caught("DF256", spec("mamba"))  # known hybrid: DF201's finding
+    assert not caught("DF256", spec())
 
 
 @torch_required
 def test_df257_sliding_window_from_a_class_default():
     mistral = {k: v for k, v in TINY["mistral"].items() if k != "sliding_window"}  # MistralConfig defaults 4096
-    (f,) = findings("DF257", probe(mistral), D)
+    (f,) = found("DF257", spec(cfg=mistral))
     assert "4096" in f.message and f.severity == "warning"
-    assert not catches("DF257", spec("mistral"), D)  # in the config: DF202's finding
-    (f,) = findings("DF257", spec("mistral", past_recording=False), D)
+    assert not caught("DF257", spec("mistral"))  # in the config: DF202's finding
+    (f,) = found("DF257", spec("mistral", cache__past_recording=False))
     assert f.severity == "error"
 
 
 @torch_required
 def test_df258_legacy_embed_path():
-    assert catches("DF258", spec("gpt2"), D)
-    assert not catches("DF258", spec("llama"), D)
+    assert caught("DF258", spec("gpt2"))
+    assert not caught("DF258", spec("llama"))
 
 
 @torch_required
-@pytest.mark.parametrize("name, caught", [("gpt_neox", True), ("opt", True), ("llama", False), ("qwen3_vl", False)])
-def test_df351_vllm_shared_modules(name, caught):
-    assert catches("DF351", spec(name), D, "vllm") is caught
+@pytest.mark.parametrize("name, expected", [("gpt_neox", True), ("opt", True), ("llama", False), ("qwen3_vl", False)])
+def test_df351_vllm_shared_modules(name, expected):
+    assert caught("DF351", spec(name), backend="vllm") is expected
 
 
 # --- whole checks: the right findings per backend ------------------------------------------------------------
@@ -356,7 +370,7 @@ def _check(tmp_path: Path, name: str, draft_cfg=None):
     (tmp_path / "t" / "config.json").write_text(json.dumps(TINY[name]))
     dcfg = draft_cfg or tiny_draft(TINY[name])
     write_draft(tmp_path / "d", dcfg)
-    report = run_check(CheckRequest(target=str(tmp_path / "t"), draft=str(tmp_path / "d")), deep=get_deep_inspector("auto"))
+    report = run_check(CheckRequest(target=str(tmp_path / "t"), draft=str(tmp_path / "d")))
     return report, {(f.code, f.backend) for f in report.findings}
 
 
@@ -396,7 +410,7 @@ def test_whole_check_wrong_fc_fails_every_backend(tmp_path):
     (tmp_path / "d" / "config.json").write_text(json.dumps(cfg))
     (tmp_path / "t").mkdir()
     (tmp_path / "t" / "config.json").write_text(json.dumps(TINY["qwen3"]))
-    report = run_check(CheckRequest(target=str(tmp_path / "t"), draft=str(tmp_path / "d")), deep=get_deep_inspector())
+    report = run_check(CheckRequest(target=str(tmp_path / "t"), draft=str(tmp_path / "d")))
     assert set(report.summary.verdict.values()) == {"fail"}
     assert ("DF601", "common") in {(f.code, f.backend) for f in report.findings}
 
@@ -405,7 +419,8 @@ def test_no_deep_keeps_config_only_behaviour(tmp_path):
     (tmp_path / "t").mkdir()
     (tmp_path / "t" / "config.json").write_text(json.dumps(TINY["qwen3"]))
     write_draft(tmp_path / "d", DRAFT, bent(**{"fc.weight": ("BF16", [64, 192])}))
-    report = run_check(CheckRequest(target=str(tmp_path / "t"), draft=str(tmp_path / "d")), deep=None)
+    report = run_check(CheckRequest(target=str(tmp_path / "t"), draft=str(tmp_path / "d"),
+                                    options=CheckOptions(deep=False)))
     assert report.target["embed_path"] is None and report.draft["weights"] is None
     assert not [f for f in report.findings if f.code.startswith(MINE)]
 
@@ -413,5 +428,5 @@ def test_no_deep_keeps_config_only_behaviour(tmp_path):
 @torch_required
 def test_df254_catches_past_key_values_swallowed_by_kwargs():
     # MambaForCausalLM.forward(cache=..., **kwargs): the alias it has is for cache_params, not past_key_values.
-    (f,) = findings("DF254", spec("mamba"), D)
+    (f,) = found("DF254", spec("mamba"))
     assert f.severity == "error" and "ignored" in f.message

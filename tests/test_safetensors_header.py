@@ -13,9 +13,9 @@ from click.testing import CliRunner
 
 from dflash_compat.cli import cli
 from dflash_compat.exceptions import WeightsError
+from dflash_compat.facts import DraftWeights, Skipped
 from dflash_compat.probe.safetensors_header import inspect_draft_weights, read_header, read_local_headers
 from dflash_compat.resolve import Resolved
-from dflash_compat.specs import parse_draft_config
 from tests.configs import QWEN3_8B_DRAFT, target, write_model
 from tests.deep_helpers import draft_tensors, read_draft, tiny_draft, write_draft, write_safetensors
 
@@ -25,9 +25,9 @@ TINY = tiny_draft({"hidden_size": 64, "vocab_size": 1000})
 
 def test_header_is_parsed(tmp_path):
     write_draft(tmp_path, TINY)
-    w = read_draft(tmp_path).weights
-    assert w.checked and w.files == ["model.safetensors"] and w.tensor_count == 25
-    assert w.shapes["fc.weight"] == [64, 128] and w.dtype == "BF16" and w.dtypes == ["BF16"]
+    w = read_draft(tmp_path)[1]
+    assert w.files == ("model.safetensors",) and w.tensor_count == 25
+    assert w.shapes["fc.weight"] == [64, 128] and w.dtype == "BF16" and w.dtypes == ("BF16",)
     assert w.metadata == {"format": "pt"} and w.incomplete == {}
 
 
@@ -65,7 +65,7 @@ def test_only_the_header_bytes_are_read(tmp_path, monkeypatch):
 def test_full_size_qwen3_8b_draft_from_a_sparse_file(tmp_path):
     # ~2 GB of tensor data declared, none written: the header alone is enough.
     write_draft(tmp_path, QWEN3_8B_DRAFT, data="sparse")
-    w = read_draft(tmp_path).weights
+    w = read_draft(tmp_path)[1]
     assert w.shapes["fc.weight"] == [4096, 5 * 4096] and w.tensor_count == 3 + 5 * 11
     assert w.incomplete == {}
 
@@ -73,13 +73,13 @@ def test_full_size_qwen3_8b_draft_from_a_sparse_file(tmp_path):
 def test_garbage_data_passes_header_checks(tmp_path):
     # the data section is random bytes: only a reader that parses tensors would notice
     write_draft(tmp_path, TINY, data="garbage")
-    assert read_draft(tmp_path).weights.checked
+    assert isinstance(read_draft(tmp_path)[1], DraftWeights)
 
 
 def test_short_data_section_is_a_finding_not_an_exception(tmp_path):
     write_draft(tmp_path, TINY, data="short")
-    w = read_draft(tmp_path).weights
-    assert w.checked and w.shapes["fc.weight"] == [64, 128]
+    w = read_draft(tmp_path)[1]
+    assert w.shapes["fc.weight"] == [64, 128]
     have, need = w.incomplete["model.safetensors"]
     assert have < need
 
@@ -132,7 +132,7 @@ def _sharded(tmp_path: Path) -> Path:
 
 
 def test_sharded_draft_honours_the_index(tmp_path):
-    w = read_draft(_sharded(tmp_path)).weights
+    w = read_draft(_sharded(tmp_path))[1]
     assert len(w.files) == 2 and w.tensor_count == 25
     assert w.tensor_files["fc.weight"].startswith("model-0000")
 
@@ -200,9 +200,8 @@ def test_local_index_without_shards_or_entries_is_a_weights_error(tmp_path):
         shard.unlink()
     with pytest.raises(WeightsError, match="missing"):
         read_local_headers(folder)
-    d = parse_draft_config(TINY, str(folder))
     with pytest.raises(WeightsError):
-        inspect_draft_weights(Resolved(ref=str(folder), folder=folder), d, [])
+        inspect_draft_weights(Resolved(ref=str(folder), folder=folder))
     assert read_local_headers(folder, hub_snapshot=True) == []  # a config-only Hub snapshot
     (folder / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}, "weight_map": {}}))
     with pytest.raises(WeightsError, match="no weight_map"):
@@ -214,11 +213,11 @@ def test_hub_snapshot_index_without_shards_asks_the_hub(tmp_path, monkeypatch):
 
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.setattr(huggingface_hub, "HfApi", lambda *a, **k: FakeApi(draft_tensors(TINY)))
-    d, res = _hub_draft(tmp_path)
+    res = _hub_draft(tmp_path)
     (tmp_path / "model.safetensors.index.json").write_text(
         json.dumps({"weight_map": {"fc.weight": "model-00001-of-00002.safetensors"}}))
-    inspect_draft_weights(res, d, [])
-    assert d.weights.checked and d.weights.shapes["fc.weight"] == [64, 128]
+    w = inspect_draft_weights(res)
+    assert w.shapes["fc.weight"] == [64, 128]
 
 
 def test_cli_hostile_header_exits_2_with_one_line(tmp_path):
@@ -233,9 +232,8 @@ def test_cli_hostile_header_exits_2_with_one_line(tmp_path):
 
 def test_pickle_only_draft_is_not_opened(tmp_path):
     (tmp_path / "pytorch_model.bin").write_bytes(b"\x80\x04 not to be unpickled")
-    d = parse_draft_config(TINY, str(tmp_path))
-    inspect_draft_weights(Resolved(ref=str(tmp_path), folder=tmp_path), d, [])
-    assert d.weights.checked is False and d.weights.skipped == "pickle-only"
+    w = inspect_draft_weights(Resolved(ref=str(tmp_path), folder=tmp_path))
+    assert isinstance(w, Skipped) and w.reason == "pickle-only"
 
 
 # --- Hub drafts: headers read remotely by huggingface_hub (faked: no network in tests) -----------------------
@@ -270,7 +268,7 @@ class FakeApi:
 def _hub_draft(tmp_path):
     # What resolve() leaves for a Hub draft: a snapshot folder holding config.json only.
     (tmp_path / "config.json").write_text(json.dumps(TINY))
-    return parse_draft_config(TINY, "org/draft"), Resolved(ref="org/draft", folder=tmp_path, repo_id="org/draft", revision="abc")
+    return Resolved(ref="org/draft", folder=tmp_path, repo_id="org/draft", revision="abc")
 
 
 def test_hub_headers_through_huggingface_hub(tmp_path, monkeypatch):
@@ -279,10 +277,10 @@ def test_hub_headers_through_huggingface_hub(tmp_path, monkeypatch):
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.setattr(huggingface_hub, "HfApi", lambda *a, **k: FakeApi(draft_tensors(TINY)))
     FakeApi.calls.clear()
-    d, res = _hub_draft(tmp_path)
-    inspect_draft_weights(res, d, [])
+    res = _hub_draft(tmp_path)
+    w = inspect_draft_weights(res)
     assert FakeApi.calls == [("org/draft", "abc")]
-    assert d.weights.checked and d.weights.shapes["fc.weight"] == [64, 128] and d.weights.incomplete == {}
+    assert w.shapes["fc.weight"] == [64, 128] and w.incomplete == {}
 
 
 @pytest.mark.parametrize("error, skipped", [
@@ -295,26 +293,25 @@ def test_hub_failures_are_skips(tmp_path, monkeypatch, error, skipped):
     if error == "not-safetensors":
         error = errors.NotASafetensorsRepoError("no model.safetensors")
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-    d, res = _hub_draft(tmp_path)
-    notes: list[str] = []
-    inspect_draft_weights(res, d, notes, api=FakeApi(error=error))
-    assert d.weights.checked is False and d.weights.skipped == skipped and notes
+    res = _hub_draft(tmp_path)
+    w = inspect_draft_weights(res, api=FakeApi(error=error))
+    assert isinstance(w, Skipped) and w.reason == skipped and w.detail
 
 
 def test_hub_corrupt_header_is_a_weights_error(tmp_path, monkeypatch):
     from huggingface_hub import errors
 
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-    d, res = _hub_draft(tmp_path)
+    res = _hub_draft(tmp_path)
     with pytest.raises(WeightsError, match="corrupt safetensors header on the Hub"):
-        inspect_draft_weights(res, d, [], api=FakeApi(error=errors.SafetensorsParsingError("bad header")))
+        inspect_draft_weights(res, api=FakeApi(error=errors.SafetensorsParsingError("bad header")))
 
 
 def test_offline_mode_does_not_ask_the_hub(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    d, res = _hub_draft(tmp_path)
-    inspect_draft_weights(res, d, [], api=FakeApi(error=AssertionError("must not be called")))
-    assert d.weights.skipped == "hub-offline"
+    res = _hub_draft(tmp_path)
+    w = inspect_draft_weights(res, api=FakeApi(error=AssertionError("must not be called")))
+    assert w.reason == "hub-offline"
 
 
 # --- through the CLI -------------------------------------------------------------------------------------
@@ -336,7 +333,7 @@ def test_header_reading_imports_nothing_heavy(tmp_path):
     code = (
         "import sys; from pathlib import Path\n"
         "from tests.deep_helpers import read_draft\n"
-        f"w = read_draft(Path({str(tmp_path)!r})).weights; assert w.checked\n"
+        f"w = read_draft(Path({str(tmp_path)!r}))[1]; assert w.tensor_count\n"
         "heavy = [m for m in ('torch', 'numpy', 'safetensors', 'transformers') if m in sys.modules]\n"
         "assert not heavy, heavy\n"
     )

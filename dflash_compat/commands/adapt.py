@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Optional
 
 import click
@@ -10,37 +9,23 @@ import click
 __all__ = ["adapt_cmd", "plan_for_target"]
 
 
-def _fail(exc: Exception) -> None:
-    from ..exceptions import DFlashCompatError
-
-    code = exc.exit_code if isinstance(exc, DFlashCompatError) else 2
-    message = str(exc).replace("\n", " ").strip()
-    click.echo(f"dflash-check: error: {message}", err=True)
-    sys.exit(code)
-
-
 def _probe_paths(resolved, spec, framework: str, trust_remote_code: bool, notes: list[str]) -> dict[str, str]:
     """Paths from the deep inspection (the target built without weights), or {} when it cannot run."""
-    from ..engine import CheckOptions
+    from ..facts import Skipped
+    from ..options import CheckOptions
+    from ..probe import inspect_target
 
-    options = CheckOptions(trust_remote_code=trust_remote_code)
-    try:
-        if framework == "mlx":
-            from ..probe.mlx_tree import inspect_mlx_target
-
-            inspect_mlx_target(resolved, spec, options, notes)
-        else:
-            from ..probe.torch_meta import inspect_torch_target
-
-            inspect_torch_target(resolved, spec, options, notes)
-    except ImportError as exc:
-        notes.append(f"deep inspection unavailable ({exc})")
+    facts = inspect_target(resolved, spec, CheckOptions(trust_remote_code=trust_remote_code), framework)
+    if isinstance(facts, Skipped):
+        notes.append(f"deep inspection {facts.note}")
         return {}
-    deep = spec.deep if isinstance(spec.deep, dict) else {}
-    found = {"embed": spec.embed_path, "layers": spec.layers_path, "norm": deep.get("norm_path")}
-    head = spec.lm_head_path
-    if head and not head.endswith(".as_linear"):  # MLX: a tied head is the embedding's as_linear
-        found["lm_head"] = head
+    notes.extend(facts.notes)
+    p = facts.paths
+    if p is None:
+        return {}
+    found = {"embed": p.embed, "layers": p.layers, "norm": p.norm}
+    if p.head and not p.head.endswith(".as_linear"):  # MLX: a tied head is the embedding's as_linear
+        found["lm_head"] = p.head
     return {role: path for role, path in found.items() if path}
 
 
@@ -84,7 +69,7 @@ def plan_for_target(
     if framework == "auto":
         from ..probe import detect_framework
 
-        framework = detect_framework(resolved, spec)
+        framework = detect_framework(resolved)
     model_type = spec.model_type
     paths: dict[str, str] = {}
     source = []
@@ -127,7 +112,8 @@ def plan_for_target(
 
 @click.command("adapt", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("target")
-@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write the shim to this .py file (default: print it to stdout).")
+@click.option("--output", "-o", type=click.Path(dir_okay=False),
+              help="Write the shim to this .py file (default: print it to stdout).")
 @click.option(
     "--framework", type=click.Choice(("auto", "torch", "mlx")), default="auto", show_default=True,
     help="Which kind of model the shim wraps: a transformers (PyTorch) model or an mlx-lm model; auto picks mlx "
@@ -138,11 +124,13 @@ def plan_for_target(
     help="Where a role lives in the model, e.g. --map embed=transformer.wte; repeat for several. "
     "Roles: embed, embed_proj, layers, norm, head_proj, lm_head.",
 )
-@click.option("--map-file", type=click.Path(dir_okay=False), help="Read ROLE = PATH pairs from a .json or .toml file (--map wins).")
+@click.option("--map-file", type=click.Path(dir_okay=False),
+              help="Read ROLE = PATH pairs from a .json or .toml file (--map wins).")
 @click.option("--force", is_flag=True, help="Overwrite the output file if it exists.")
 @click.option("--revision", help="Hub revision of TARGET (also TARGET@revision).")
 @click.option("--token", envvar="HF_TOKEN", help="Hugging Face token for private or gated repos.")
-@click.option("--trust-remote-code", is_flag=True, help="Allow importing the target repo's own Python code to find its modules.")
+@click.option("--trust-remote-code", is_flag=True,
+              help="Allow importing the target repo's own Python code to find its modules.")
 def adapt_cmd(target: str, output: Optional[str], framework: str, maps: tuple[str, ...], map_file: Optional[str],
               force: bool, revision: Optional[str], token: Optional[str], trust_remote_code: bool) -> None:
     """Write a Python adapter shim for TARGET: a standalone module whose wrap(model) exposes what
@@ -158,22 +146,16 @@ def adapt_cmd(target: str, output: Optional[str], framework: str, maps: tuple[st
     without weights, then from --map-file and --map. Exit codes: 0 written, 2 bad input.
     """
     from ..adapters.shim import load_map_file, parse_map_options, render_shim, write_shim
-    from ..exceptions import DFlashCompatError
 
-    notes: list[str] = []
-    try:
-        mapping = load_map_file(map_file) if map_file else {}
-        mapping.update(parse_map_options(maps))
-        plan = plan_for_target(target, framework, mapping, revision=revision, token=token,
-                               trust_remote_code=trust_remote_code, notes=notes)
-        source = render_shim(plan)
-        if output is None or output == "-":
-            click.echo(source, nl=False)
-            return
-        path = write_shim(source, output, force=force)
-    except DFlashCompatError as exc:
-        _fail(exc)
+    mapping = load_map_file(map_file) if map_file else {}
+    mapping.update(parse_map_options(maps))
+    plan = plan_for_target(target, framework, mapping, revision=revision, token=token,
+                           trust_remote_code=trust_remote_code)
+    source = render_shim(plan)
+    if output is None or output == "-":
+        click.echo(source, nl=False)
         return
+    path = write_shim(source, output, force=force)
     import shlex
 
     roles = ", ".join(f"{role} -> {p}" for role, p in plan.checked().paths.items())

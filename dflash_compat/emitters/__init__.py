@@ -1,15 +1,18 @@
-"""Machine-readable output formats. Each format is its own module with `emit(report, rules) -> str`."""
+"""The output formats. Each is its own module with `render(report) -> str`; they render a `Report`
+and nothing else (no rule registry, no recounting)."""
 
 from __future__ import annotations
 
 import importlib
 from typing import Callable
 
-__all__ = ["FORMATS", "get_emitter"]
+__all__ = ["FORMATS", "get_renderer"]
 
-# format name -> module under dflash_compat.emitters ("text" is rendered by dflash_compat.console)
-FORMATS = {"json": "json_report", "sarif": "sarif", "junit": "junit", "github": "github"}
+# format name -> module under dflash_compat.emitters
+FORMATS = {"text": "text", "json": "json_report", "sarif": "sarif", "junit": "junit", "github": "github"}
 
 
-def get_emitter(fmt: str) -> Callable:
-    return importlib.import_module(f"{__name__}.{FORMATS[fmt]}").emit
+def get_renderer(fmt: str) -> Callable[..., str]:
+    """The `render(report) -> str` of a format (`text` also takes width= and color=)."""
+    return importlib.import_module(f"{__name__}.{FORMATS[fmt]}").render
+

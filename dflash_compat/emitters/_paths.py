@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ..report import Location, Report
+from ..findings import Location
+from ..report import Report
 
 __all__ = ["artifact_path"]
 

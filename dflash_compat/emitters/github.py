@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Sequence
-
 from ..report import Report
 from ._paths import artifact_path
 
-__all__ = ["emit"]
+__all__ = ["render"]
 
 _LEVEL = {"error": "error", "warning": "warning", "info": "notice"}
 
@@ -20,7 +18,7 @@ def _escape_prop(text: str) -> str:
     return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def emit(report: Report, rules: Sequence = ()) -> str:
+def render(report: Report) -> str:
     lines = []
     for f in report.findings:
         props = [f"title={_escape_prop(f'{f.code} {f.name} ({f.backend})')}"]
@@ -32,5 +30,6 @@ def emit(report: Report, rules: Sequence = ()) -> str:
         lines.append(f"::{_LEVEL[f.severity]} {','.join(props)}::{_escape_data(body)}")
     s = report.summary
     verdict = ", ".join(f"{b}={v}" for b, v in s.verdict.items())
-    lines.append(f"dflash-check: {s.errors} errors, {s.warnings} warnings, {s.infos} infos ({verdict})")
+    strict = "; --strict: warnings fail" if report.strict else ""
+    lines.append(f"dflash-check: {s.errors} errors, {s.warnings} warnings, {s.infos} infos ({verdict}){strict}")
     return "\n".join(lines) + "\n"

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-from typing import Sequence
 
 from ..report import Report
 
-__all__ = ["emit"]
+__all__ = ["render"]
 
 
-def emit(report: Report, rules: Sequence = ()) -> str:
+def render(report: Report) -> str:
     return json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n"

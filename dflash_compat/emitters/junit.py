@@ -1,50 +1,56 @@
-"""`--format junit`: one test suite per backend, one test case per rule; errors are failures."""
+"""`--format junit`: one test suite per backend, one test case per rule that applies to it.
+
+A rule with an error finding is a failure (a warning too, under --strict); a rule that could not
+run because a fact it needs was not gathered is skipped, with the report's reason.
+"""
 
 from __future__ import annotations
 
-from typing import Sequence
 from xml.etree import ElementTree as ET
 
+from ..findings import Finding, RuleRun
 from ..report import Report
 
-__all__ = ["emit"]
+__all__ = ["render"]
 
 
-def _skipped(report: Report, rule) -> bool:
-    """Deep rules whose facts were not gathered did not run: report them as skipped, not passed."""
-    return not all(report.gathered(fact) for fact in rule.needs)
+def _case(suite: ET.Element, backend: str, rule: RuleRun, found: list[Finding], strict: bool) -> str:
+    """Add one test case; returns its outcome: failed, skipped or passed."""
+    case = ET.SubElement(suite, "testcase", classname=f"dflash-check.{backend}", name=f"{rule.code} {rule.name}")
+    if rule.status == "skipped":
+        ET.SubElement(case, "skipped", message=rule.reason or "skipped")
+        return "skipped"
+    failing = ("error", "warning") if strict else ("error",)
+    failures = [f for f in found if f.severity in failing]
+    if failures:
+        fail = ET.SubElement(case, "failure", message=failures[0].message, type=rule.code)
+        fail.text = "\n".join(
+            (f"{f.message}" if f.severity == "error" else f"{f.severity}: {f.message}") + f"\nfix: {f.fix}"
+            for f in failures)
+    others = [f for f in found if f.severity not in failing]
+    if others:
+        out = ET.SubElement(case, "system-out")
+        out.text = "\n".join(f"{f.severity}: {f.message}\nfix: {f.fix}" for f in others)
+    return "failed" if failures else "passed"
 
 
-def emit(report: Report, rules: Sequence = ()) -> str:
+def render(report: Report) -> str:
     root = ET.Element("testsuites", name="dflash-check")
     total_fail = total = 0
     for backend in report.backends:
         suite = ET.SubElement(root, "testsuite", name=f"dflash-check.{backend}")
-        cases = failures = skipped = 0
-        applicable = [r for r in rules if "common" in r.backends or backend in r.backends]
-        for rule in applicable:
-            found = [f for f in report.findings if f.code == rule.code and f.backend in (backend, "common")]
-            case = ET.SubElement(suite, "testcase", classname=f"dflash-check.{backend}", name=f"{rule.code} {rule.name}")
-            cases += 1
-            if _skipped(report, rule):
-                ET.SubElement(case, "skipped", message="deep facts not gathered (--no-deep, or torch/mlx missing)")
-                skipped += 1
-                continue
-            errors = [f for f in found if f.severity == "error"]
-            if errors:
-                failures += 1
-                fail = ET.SubElement(case, "failure", message=errors[0].message, type=rule.code)
-                fail.text = "\n".join(f"{f.message}\nfix: {f.fix}" for f in errors)
-            others = [f for f in found if f.severity != "error"]
-            if others:
-                out = ET.SubElement(case, "system-out")
-                out.text = "\n".join(f"{f.severity}: {f.message}\nfix: {f.fix}" for f in others)
-        suite.set("tests", str(cases))
-        suite.set("failures", str(failures))
+        outcomes = [
+            _case(suite, backend, rule,
+                  [f for f in report.findings if f.code == rule.code and f.backend in (backend, "common")],
+                  report.strict)
+            for rule in report.rules if rule.applies_to(backend)
+        ]
+        suite.set("tests", str(len(outcomes)))
+        suite.set("failures", str(outcomes.count("failed")))
         suite.set("errors", "0")
-        suite.set("skipped", str(skipped))
-        total += cases
-        total_fail += failures
+        suite.set("skipped", str(outcomes.count("skipped")))
+        total += len(outcomes)
+        total_fail += outcomes.count("failed")
     root.set("tests", str(total))
     root.set("failures", str(total_fail))
     ET.indent(root)

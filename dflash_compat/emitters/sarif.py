@@ -3,33 +3,36 @@
 from __future__ import annotations
 
 import json
-from typing import Sequence
 
+from ..findings import RuleRun
 from ..report import Report
 from ._paths import artifact_path
 
-__all__ = ["emit"]
+__all__ = ["render"]
 
 _LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 _SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
 
-def _rule(rule) -> dict:
-    help_text = f"{rule.what}\n\nWhy it matters: {rule.why}\n\nExample: {rule.example}\n\nHow to fix: {rule.fix}"
+def _rule(rule: RuleRun) -> dict:
+    docs = rule.docs
+    described = {}
+    if docs is not None:
+        help_text = f"{docs.what}\n\nWhy it matters: {docs.why}\n\nExample: {docs.example}\n\nHow to fix: {docs.fix}"
+        described = {"shortDescription": {"text": docs.what}, "fullDescription": {"text": docs.why},
+                     "help": {"text": help_text}}
     return {
         "id": rule.code,
         "name": rule.name,
-        "shortDescription": {"text": rule.what},
-        "fullDescription": {"text": rule.why},
-        "help": {"text": help_text},
+        **described,
         "defaultConfiguration": {"level": _LEVEL[rule.severity]},
         "properties": {"backends": list(rule.backends)},
     }
 
 
-def emit(report: Report, rules: Sequence = ()) -> str:
+def render(report: Report) -> str:
     used = sorted({f.code for f in report.findings})
-    by_code = {r.code: r for r in rules}
+    by_code = {r.code: r for r in report.rules}
     driver_rules = [_rule(by_code[c]) for c in used if c in by_code]
     index = {r["id"]: i for i, r in enumerate(driver_rules)}
     results = []

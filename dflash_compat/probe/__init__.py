@@ -1,74 +1,50 @@
 """Deep inspection: facts from the target's module tree and the draft's weight headers.
 
-`get_deep_inspector(framework)` returns the callable `check.run_check` runs after the config-level specs are
-built; it fills the specs in place. torch / transformers / mlx are imported only inside it.
+Each probe returns typed facts (`dflash_compat.facts`) or a `Skipped`; none writes into a spec,
+prints, or judges. torch / transformers / mlx are imported only inside the probe that needs them.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Any, Optional, Union
 
-from ..engine import CheckOptions
+from ..facts import DraftWeights, ModuleFacts, Skipped
+from ..options import CheckOptions
 from ..resolve import Resolved
-from ..specs import DraftSpec, TargetSpec
+from ..specs import TargetSpec
 
-__all__ = ["get_deep_inspector", "deep_inspect", "detect_framework"]
+__all__ = ["FRAMEWORKS", "detect_framework", "inspect_draft", "inspect_target"]
 
 FRAMEWORKS = ("auto", "torch", "mlx")
 
 
-def detect_framework(resolved: Resolved, target: TargetSpec) -> str:
+def detect_framework(resolved: Resolved) -> str:
     """"mlx" for mlx-lm checkpoints (an mlx `quantization` block, mlx-format weights, mlx-community), else "torch"."""
-    from .mlx_tree import looks_like_mlx_model  # pure Python: imports no mlx
+    from .mlx_build import looks_like_mlx_model  # pure Python: imports no mlx
 
     return "mlx" if looks_like_mlx_model(resolved.folder, resolved.repo_id) else "torch"
 
 
-def _inspect_target(framework: str, resolved: Resolved, target: TargetSpec, options: CheckOptions,
-                    notes: list[str]) -> None:
-    if framework == "auto":
-        framework = detect_framework(resolved, target)
-    if framework == "mlx":
-        from .mlx_tree import inspect_mlx_target
-
-        from ..exceptions import MissingDependencyError
-
-        try:
-            inspect_mlx_target(resolved, target, options, notes)
-        except MissingDependencyError as exc:
-            target.deep = {"inspected": False, "framework": "mlx", "skipped": "mlx-inspector-missing", "detail": str(exc)}
-            notes.append("module checks skipped: mlx is not installed")
-        return
-    from .torch_meta import inspect_torch_target
-
-    inspect_torch_target(resolved, target, options, notes)
-
-
-def deep_inspect(
-    target_resolved: Resolved,
-    target: TargetSpec,
-    draft_resolved: Resolved,
-    draft: DraftSpec,
-    options: CheckOptions,
-    notes: list[str],
-    framework: str = "auto",
-) -> None:
-    """Fill the deep facts into both specs: the draft's weight headers (always), the target's module tree."""
-    from .safetensors_header import inspect_draft_weights
-
-    inspect_draft_weights(draft_resolved, draft, notes, token=options.token)
-    _inspect_target(framework, target_resolved, target, options, notes)
-
-
-def get_deep_inspector(framework: str = "auto") -> Optional[Callable]:
-    """The inspector for `framework` (auto / torch / mlx). Nothing heavy is imported until it runs."""
+def inspect_target(resolved: Resolved, target: TargetSpec, options: CheckOptions,
+                   framework: str = "auto") -> Union[ModuleFacts, Skipped]:
+    """The target's module facts from transformers (torch) or mlx-lm; `auto` picks by the checkpoint."""
     if framework not in FRAMEWORKS:
         from ..exceptions import InputError
 
         raise InputError(f"--framework {framework}: expected one of {', '.join(FRAMEWORKS)}")
+    if framework == "auto":
+        framework = detect_framework(resolved)
+    if framework == "mlx":
+        from .mlx_tree import inspect_mlx_target
 
-    def deep(t_res: Resolved, target: TargetSpec, d_res: Resolved, draft: DraftSpec, options: CheckOptions,
-             notes: list[str]) -> None:
-        deep_inspect(t_res, target, d_res, draft, options, notes, framework=framework)
+        return inspect_mlx_target(resolved, options)
+    from .torch_meta import inspect_torch_target
 
-    return deep
+    return inspect_torch_target(resolved, target, options)
+
+
+def inspect_draft(resolved: Resolved, token: Optional[str] = None, api: Any = None) -> Union[DraftWeights, Skipped]:
+    """The draft's weight facts from its safetensors headers (local files, else the Hub's header API)."""
+    from .safetensors_header import inspect_draft_weights
+
+    return inspect_draft_weights(resolved, api=api, token=token)

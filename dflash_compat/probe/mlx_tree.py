@@ -1,17 +1,15 @@
 """Deep inspection of an mlx-lm target: module paths, layer outputs and caches, from a model built without weights.
 
-mlx arrays are lazy, so building the mlx-lm class for a config allocates nothing until something
-is evaluated; nothing here evaluates a parameter. Weights are never read: at most the safetensors
-headers (names only) of a local folder, to see which modules a quantised model quantises.
+Nothing here evaluates a parameter (mlx arrays are lazy). Weights are never read: at most the
+safetensors headers (names only) of a local folder, to see which modules a quantised model quantises.
 mlx and mlx-lm are imported inside the functions that need them.
 """
 
 from __future__ import annotations
 
 import ast
+import dataclasses
 import inspect
-import json
-import sys
 import textwrap
 from pathlib import Path
 from typing import Any, Optional, Union
@@ -20,169 +18,29 @@ from ..contract import (
     FINAL_NORM_NAMES,
     MLX_CROP_CACHES,
     MLX_REFERENCE_EMBED_PATHS,
-    MLX_REFERENCE_HEAD_PATHS,
     MLX_REFERENCE_LAYERS_PATHS,
     MLX_REFERENCE_REPLAY_MODULES,
     MLX_ROTATING_CACHES,
     MLX_RUNTIME_REPLAY_MODULES,
 )
-from ..exceptions import MissingDependencyError, RemoteCodeError, WeightsError
+from ..exceptions import RemoteCodeError, WeightsError, error_line
+from ..facts import (
+    CacheFacts,
+    ForwardFacts,
+    LayerReturns,
+    MlxCache,
+    MlxFacts,
+    MlxPaths,
+    ModuleFacts,
+    ModulePaths,
+    Scaling,
+    Skipped,
+)
+from ..options import CheckOptions
+from ..resolve import Resolved
+from .mlx_build import build_mlx_model, import_mlx
 
-__all__ = [
-    "looks_like_mlx_model",
-    "import_mlx",
-    "model_classes",
-    "build_mlx_model",
-    "describe_mlx_model",
-    "cache_facts",
-    "inspect_mlx_target",
-]
-
-
-
-def looks_like_mlx_model(folder: Union[str, Path], repo_id: Optional[str] = None) -> bool:
-    """Whether a model folder is an MLX (mlx-lm) conversion rather than a PyTorch checkpoint.
-
-    Signs, any of which suffices: a `quantization` block in config.json (mlx-lm's own format;
-    transformers uses `quantization_config`), safetensors written by MLX (`__metadata__.format`
-    == "mlx"), or a Hub repo of the mlx-community organisation.
-    """
-    if repo_id and repo_id.split("/", 1)[0].lower() == "mlx-community":
-        return True
-    folder = Path(folder)
-    try:
-        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    if not isinstance(config, dict):
-        return False
-    quant = config.get("quantization")
-    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else {}
-    if isinstance(quant, dict) or isinstance(text.get("quantization"), dict):
-        return True
-    from .safetensors_header import read_local_headers
-
-    try:
-        headers = read_local_headers(folder)
-    except WeightsError:
-        return False
-    return any(h.metadata.get("format") == "mlx" for h in headers)
-
-
-def import_mlx():
-    """(mlx.core, mlx.nn, mlx_lm) or MissingDependencyError."""
-    try:
-        import mlx.core as mx
-        import mlx.nn as nn
-        import mlx_lm
-    except ImportError as exc:
-        raise MissingDependencyError(
-            f"MLX inspection needs mlx and mlx-lm ({exc.name or exc} is not installed): pip install 'dflash-compat[mlx]'"
-        ) from None
-    return mx, nn, mlx_lm
-
-
-def model_classes(config: dict[str, Any], folder: Optional[Path] = None, trust_remote_code: bool = False):
-    """(Model, ModelArgs) for a config, as mlx-lm's loader picks them (model_type remapping,
-    or the config's own `model_file` when remote code is trusted). Raises ValueError."""
-    import_mlx()
-    model_file = config.get("model_file")
-    if model_file is not None:
-        if not trust_remote_code:
-            raise PermissionError(f"the config names its own model code ({model_file!r}); pass --trust-remote-code")
-        path = _model_file_path(model_file, folder)
-        import importlib.util
-
-        spec = importlib.util.spec_from_file_location("dflash_compat_mlx_custom_model", path)
-        module = importlib.util.module_from_spec(spec)
-        # never write __pycache__ into the user's model folder
-        saved, sys.dont_write_bytecode = sys.dont_write_bytecode, True
-        try:
-            spec.loader.exec_module(module)
-        finally:
-            sys.dont_write_bytecode = saved
-        return module.Model, module.ModelArgs
-    from mlx_lm.utils import _get_classes
-
-    return _get_classes(config)
-
-
-def _model_file_path(model_file: Any, folder: Optional[Path]) -> Path:
-    """The config's `model_file` as a file inside the model folder; RemoteCodeError for anything else
-    (a path with separators, `..`, an absolute path, not a .py file, a link out of the folder)."""
-    if (
-        not isinstance(model_file, str) or not model_file.endswith(".py") or Path(model_file).name != model_file
-        or "/" in model_file or "\\" in model_file or model_file.startswith(".") or "\x00" in model_file
-    ):
-        raise RemoteCodeError(
-            f"target config: model_file {model_file!r} must be a plain .py file name in the model folder")
-    if folder is None:
-        raise RemoteCodeError(f"target config: model_file {model_file!r} needs a local model folder")
-    folder = Path(folder)
-    path = folder / model_file
-    real = path.resolve()
-    # A Hub snapshot's files are links into the repo cache's blobs/; anywhere else is out of bounds.
-    allowed = [folder.resolve()]
-    if folder.parent.name == "snapshots":
-        allowed.append((folder.parent.parent / "blobs").resolve())
-    if real.parent not in allowed or not real.is_file():
-        raise RemoteCodeError(f"target config: model_file {model_file!r} is not a file in the model folder {folder}")
-    return path
-
-
-def _quantize_structure(model: Any, config: dict[str, Any], weight_names: Optional[set[str]]) -> Optional[dict]:
-    """Turn the modules an mlx-lm quantised checkpoint stores quantised into their Quantized*
-    classes (lazily: no weight is computed). Which modules: the per-module entries of
-    `quantization`, then the checkpoint's `.scales` tensors when the headers are known, else every
-    quantisable module (what `mlx_lm.convert -q` does)."""
-    import mlx.nn as nn
-
-    quant = config.get("quantization") or (config.get("text_config") or {}).get("quantization")
-    if not isinstance(quant, dict) or "bits" not in quant:
-        return None
-
-    def predicate(path: str, module: Any):
-        if path in quant:
-            return quant[path]
-        if not hasattr(module, "to_quantized"):
-            return False
-        if weight_names is not None:
-            return f"{path}.scales" in weight_names
-        return True
-
-    group = quant.get("group_size", 64)
-
-    def divisible(path: str, module: Any):
-        # mlx_lm.convert leaves a module unquantised when the group size does not divide its width
-        chosen = predicate(path, module)
-        weight = getattr(module, "weight", None) if chosen else None
-        if weight is not None and weight.shape[-1] % (chosen.get("group_size", group) if isinstance(chosen, dict) else group):
-            return False
-        return chosen
-
-    nn.quantize(model, group_size=group, bits=quant["bits"], mode=quant.get("mode", "affine"),
-                class_predicate=divisible)
-    return {k: quant[k] for k in ("bits", "group_size", "mode") if k in quant}
-
-
-def build_mlx_model(
-    config: dict[str, Any],
-    *,
-    folder: Optional[Path] = None,
-    weight_names: Optional[set[str]] = None,
-    trust_remote_code: bool = False,
-):
-    """The mlx-lm Model for `config`, parameters unevaluated, quantised modules in place.
-    Returns (model, quantization or None). Raises ValueError / PermissionError."""
-    model_cls, args_cls = model_classes(config, folder, trust_remote_code)
-    model = model_cls(args_cls.from_dict(dict(config)))
-    quant = _quantize_structure(model, config, weight_names)
-    return model, quant
-
-
-# ---------------------------------------------------------------------------------------------
-# facts about a built model
-# ---------------------------------------------------------------------------------------------
+__all__ = ["get_path", "cache_facts", "describe_mlx_model", "inspect_mlx_target"]
 
 
 def get_path(obj: Any, path: str) -> Any:
@@ -234,7 +92,8 @@ def _find_embed(model: Any, vocab: Optional[int]) -> Optional[str]:
     embeds = [(p, m) for p, m in _walk(model) if isinstance(m, (nn.Embedding, nn.QuantizedEmbedding))]
     if not embeds:
         return None
-    named = [p for p, m in embeds if p.split(".")[-1] in ("embed_tokens", "tok_embeddings", "wte", "embed_in", "word_embeddings")]
+    names = ("embed_tokens", "tok_embeddings", "wte", "embed_in", "word_embeddings")
+    named = [p for p, m in embeds if p.split(".")[-1] in names]
     if named:
         return named[0]
     sized = [p for p, m in embeds if vocab is not None and _rows(m) == vocab]
@@ -248,7 +107,8 @@ def _find_head(model: Any, vocab: Optional[int]) -> Optional[str]:
     if vocab is None:
         return None
     for path, module in _walk(model):
-        if isinstance(module, (nn.Linear, nn.QuantizedLinear)) and ".layers." not in f".{path}." and _rows(module) == vocab:
+        linear = isinstance(module, (nn.Linear, nn.QuantizedLinear))
+        if linear and ".layers." not in f".{path}." and _rows(module) == vocab:
             return path
     return None
 
@@ -315,7 +175,9 @@ def cache_facts(entry: Any) -> dict[str, Any]:
     return fact
 
 
-_RECURRENT_HINTS = ("GatedDeltaNet", "Mamba", "SSM", "Mixer", "RWKV", "Recurrent", "ShortConv", "LinearAttention", "Lightning")
+_RECURRENT_HINTS = (
+    "GatedDeltaNet", "Mamba", "SSM", "Mixer", "RWKV", "Recurrent", "ShortConv", "LinearAttention", "Lightning",
+)
 
 
 def _recurrent_module(layer: Any) -> str:
@@ -334,7 +196,8 @@ def _rollback(caches: list[dict[str, Any]], replayable: tuple[str, ...], rotatin
     kinds = set()
     for c in caches:
         kind = c["kind"]
-        if kind in MLX_CROP_CACHES or (kind == "CacheList" and all(p["kind"] in MLX_CROP_CACHES for p in c.get("parts", []))):
+        parts_crop = kind == "CacheList" and all(p["kind"] in MLX_CROP_CACHES for p in c.get("parts", []))
+        if kind in MLX_CROP_CACHES or parts_crop:
             continue
         if kind in MLX_ROTATING_CACHES:
             kinds.add("rotating")
@@ -350,21 +213,9 @@ def _rollback(caches: list[dict[str, Any]], replayable: tuple[str, ...], rotatin
     return "crop"
 
 
-def describe_mlx_model(model: Any, config: dict[str, Any], quantization: Optional[dict] = None) -> dict[str, Any]:
-    """The facts the MLX rules read, from a built (not necessarily loaded) mlx-lm model."""
-    import mlx.nn as nn
-    import mlx_lm
-
-    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else {}
-    vocab = text.get("vocab_size", config.get("vocab_size"))
-    facts: dict[str, Any] = {
-        "supported": True,
-        "mlx_lm_version": getattr(mlx_lm, "__version__", None),
-        "module": type(model).__module__,
-        "model_class": type(model).__qualname__,
-        "quantization": quantization,
-    }
-
+def _locate(model: Any, vocab: Optional[int]) -> tuple[ModulePaths, MlxPaths, Any, Any, list[Any]]:
+    """Paths as found (the reference's fixed ones first, else by structure), the reference's own
+    reach, and the embedding, head and layer modules."""
     ref_embed = next((p for p in MLX_REFERENCE_EMBED_PATHS if get_path(model, p) is not None), None)
     embed_path = ref_embed or _find_embed(model, vocab)
     embed = get_path(model, embed_path) if embed_path else None
@@ -381,54 +232,47 @@ def describe_mlx_model(model: Any, config: dict[str, Any], quantization: Optiona
     ref_layers = next((p for p in MLX_REFERENCE_LAYERS_PATHS if get_path(model, p) is not None), None)
     layers_path = ref_layers or _find_layers(model)
     layers = list(get_path(model, layers_path) or []) if layers_path else []
-
-    facts["reference_paths"] = {"embed": ref_embed, "head": ref_head, "layers": ref_layers}
-    facts["paths"] = {
-        "embed": embed_path,
-        "head": head_path or (f"{embed_path}.as_linear" if tied else None),
-        "layers": layers_path,
-    }
-    facts["norm_path"] = _find_norm(model, layers_path)
-    facts["tied"] = tied
-    facts["embed_class"] = type(embed).__name__ if embed is not None else None
     head = get_path(model, head_path) if head_path else None
-    facts["head_class"] = type(head).__name__ if head is not None else None
-    facts["quantized"] = {
-        "embed": isinstance(embed, nn.QuantizedEmbedding),
-        "head": isinstance(head, nn.QuantizedLinear) or (tied and isinstance(embed, nn.QuantizedEmbedding)),
-    }
-    facts["num_layers"] = len(layers)
-    classes = sorted({_qualname(layer) for layer in layers if layer is not None})
-    facts["layer_classes"] = classes
-    by_class = {type(layer).__name__: _call_returns(type(layer)) for layer in layers if layer is not None}
-    facts["layer_returns_by_class"] = by_class
-    returns = set(by_class.values())
-    facts["layer_returns"] = "tuple" if "tuple" in returns else ("tensor" if returns == {"tensor"} else None)
-    # What the reference's bind() multiplies the block embedding by, besides input_embedding_scale:
-    # an `embed_scale` on the embedding module, else on the module that holds it.
+    paths = ModulePaths(
+        embed=embed_path,
+        head=head_path or (f"{embed_path}.as_linear" if tied else None),
+        layers=layers_path,
+        norm=_find_norm(model, layers_path),
+        tied=tied,
+        embed_class=type(embed).__name__ if embed is not None else None,
+        head_class=type(head).__name__ if head is not None else None,
+        layers_len=len(layers),
+        layer_classes=tuple(sorted({_qualname(layer) for layer in layers if layer is not None})),
+    )
+    return paths, MlxPaths(embed=ref_embed, head=ref_head, layers=ref_layers), embed, head, layers
+
+
+def _embed_scale(model: Any, embed_path: Optional[str], embed: Any) -> Scaling:
+    """What the reference's bind() multiplies the block embedding by, besides input_embedding_scale:
+    an `embed_scale` on the embedding module, else on the module that holds it."""
     owner = get_path(model, embed_path.rsplit(".", 1)[0]) if embed_path and "." in embed_path else model
     scale = getattr(embed, "embed_scale", None) if embed is not None else None
     where = f"{embed_path}.embed_scale" if scale is not None else None
     if scale is None and owner is not None and getattr(owner, "embed_scale", None) is not None:
         scale = owner.embed_scale
         where = f"{embed_path.rsplit('.', 1)[0]}.embed_scale" if embed_path and "." in embed_path else "embed_scale"
-    facts["embed_scale"] = float(scale) if isinstance(scale, (int, float)) else (
+    value = float(scale) if isinstance(scale, (int, float)) else (
         float(scale.item()) if hasattr(scale, "item") and getattr(scale, "size", 0) == 1 else None)
-    facts["embed_scale_source"] = where
-    try:
-        from mlx_lm.models import gated_delta
+    return Scaling(embed_scaled=value is not None, embed_scale=value, embed_scale_source=(where,) if where else ())
 
-        facts["gdn_normalize_qk"] = hasattr(gated_delta, "normalize_qk")
-    except ImportError:  # pragma: no cover - every mlx-lm with qwen3_5 ships it
-        facts["gdn_normalize_qk"] = None
-    try:
-        params = list(inspect.signature(type(model).__call__).parameters)[1:]
-    except (TypeError, ValueError):
-        params = []
-    facts["forward_accepts"] = params
 
+def _layer_returns(layers: list[Any]) -> LayerReturns:
+    by_class = {type(layer).__name__: _call_returns(type(layer)) for layer in layers if layer is not None}
+    returns = set(by_class.values())
+    kind = "tuple" if "tuple" in returns else ("tensor" if returns == {"tensor"} else None)
+    return LayerReturns(kind=kind, by_class=by_class)
+
+
+def _cache_plan(model: Any, layers: list[Any]) -> tuple[bool, list[dict[str, Any]]]:
+    """Whether the model makes its own caches, and one cache_facts() entry per layer (with the
+    recurrent module behind each non-trimmable one)."""
     caches = model.make_cache() if hasattr(model, "make_cache") else None
-    facts["make_cache"] = caches is not None
+    made = caches is not None
     if caches is None:
         from mlx_lm.models.cache import KVCache
 
@@ -437,13 +281,66 @@ def describe_mlx_model(model: Any, config: dict[str, Any], quantization: Optiona
     for i, entry in enumerate(caches):
         fact = cache_facts(entry)
         fact["layer"] = i
-        if not fact["trimmable"] and fact["kind"] not in MLX_ROTATING_CACHES and i < len(layers) and layers[i] is not None:
+        recurrent = not fact["trimmable"] and fact["kind"] not in MLX_ROTATING_CACHES
+        if recurrent and i < len(layers) and layers[i] is not None:
             fact["module"] = _recurrent_module(layers[i])
         plan.append(fact)
-    facts["caches"] = plan
-    facts["reference_rollback"] = _rollback(plan, MLX_REFERENCE_REPLAY_MODULES, rotating_with_replay=False)
-    facts["runtime_rollback"] = _rollback(plan, MLX_RUNTIME_REPLAY_MODULES, rotating_with_replay=True)
-    return facts
+    return made, plan
+
+
+def _mlx_cache(fact: dict[str, Any]) -> MlxCache:
+    parts = fact.get("parts")
+    return MlxCache(kind=fact["kind"], trimmable=fact["trimmable"], layer=fact.get("layer"), module=fact.get("module"),
+                    window=fact.get("window"), keep=fact.get("keep"),
+                    parts=tuple(_mlx_cache(p) for p in parts) if parts is not None else None)
+
+
+def _gdn_normalize_qk() -> Optional[bool]:
+    try:
+        from mlx_lm.models import gated_delta
+    except ImportError:  # pragma: no cover - every mlx-lm with qwen3_5 ships it
+        return None
+    return hasattr(gated_delta, "normalize_qk")
+
+
+def describe_mlx_model(model: Any, config: dict[str, Any], quantization: Optional[dict] = None) -> ModuleFacts:
+    """The facts the MLX rules read, from a built (not necessarily loaded) mlx-lm model."""
+    import mlx.nn as nn
+    import mlx_lm
+
+    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else {}
+    paths, reference, embed, head, layers = _locate(model, text.get("vocab_size", config.get("vocab_size")))
+    try:
+        params = tuple(inspect.signature(type(model).__call__).parameters)[1:]
+    except (TypeError, ValueError):
+        params = ()
+    made, plan = _cache_plan(model, layers)
+    reference_rollback = _rollback(plan, MLX_REFERENCE_REPLAY_MODULES, rotating_with_replay=False)
+    mlx = MlxFacts(
+        mlx_lm_version=getattr(mlx_lm, "__version__", None),
+        model_type=config.get("model_type"),
+        module=type(model).__module__,
+        quantization=quantization,
+        reference_paths=reference,
+        embed_quantized=isinstance(embed, nn.QuantizedEmbedding),
+        head_quantized=isinstance(head, nn.QuantizedLinear) or (
+            bool(paths.tied) and isinstance(embed, nn.QuantizedEmbedding)),
+        gdn_normalize_qk=_gdn_normalize_qk(),
+        make_cache=made,
+        caches=tuple(_mlx_cache(c) for c in plan),
+        reference_rollback=reference_rollback,
+        runtime_rollback=_rollback(plan, MLX_RUNTIME_REPLAY_MODULES, rotating_with_replay=True),
+    )
+    return ModuleFacts(
+        framework="mlx",
+        model_class=type(model).__qualname__,
+        paths=paths,
+        scaling=_embed_scale(model, paths.embed, embed),
+        forward=ForwardFacts(accepts=params),
+        layer_returns=_layer_returns(layers),
+        cache=CacheFacts(layers=tuple(c["kind"] for c in plan), rollback=reference_rollback),
+        mlx=mlx,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -451,88 +348,63 @@ def describe_mlx_model(model: Any, config: dict[str, Any], quantization: Optiona
 # ---------------------------------------------------------------------------------------------
 
 
-def _weight_names(folder: Path, notes: list[str]) -> Optional[set[str]]:
+def _weight_names(folder: Path) -> tuple[Optional[set[str]], tuple[str, ...]]:
+    """Tensor names of a local folder's weights (None when there are none or they cannot be read), and a note."""
     from .safetensors_header import read_local_headers
 
     try:
         headers = read_local_headers(folder)
     except WeightsError as exc:
-        notes.append(f"target weights: headers not read ({exc}); quantised modules assumed from the config")
-        return None
+        return None, (f"target weights: headers not read ({exc}); quantised modules assumed from the config",)
     if not headers:
-        return None
-    return {name for h in headers for name in h.tensors}
+        return None, ()
+    return {name for h in headers for name in h.tensors}, ()
 
 
-def inspect_mlx_target(resolved: Any, target_spec: Any, options: Any, notes: list[str]) -> None:
-    """Fill `target_spec`'s module-tree fields from the mlx-lm model its config describes.
-
-    Sets embed_path / lm_head_path / layers_path / tied_embeddings / cache_layers / rollback
-    (what the DFlash MLX port can do) / layer_returns / forward_accepts, and `deep` =
-    {"inspected": True, "framework": "mlx", "mlx": {...facts...}}. A model mlx-lm cannot build is
-    recorded as deep["mlx"]["supported"] = False (rule DF510), not raised. Raises
-    MissingDependencyError without mlx / mlx-lm.
-    """
-    import_mlx()
+def _config(resolved: Resolved) -> Any:
     config = resolved.json("config.json")
-    if not isinstance(config, dict):
-        return
-    folder = Path(resolved.folder)
-    gen = resolved.json("generation_config.json") if "generation_config.json" in getattr(resolved, "files", {}) else None
-    if isinstance(gen, dict) and gen.get("eos_token_id") is not None:
+    has_gen = "generation_config.json" in getattr(resolved, "files", {})
+    gen = resolved.json("generation_config.json") if has_gen else None
+    if isinstance(config, dict) and isinstance(gen, dict) and gen.get("eos_token_id") is not None:
         config = dict(config, eos_token_id=gen["eos_token_id"])
-    trust = bool(getattr(options, "trust_remote_code", False))
-    weight_names = _weight_names(folder, notes) if not getattr(resolved, "is_hub", False) else None
-    deep: dict[str, Any] = {"inspected": True, "framework": "mlx"}
+    return config
+
+
+def inspect_mlx_target(resolved: Resolved, options: CheckOptions) -> Union[ModuleFacts, Skipped]:
+    """The module facts of the mlx-lm model the target's config describes; `paths`, `cache.rollback`
+    (what the DFlash MLX port can do) and `mlx` are what the MLX rules read. A model mlx-lm cannot
+    build is `mlx.supported = False` (rule DF510), not an error. Raises RemoteCodeError for a
+    `model_file` outside the model folder (the user's error)."""
+    from ..exceptions import MissingDependencyError
+
     try:
-        model, quant = build_mlx_model(config, folder=folder, weight_names=weight_names, trust_remote_code=trust)
+        import_mlx()
+    except MissingDependencyError as exc:
+        return Skipped("mlx-inspector-missing", str(exc), framework="mlx")
+    config = _config(resolved)
+    if not isinstance(config, dict):
+        return Skipped("build-failed", "config.json is not a JSON object", framework="mlx")
+    folder = Path(resolved.folder)
+    weight_names, notes = _weight_names(folder) if not getattr(resolved, "is_hub", False) else (None, ())
+    try:
+        model, quant = build_mlx_model(config, folder=folder, weight_names=weight_names,
+                                       trust_remote_code=options.trust_remote_code)
     except PermissionError as exc:
-        target_spec.deep = {"inspected": False, "framework": "mlx", "skipped": "remote-code", "detail": str(exc)}
-        notes.append(f"MLX module checks skipped: {exc}")
-        return
+        return Skipped("remote-code", str(exc), framework="mlx")
     except RemoteCodeError:
         raise  # a model_file outside the model folder: the user's error, one line
     except Exception as exc:  # mlx-lm raises ValueError, KeyError, TypeError ... for configs it cannot build
         import mlx_lm
 
-        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        deep["mlx"] = {
-            "supported": False,
-            "error": f"{type(exc).__name__}: {message}",
-            "model_type": config.get("model_type"),
-            "mlx_lm_version": getattr(mlx_lm, "__version__", None),
-        }
-        target_spec.deep = deep
-        notes.append(f"mlx-lm cannot build this target ({type(exc).__name__}: {message})")
-        return
-    adapter = getattr(options, "adapter", None)
-    if adapter:  # --adapter: the module rules see the adapted model
+        error = error_line(exc)
+        mlx = MlxFacts(mlx_lm_version=getattr(mlx_lm, "__version__", None), model_type=config.get("model_type"),
+                       supported=False, error=error)
+        return ModuleFacts(framework="mlx", mlx=mlx, notes=(*notes, f"mlx-lm cannot build this target ({error})"))
+    if options.adapter:  # --adapter: the module rules see the adapted model
         from ..adapters.loading import check_wrapper
 
-        wrap = check_wrapper(adapter, "mlx")
+        wrap = check_wrapper(options.adapter, "mlx")
         model = wrap(model) if wrap is not None else model
     facts = describe_mlx_model(model, config, quant)
-    if adapter:
-        facts["adapter"] = adapter
-    facts["model_type"] = config.get("model_type")
-    facts["weights_read"] = weight_names is not None
-    deep["mlx"] = facts
-    # the keys the framework-neutral module rules (DF70x) read, as the torch inspector names them
-    deep["model_class"] = facts["model_class"]
-    deep["layers_len"] = facts["num_layers"]
-    deep["layer_classes"] = facts["layer_classes"]
-    deep["layer_returns_by_class"] = facts["layer_returns_by_class"]
-    deep["embed_class"] = facts["embed_class"]
-    deep["norm_path"] = facts["norm_path"]
-    deep["embed_scaled"] = facts["embed_scale"] is not None
-    deep["embed_scale"] = facts["embed_scale"]
-    deep["embed_scale_source"] = [facts["embed_scale_source"]] if facts["embed_scale_source"] else []
-    target_spec.embed_path = facts["paths"]["embed"]
-    target_spec.lm_head_path = facts["paths"]["head"]
-    target_spec.layers_path = facts["paths"]["layers"]
-    target_spec.tied_embeddings = facts["tied"]
-    target_spec.cache_layers = [c["kind"] for c in facts["caches"]]
-    target_spec.rollback = facts["reference_rollback"]
-    target_spec.layer_returns = facts["layer_returns"]
-    target_spec.forward_accepts = facts["forward_accepts"]
-    target_spec.deep = deep
+    mlx = dataclasses.replace(facts.mlx, model_type=config.get("model_type"), weights_read=weight_names is not None)
+    return dataclasses.replace(facts, adapter=options.adapter, mlx=mlx, notes=notes)

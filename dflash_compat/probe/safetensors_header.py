@@ -10,11 +10,11 @@ import os
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
-from ..exceptions import WeightsError
+from ..exceptions import WeightsError, first_line
+from ..facts import DraftWeights, Skipped
 from ..resolve import Resolved
-from ..specs import DraftSpec, DraftWeights
 
 __all__ = [
     "DTYPE_BITS",
@@ -93,7 +93,7 @@ def _parse_header(name: str, raw: bytes) -> FileHeader:
     try:
         doc = _load_json(raw.decode("utf-8"))
     except ValueError as exc:  # UnicodeDecodeError, JSONDecodeError, too deep, an integer too long
-        raise WeightsError(f"{name}: corrupt safetensors header (not JSON: {str(exc).splitlines()[0]})") from None
+        raise WeightsError(f"{name}: corrupt safetensors header (not JSON: {first_line(exc)})") from None
     if not isinstance(doc, dict):
         raise WeightsError(f"{name}: corrupt safetensors header (not a JSON object)")
     out = FileHeader(name=name)
@@ -107,7 +107,8 @@ def _parse_header(name: str, raw: bytes) -> FileHeader:
         dtype, shape, offsets = info.get("dtype"), info.get("shape"), info.get("data_offsets")
         if not isinstance(dtype, str):
             raise WeightsError(f"{name}: corrupt safetensors header ({tname!r} has no dtype)")
-        if not isinstance(shape, list) or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape):
+        if not isinstance(shape, list) or not all(
+                isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape):
             raise WeightsError(
                 f"{name}: corrupt safetensors header ({tname!r} has an invalid shape {repr(shape)[:80]})")
         if (
@@ -205,7 +206,8 @@ def _check_index(headers: list[FileHeader], wmap: dict[str, str]) -> None:
             raise WeightsError(f"{shard}: {INDEX_FILE} lists {tensor!r} in it, its header does not")
 
 
-def read_hub_headers(repo_id: str, revision: Optional[str] = None, token: Optional[str] = None, api: Any = None) -> list[FileHeader]:
+def read_hub_headers(repo_id: str, revision: Optional[str] = None, token: Optional[str] = None,
+                     api: Any = None) -> list[FileHeader]:
     """Headers of a Hub repo's safetensors files, read remotely by huggingface_hub (HTTP range requests)."""
     if api is None:
         from huggingface_hub import HfApi
@@ -231,7 +233,7 @@ def summarize(headers: list[FileHeader]) -> DraftWeights:
     dtypes: dict[str, str] = {}
     where: dict[str, str] = {}
     params: dict[str, int] = {}
-    incomplete: dict[str, list[int]] = {}
+    incomplete: dict[str, tuple[int, int]] = {}
     metadata: dict[str, str] = {}
     for h in headers:
         metadata = metadata or h.metadata
@@ -241,14 +243,13 @@ def summarize(headers: list[FileHeader]) -> DraftWeights:
             where[tname] = h.name
             params[dtype] = params.get(dtype, 0) + _prod(shape)
         if h.data_bytes_present is not None and h.data_bytes_present < h.data_bytes_declared:
-            incomplete[h.name] = [h.data_bytes_present, h.data_bytes_declared]
+            incomplete[h.name] = (h.data_bytes_present, h.data_bytes_declared)
     main = max(params, key=lambda d: (params[d], d)) if params else None
     return DraftWeights(
-        checked=True,
-        files=[h.name for h in headers],
+        files=tuple(h.name for h in headers),
         tensor_count=len(shapes),
         dtype=main,
-        dtypes=sorted(params),
+        dtypes=tuple(sorted(params)),
         shapes=shapes,
         tensor_dtypes=dtypes,
         tensor_files=where,
@@ -261,49 +262,40 @@ def _hub_offline() -> bool:
     return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
 
 
-def inspect_draft_weights(resolved: Resolved, draft: DraftSpec, notes: list[str], api: Any = None,
-                          token: Optional[str] = None) -> None:
-    """Fill `draft.weights` in place. Local files first; for Hub drafts without local weights, the Hub header API."""
+def inspect_draft_weights(resolved: Resolved, api: Any = None,
+                          token: Optional[str] = None) -> Union[DraftWeights, Skipped]:
+    """The draft's weight facts: local files first; for Hub drafts without local weights, the Hub header API."""
     headers = read_local_headers(resolved.folder, hub_snapshot=resolved.is_hub)
     if not headers and resolved.is_hub:
-        headers = _hub_headers_or_skip(resolved, draft, notes, api, token)
-        if headers is None:
-            return
+        found = _hub_headers(resolved, api, token)
+        if isinstance(found, Skipped):
+            return found
+        headers = found
     if not headers:
         has_bin = any(resolved.folder.glob("*.bin")) or any(resolved.folder.glob("*.pt"))
-        reason = "pickle-only" if has_bin else "no-safetensors"
-        draft.weights = DraftWeights(checked=False, skipped=reason)
-        notes.append(f"draft weights not checked: {reason}")
-        return
-    draft.weights = summarize(headers)
+        if has_bin:
+            return Skipped("pickle-only", "the draft ships only pickled .bin/.pt weights")
+        return Skipped("no-safetensors", "the draft has no safetensors files")
+    return summarize(headers)
 
 
-def _hub_headers_or_skip(resolved: Resolved, draft: DraftSpec, notes: list[str], api: Any,
-                         token: Optional[str]) -> Optional[list[FileHeader]]:
+def _hub_headers(resolved: Resolved, api: Any, token: Optional[str]) -> Union[list[FileHeader], Skipped]:
     if _hub_offline():
-        draft.weights = DraftWeights(checked=False, skipped="hub-offline")
-        notes.append("draft weights not checked: HF_HUB_OFFLINE is set")
-        return None
+        return Skipped("hub-offline", "HF_HUB_OFFLINE is set")
     try:
         from huggingface_hub import errors as hf_errors
     except ImportError:  # pragma: no cover - a core dependency
-        draft.weights = DraftWeights(checked=False, skipped="hub-unreachable")
-        return None
+        return Skipped("hub-unreachable", "huggingface_hub is not installed")
     try:
         return read_hub_headers(resolved.repo_id, resolved.revision, token, api=api)
     except hf_errors.NotASafetensorsRepoError:
-        draft.weights = DraftWeights(checked=False, skipped="no-safetensors")
-        notes.append("draft weights not checked: the repo has no safetensors files")
+        return Skipped("no-safetensors", "the repo has no safetensors files")
     except hf_errors.SafetensorsParsingError as exc:
-        raise WeightsError(f"draft {resolved.ref}: corrupt safetensors header on the Hub ({str(exc).splitlines()[0]})") from None
+        raise WeightsError(f"draft {resolved.ref}: corrupt safetensors header on the Hub ({first_line(exc)})") from None
     except (hf_errors.RepositoryNotFoundError, hf_errors.GatedRepoError) as exc:
-        draft.weights = DraftWeights(checked=False, skipped="hub-unreachable")
-        notes.append(f"draft weights not checked: {type(exc).__name__}")
+        return Skipped("hub-unreachable", type(exc).__name__)
     except WeightsError:
         raise
     except Exception as exc:  # noqa: BLE001 - HTTP client errors (httpx, OSError, HfHubHTTPError, offline)
         # A network failure must not hide the config-level verdict: report the skip instead.
-        draft.weights = DraftWeights(checked=False, skipped="hub-unreachable")
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        notes.append(f"draft weights not checked: Hub header request failed ({first})")
-    return None
+        return Skipped("hub-unreachable", f"Hub header request failed ({first_line(exc)})")

@@ -10,7 +10,7 @@ from ..exceptions import NotADraftError
 from ._reader import ConfigReader
 from .common import Number, RopeInfo, SizeInt, read_rope, validate_spec
 
-__all__ = ["DraftSpec", "DraftWeights", "DraftFormat", "build_target_layer_ids", "parse_draft_config"]
+__all__ = ["DraftSpec", "DraftFormat", "build_target_layer_ids", "parse_draft_config"]
 
 DraftFormat = Literal["zlab-v1", "zlab-v2", "speculators"]
 
@@ -26,27 +26,6 @@ def build_target_layer_ids(num_target_layers: int, num_draft_layers: int) -> lis
         return [num_target_layers // 2]
     start, end = 1, num_target_layers - 3
     return [round(start + i * (end - start) / (num_draft_layers - 1)) for i in range(num_draft_layers)]
-
-
-class DraftWeights(BaseModel):
-    """What the draft's safetensors headers say (filled by the deep check; None when not read)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    checked: bool = False
-    files: list[str] = Field(default_factory=list)
-    tensor_count: int = 0
-    dtype: Optional[str] = None
-    dtypes: list[str] = Field(default_factory=list)
-    # tensor name -> shape, kept out of the report (large) but available to rules
-    shapes: dict[str, list[int]] = Field(default_factory=dict, exclude=True)
-    tensor_dtypes: dict[str, str] = Field(default_factory=dict, exclude=True)
-    tensor_files: dict[str, str] = Field(default_factory=dict, exclude=True)
-    skipped: Optional[str] = Field(None, description="Why the headers were not read (no-safetensors, hub-offline, ...).")
-    incomplete: dict[str, list[int]] = Field(
-        default_factory=dict, description="File -> [data bytes present, data bytes its header declares] when short."
-    )
-    metadata: dict[str, str] = Field(default_factory=dict, description="The first file's __metadata__ (e.g. format).")
 
 
 class DraftSpec(BaseModel):
@@ -116,7 +95,6 @@ class DraftSpec(BaseModel):
     verifier_architectures: Optional[list[str]] = None
 
     quantization_config: Optional[dict[str, Any]] = None
-    weights: Optional[DraftWeights] = None
 
     sources: dict[str, str] = Field(default_factory=dict, description="Field name -> dotted config key.")
     raw: dict[str, Any] = Field(default_factory=dict, exclude=True, repr=False)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, Optional, Union
+from typing import Any, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
-from ..exceptions import ConfigError
 from ..contract import ATTENTION_LAYER_TYPES, RECURRENT_MODEL_TYPES, TEXT_CONFIG_KEYS
-from ._reader import ConfigReader, get_dotted, MISSING
+from ..exceptions import ConfigError
+from ._reader import MISSING, ConfigReader, get_dotted
 from .common import Number, RopeInfo, SizeInt, read_rope, validate_spec
 
 __all__ = ["TargetSpec", "parse_target_config"]
@@ -74,17 +74,6 @@ class TargetSpec(BaseModel):
         None, description="Whether the quantisation covers the output head (None: not quantised)."
     )
     auto_map: Optional[dict[str, Any]] = None
-
-    # Filled by the deep (module-tree) inspection; None when it did not run.
-    embed_path: Optional[str] = None
-    lm_head_path: Optional[str] = None
-    layers_path: Optional[str] = None
-    tied_embeddings: Optional[bool] = None
-    cache_layers: Optional[list[str]] = None
-    rollback: Optional[Literal["crop", "none", "replay"]] = None
-    forward_accepts: Optional[list[str]] = None
-    layer_returns: Optional[Literal["tensor", "tuple"]] = None
-    deep: dict[str, Any] = Field(default_factory=dict, description="Other facts from the deep inspection.")
 
     sources: dict[str, str] = Field(default_factory=dict)
     raw: dict[str, Any] = Field(default_factory=dict, exclude=True, repr=False)
