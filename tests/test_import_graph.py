@@ -1,0 +1,158 @@
+"""Data flows one way: every import in dflash_compat (with its rules and adapters) follows the layer order.
+
+    base -> resolve -> specs -> facts -> probe -> findings -> engine -> rules -> report
+         -> emitters / console -> pipeline (check) -> commands / cli
+
+A module may import its own layer and the layers its entry in ALLOWED names, nothing later in the
+flow. runtime/ and adapters/ are a side branch: they may use base, resolve (weightfiles) and specs,
+never the checker's facts, probes, rules, report or output; only the probe (to wrap a model in an
+adapter) and the commands may use them. Every import counts: top-level, lazy (inside a function)
+and TYPE_CHECKING-only alike, read from the source with `ast` (nothing is imported).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+# installed name -> source folder (pyproject's package-dir)
+PACKAGES = {"dflash_compat": ROOT / "dflash_compat", "dflash_compat.rules": ROOT / "rules",
+            "dflash_compat.adapters": ROOT / "adapters"}
+
+# The flow, in order; a module belongs to the layer of its longest matching prefix.
+LAYERS = {
+    "base": ("dflash_compat", "dflash_compat.contract", "dflash_compat.exceptions", "dflash_compat.options",
+             "dflash_compat.engine_support"),
+    "resolve": ("dflash_compat.resolve", "dflash_compat.weightfiles"),
+    "specs": ("dflash_compat.specs",),
+    "facts": ("dflash_compat.facts",),
+    "probe": ("dflash_compat.probe",),
+    "findings": ("dflash_compat.findings",),
+    "engine": ("dflash_compat.engine",),
+    "rules": ("dflash_compat.rules",),
+    "report": ("dflash_compat.report",),
+    "emitters": ("dflash_compat.emitters", "dflash_compat.console"),
+    "pipeline": ("dflash_compat.check",),
+    "commands": ("dflash_compat.commands", "dflash_compat.cli", "dflash_compat.docs", "dflash_compat.__main__"),
+    "side": ("dflash_compat.runtime", "dflash_compat.adapters"),
+}
+ORDER = [name for name in LAYERS if name != "side"]
+
+# What each layer may import besides itself. Rules and the engine never see a probe (they read facts);
+# the report never sees the engine or the rules (it is built from their plain output, findings).
+ALLOWED = {
+    "base": set(),
+    "resolve": {"base"},
+    "specs": {"base"},
+    "facts": {"base"},
+    "probe": {"base", "resolve", "specs", "facts", "side"},
+    "findings": {"base"},
+    "engine": {"base", "specs", "facts", "findings"},
+    "rules": {"base", "specs", "facts", "findings", "engine"},
+    "report": {"base", "specs", "facts", "findings"},
+    "emitters": {"base", "findings", "report", "engine"},
+    "pipeline": {"base", "resolve", "specs", "facts", "probe", "findings", "engine", "rules", "report"},
+    "commands": set(ORDER) | {"side"},
+    "side": {"base", "resolve", "specs"},
+}
+
+# Imports that run against the flow today, each with the work that removes it. The test fails when
+# one is gone, so that this list cannot outlive its reason.
+PENDING = {
+    # the runtime rework (issue 9, item 4) moves get_path / cache_facts out of the probe
+    ("dflash_compat.adapters.mlx_default", "dflash_compat.probe.mlx_tree"),
+}
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for pkg, folder in PACKAGES.items():
+        for path in folder.rglob("*.py"):
+            parts = list(path.relative_to(folder).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            found[".".join([pkg, *parts])] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _imports(name: str, path: Path) -> set[str]:
+    """Every dflash_compat module `name` imports, resolved to a module where the name is one."""
+    is_pkg = path.name == "__init__.py"
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names if a.name.startswith("dflash_compat")}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = name.split(".") if is_pkg else name.split(".")[:-1]
+                base = base[: len(base) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if target.startswith("dflash_compat"):
+                out |= {f"{target}.{a.name}" if f"{target}.{a.name}" in MODULES else target for a in node.names}
+    return out - {name}
+
+
+def layer_of(module: str) -> str:
+    best, layer = -1, None
+    for name, prefixes in LAYERS.items():
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best:
+                best, layer = len(prefix), name
+    assert layer is not None, f"{module} belongs to no layer: add it to LAYERS"
+    return layer
+
+
+def _edges() -> set[tuple[str, str]]:
+    return {(name, target) for name, path in MODULES.items() for target in _imports(name, path)}
+
+
+def test_every_module_has_a_layer():
+    for name in MODULES:
+        layer_of(name)
+
+
+def test_allowed_layers_only_look_back_along_the_flow():
+    for layer, allowed in ALLOWED.items():
+        if layer == "side":
+            continue
+        later = [other for other in allowed if other != "side" and ORDER.index(other) > ORDER.index(layer)]
+        assert not later, f"{layer} may not import the later layers {later}"
+
+
+def test_imports_follow_the_flow():
+    bad = sorted(
+        f"{src} ({layer_of(src)}) imports {dst} ({layer_of(dst)})"
+        for src, dst in _edges() - PENDING
+        if layer_of(src) != layer_of(dst) and layer_of(dst) not in ALLOWED[layer_of(src)]
+    )
+    assert not bad, "imports against the flow:\n" + "\n".join(bad)
+
+
+def test_pending_exceptions_still_exist():
+    gone = PENDING - _edges()
+    assert not gone, f"no longer imported, remove from PENDING: {sorted(gone)}"
+
+
+def test_the_graph_test_can_fail():
+    # the reader resolves relative and absolute imports, lazy ones included
+    engine = _imports("dflash_compat.engine", MODULES["dflash_compat.engine"])
+    assert "dflash_compat.findings" in engine and "dflash_compat.facts" in engine
+    probe = _imports("dflash_compat.probe.torch_meta", MODULES["dflash_compat.probe.torch_meta"])
+    assert "dflash_compat.adapters.loading" in probe  # a lazy import inside a function
+    assert layer_of("dflash_compat.probe.torch_meta") == "probe" and layer_of("dflash_compat") == "base"
+    assert "probe" not in ALLOWED["rules"] and "report" not in ALLOWED["engine"]
+
+
+@pytest.mark.parametrize("module", ["dflash_compat.probe", "dflash_compat.engine", "dflash_compat.report"])
+def test_no_layer_below_the_cli_reaches_the_console(module):
+    for name, path in MODULES.items():
+        if name == module or name.startswith(module + "."):
+            assert "dflash_compat.console" not in _imports(name, path), name
