@@ -12,6 +12,7 @@ __all__ = ["TargetAdapter", "TargetOutput", "RollbackKind", "ROLLBACK_KINDS", "T
 # model_type -> "module:Class" of a built-in PyTorch adapter for a layout the default adapter cannot
 # read. Modules are imported only when selected (no torch at import time). The table: registry.py.
 from .registry import TORCH_ADAPTERS  # noqa: E402
+
 _TORCH_DEFAULT = "dflash_compat.adapters.torch_default:TorchDefaultAdapter"
 
 

@@ -26,7 +26,8 @@ def main() -> None:
     save_tokenizer(OUT / "target", settings["vocab"])
     dcfg = draft_config(target_config(**settings), block_size=8, target_layer_ids=(0, 2))
     save_draft(OUT / "draft", dcfg, draft_state(dcfg, seed=100))
-    print(json.dumps({str(p.relative_to(OUT)): p.stat().st_size for p in sorted(OUT.rglob("*")) if p.is_file()}, indent=1))
+    sizes = {str(p.relative_to(OUT)): p.stat().st_size for p in sorted(OUT.rglob("*")) if p.is_file()}
+    print(json.dumps(sizes, indent=1))
 
 
 if __name__ == "__main__":

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
-
 from dflash_compat.contract import DRAFT_LAYER_TYPES as KNOWN
+from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
 
 
 def check(ctx: CheckContext):

@@ -93,8 +93,8 @@ def test_reference_mlx_port_fails_raw_and_is_lossless_through_the_shim(tmp_path,
     """The dflash package's MLX port (a test oracle only) cannot bind a GPT-NeoX target; wrapped in
     the generated shim it runs, and its output is the target's own greedy output."""
     ref = pytest.importorskip("dflash.model_mlx")
-    from dflash_compat.adapters.shim import ShimPlan, render_shim, write_shim
     from dflash_compat.adapters.loading import load_shim_file
+    from dflash_compat.adapters.shim import ShimPlan, render_shim, write_shim
 
     folder = mlx_models.save_draft(tmp_path / "draft", mlx_draft_config(), seed=1)
     monkeypatch.setattr(ref, "snapshot_download", lambda *a, **k: str(folder))  # a local folder, no Hub
