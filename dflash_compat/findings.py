@@ -11,7 +11,6 @@ from typing import Literal, Optional, Sequence
 
 __all__ = [
     "COMMON",
-    "RULE_STATUSES",
     "BackendCounts",
     "Finding",
     "Location",
@@ -25,7 +24,6 @@ __all__ = [
 COMMON = "common"  # a finding or rule that applies to every backend
 Severity = Literal["error", "warning", "info"]
 RuleStatus = Literal["ran", "skipped", "not-applicable"]
-RULE_STATUSES = ("ran", "skipped", "not-applicable")
 
 
 @dataclass(frozen=True)

@@ -73,11 +73,6 @@ class Report:
         order = ("schema_version", "tool", "target", "draft", "backends", "findings", "summary", "strict", "rules")
         return {k: d[k] for k in order}
 
-    def failed(self, backend: str) -> bool:
-        """The backend's verdict fails the check (a warning too, under --strict)."""
-        verdict = self.summary.verdict.get(backend)
-        return verdict == "fail" or (self.strict and verdict == "warn")
-
     def exit_code(self, strict: Optional[bool] = None) -> int:
         """1 when a selected backend fails (`strict` defaults to the report's own setting)."""
         strict = self.strict if strict is None else strict

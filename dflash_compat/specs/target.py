@@ -115,6 +115,26 @@ def _as_id_list(value: Any) -> list[int]:
     return []
 
 
+# Field -> the keys configs spell it with, in the order they are tried.
+_FIELDS = {
+    "hidden_size": ("hidden_size", "n_embd", "d_model", "dim"),
+    "num_hidden_layers": ("num_hidden_layers", "n_layer", "num_layers", "n_layers"),
+    "vocab_size": ("vocab_size", "padded_vocab_size"),
+    "num_attention_heads": ("num_attention_heads", "n_head", "num_heads"),
+    "num_key_value_heads": ("num_key_value_heads", "num_kv_heads", "n_kv_heads"),
+    "head_dim": ("head_dim",),
+    "intermediate_size": ("intermediate_size", "ffn_dim", "n_inner"),
+    "hidden_act": ("hidden_act", "activation_function", "hidden_activation"),
+    "max_position_embeddings": ("max_position_embeddings", "n_positions"),
+    "layer_types": ("layer_types",),
+    "sliding_window": ("sliding_window", "sliding_window_size", "attention_window_size"),
+    "use_sliding_window": ("use_sliding_window",),
+    "final_logit_softcapping": ("final_logit_softcapping",),
+    "embedding_multiplier": ("embedding_multiplier",),
+    "logits_scaling": ("logits_scaling",),
+}
+
+
 def parse_target_config(
     raw: Any,
     source: str,
@@ -131,28 +151,39 @@ def parse_target_config(
 
     prefix = next((k for k in TEXT_CONFIG_KEYS if isinstance(raw.get(k), dict)), "")
     r = ConfigReader(raw, prefix=prefix)
+    rope = _read_fields(r, raw, prefix)
+    values = dict(r.values)
+    sliding = values.get("sliding_window")
+    if sliding is not None and values.get("use_sliding_window") is False:
+        values["sliding_window"] = None  # Qwen2-style configs carry a window they do not use.
+    _special_tokens(values, r, raw, prefix, config_file, generation_config)
+    values["mask_token"], values["mask_token_id"] = _tokenizer_mask(tokenizer_config)
+    _quantization(values, r)
+
+    model_type = values.get("text_model_type") or values.get("model_type")
+    if not isinstance(model_type, str):
+        model_type = None  # a wrong type is reported by the validation below, naming the key
+    values["scales_embeddings"] = bool(model_type and str(model_type).startswith(("gemma", "recurrent_gemma")))
+    recurrent = _recurrent_layers(values, raw, prefix)
+    values["recurrent_layers"] = recurrent
+    values["is_hybrid"] = bool(recurrent) or model_type in RECURRENT_MODEL_TYPES
+
+    return validate_spec(
+        TargetSpec,
+        dict(values, source=source, config_file=config_file, text_prefix=prefix, rope=rope,
+             sources=r.sources, raw=raw),
+        r.sources,
+        where,
+    )
+
+
+def _read_fields(r: ConfigReader, raw: dict[str, Any], prefix: str) -> RopeInfo:
+    """The plain fields into `r` (the text config's own value first, else the top level's); returns the RoPE."""
     r.set("architectures", raw.get("architectures") or [], "architectures")
     r.take("model_type", "model_type", absolute=True)
     if prefix:
         r.take("text_model_type", "model_type")
-    fields = {
-        "hidden_size": ("hidden_size", "n_embd", "d_model", "dim"),
-        "num_hidden_layers": ("num_hidden_layers", "n_layer", "num_layers", "n_layers"),
-        "vocab_size": ("vocab_size", "padded_vocab_size"),
-        "num_attention_heads": ("num_attention_heads", "n_head", "num_heads"),
-        "num_key_value_heads": ("num_key_value_heads", "num_kv_heads", "n_kv_heads"),
-        "head_dim": ("head_dim",),
-        "intermediate_size": ("intermediate_size", "ffn_dim", "n_inner"),
-        "hidden_act": ("hidden_act", "activation_function", "hidden_activation"),
-        "max_position_embeddings": ("max_position_embeddings", "n_positions"),
-        "layer_types": ("layer_types",),
-        "sliding_window": ("sliding_window", "sliding_window_size", "attention_window_size"),
-        "use_sliding_window": ("use_sliding_window",),
-        "final_logit_softcapping": ("final_logit_softcapping",),
-        "embedding_multiplier": ("embedding_multiplier",),
-        "logits_scaling": ("logits_scaling",),
-    }
-    for field, keys in fields.items():
+    for field, keys in _FIELDS.items():
         r.take(field, *keys)
         if field not in r.values and prefix:
             r.take(field, *keys, absolute=True)
@@ -168,13 +199,12 @@ def parse_target_config(
         top = ConfigReader(raw)
         rope = read_rope(top)
         r.sources.update({k: v for k, v in top.sources.items() if k.startswith("rope.")})
+    return rope
 
-    values = dict(r.values)
-    sliding = values.get("sliding_window")
-    if sliding is not None and values.get("use_sliding_window") is False:
-        values["sliding_window"] = None  # Qwen2-style configs carry a window they do not use.
 
-    # Special tokens: config, then generation_config.json (which engines prefer), then tokenizer.
+def _special_tokens(values: dict[str, Any], r: ConfigReader, raw: dict[str, Any], prefix: str, config_file: str,
+                    generation_config: Optional[dict[str, Any]]) -> None:
+    """EOS / BOS / PAD ids: the config, then generation_config.json (which engines prefer)."""
     eos: list[int] = []
     for doc, name, key in (
         (raw, config_file, f"{prefix}.eos_token_id" if prefix else "eos_token_id"),
@@ -198,9 +228,9 @@ def parse_target_config(
             value = generation_config[key]
             r.sources[field] = f"generation_config.json:{key}"
         values[field] = value
-    mask_token, mask_id = _tokenizer_mask(tokenizer_config)
-    values["mask_token"], values["mask_token_id"] = mask_token, mask_id
 
+
+def _quantization(values: dict[str, Any], r: ConfigReader) -> None:
     quant = values.get("quantization_config")
     if quant == {}:
         values["quantization_config"] = quant = None  # an empty block quantises nothing
@@ -209,22 +239,6 @@ def parse_target_config(
         values["quant_method"] = method if isinstance(method, str) else None
         values["lm_head_quantized"], key = _lm_head_quantized(quant)
         r.sources["lm_head_quantized"] = f"quantization_config.{key}" if key else "quantization_config"
-
-    model_type = values.get("text_model_type") or values.get("model_type")
-    if not isinstance(model_type, str):
-        model_type = None  # a wrong type is reported by the validation below, naming the key
-    values["scales_embeddings"] = bool(model_type and str(model_type).startswith(("gemma", "recurrent_gemma")))
-    recurrent = _recurrent_layers(values, raw, prefix)
-    values["recurrent_layers"] = recurrent
-    values["is_hybrid"] = bool(recurrent) or model_type in RECURRENT_MODEL_TYPES
-
-    return validate_spec(
-        TargetSpec,
-        dict(values, source=source, config_file=config_file, text_prefix=prefix, rope=rope,
-             sources=r.sources, raw=raw),
-        r.sources,
-        where,
-    )
 
 
 # Lists in which quantisation configs name the modules they leave in full precision.
