@@ -7,12 +7,14 @@ load models.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Callable, Iterable, Optional, Sequence, Union
 
-from .facts import DraftWeights, ModuleFacts, Skipped
 from .findings import COMMON, Finding, Location, RuleDocs, RuleResults, RuleRun, backend_counts
 from .options import CheckOptions
 from .specs import DraftSpec, TargetSpec
+
+if TYPE_CHECKING:  # the fact classes load only where facts were gathered (config-only checks stay fast)
+    from .facts import DraftWeights, ModuleFacts, Skipped
 
 __all__ = [
     "BACKENDS",
@@ -55,19 +57,36 @@ class CheckContext:
     modules: Optional[Union[ModuleFacts, Skipped]] = None
     weights: Optional[Union[DraftWeights, Skipped]] = None
 
+    @property
+    def module_skip(self) -> Optional[Skipped]:
+        """Why the module tree could not be inspected or read (None: it was, or was not tried)."""
+        if self.modules is None:
+            return None
+        from .facts import Skipped
+
+        return self.modules if isinstance(self.modules, Skipped) else self.modules.skipped
+
+    @property
+    def weights_skip(self) -> Optional[Skipped]:
+        """Why the draft's weight headers could not be read (None: they were, or were not tried)."""
+        if self.weights is None:
+            return None
+        from .facts import Skipped
+
+        return self.weights if isinstance(self.weights, Skipped) else None
+
     def missing(self, fact: str) -> Optional[str]:
         """Why `fact` (a key of FACTS) is not available to the rules; None when it is."""
-        if fact == "weights":
-            if isinstance(self.weights, DraftWeights):
-                return None
-            return "the draft's weight headers were not read (" + (
-                self.weights.reason if isinstance(self.weights, Skipped) else "--no-deep") + ")"
         if fact not in FACTS:
             raise KeyError(f"unknown fact {fact!r}; expected one of {', '.join(FACTS)}")
-        m = self.modules
-        skip = m if isinstance(m, Skipped) else (m.skipped if isinstance(m, ModuleFacts) else None)
+        if fact == "weights":
+            if self.weights is not None and self.weights_skip is None:
+                return None
+            reason = self.weights_skip.reason if self.weights is not None else "--no-deep"
+            return f"the draft's weight headers were not read ({reason})"
+        m, skip = self.modules, self.module_skip
         if m is None or skip is not None:
-            return "the target's modules were not inspected (" + (skip.reason if skip else "--no-deep") + ")"
+            return f"the target's modules were not inspected ({skip.reason if skip else '--no-deep'})"
         wanted = {"torch-modules": "torch", "mlx-modules": "mlx"}.get(fact)
         if wanted and m.framework != wanted:
             names = {"torch": "transformers", "mlx": "mlx-lm"}
@@ -80,15 +99,16 @@ class CheckContext:
 
     @property
     def tree(self) -> ModuleFacts:
-        """The module facts; a rule that declares needs=("modules",) runs only when they were gathered."""
-        if not isinstance(self.modules, ModuleFacts):
+        """The module facts (built, maybe partly: groups may be None); a rule that declares
+        needs=("modules",) runs only when they were gathered."""
+        if self.modules is None or self.module_skip is not None:
             raise LookupError("no module facts: declare needs=('modules',) or test ctx.has('modules')")
         return self.modules
 
     @property
     def headers(self) -> DraftWeights:
         """The draft's weight facts; a rule that declares needs=("weights",) runs only when they were read."""
-        if not isinstance(self.weights, DraftWeights):
+        if self.weights is None or self.weights_skip is not None:
             raise LookupError("no weight facts: declare needs=('weights',) or test ctx.has('weights')")
         return self.weights
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import re
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
-from dflash_compat.facts import DraftWeights
 from dflash_compat.specs import DraftSpec
+
+if TYPE_CHECKING:
+    from dflash_compat.facts import DraftWeights
 
 __all__ = [
     "FLOAT_DTYPES",

@@ -3,30 +3,26 @@
 from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
-from dflash_compat.facts import ModuleFacts, Skipped
 
 REASONS = ("torch-missing", "mlx-inspector-missing", "remote-code", "inspection-failed")
 
 
-def _errors(m: ModuleFacts) -> str:
-    return "; ".join(f"{step}: {err}" for step, err in sorted(m.fact_errors.items()))
-
-
 def check(ctx: CheckContext):
-    m = ctx.modules
-    skip = m if isinstance(m, Skipped) else (m.skipped if isinstance(m, ModuleFacts) else None)
+    skip = ctx.module_skip
     if skip is not None and skip.reason in REASONS:
         yield Violation(
             f"module-tree checks skipped: {skip.detail or skip.reason}",
             [],
         )
         return
-    if not isinstance(m, ModuleFacts) or skip is not None:
+    if not ctx.has("modules"):
         return
-    if _errors(m):
+    m = ctx.tree
+    errors = "; ".join(f"{step}: {err}" for step, err in sorted(m.fact_errors.items()))
+    if errors:
         # the inspector's own failure on an odd model: the rules reading those facts stay silent
         yield Violation(
-            f"some module-tree facts could not be gathered ({_errors(m)}); the checks that read them did not run",
+            f"some module-tree facts could not be gathered ({errors}); the checks that read them did not run",
             [],
         )
     if m.auto_map_not_imported:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
-from dflash_compat.facts import Skipped
 
 WHY = {
     "no-safetensors": "the draft has no .safetensors files",
@@ -14,8 +13,8 @@ WHY = {
 
 
 def check(ctx: CheckContext):
-    w = ctx.weights
-    if isinstance(w, Skipped):
+    w = ctx.weights_skip
+    if w is not None:
         yield Violation(
             f"draft weights not checked: {WHY.get(w.reason, w.reason)}",
             [ctx.tensor_loc("*", file="*.safetensors")],

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, Rule, Violation
-from dflash_compat.facts import Skipped
 
 REASONS = ("unknown-model-type", "build-failed", "no-causal-lm-class")
 
 
 def check(ctx: CheckContext):
-    m = ctx.modules
-    if isinstance(m, Skipped) and m.framework == "torch" and m.reason in REASONS:
+    m = ctx.module_skip
+    if m is not None and m.framework == "torch" and m.reason in REASONS:
         yield Violation(
             f"transformers cannot build the target: {m.detail or m.reason}; module checks skipped",
             [ctx.tloc("model_type", key="model_type")],

@@ -57,3 +57,18 @@ def test_probe_detects_a_heavy_import():
         capture_output=True, text=True, timeout=120, cwd=ROOT,
     )
     assert 'HEAVY=["torch"' in res.stderr
+
+
+def test_config_only_check_loads_no_deep_fact_classes_or_probes():
+    code = (
+        "import sys\nfrom dflash_compat.cli import main\n"
+        f"sys.argv = ['dflash-check', {str(ROOT / 'examples/qwen3-8b/target')!r}, '--draft', "
+        f"{str(ROOT / 'examples/qwen3-8b/draft')!r}, '--no-deep', '-f', 'json']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print('LOADED=' + ','.join(m for m in sys.modules if m.startswith(('dflash_compat.facts.', "
+        "'dflash_compat.probe'))), file=sys.stderr)\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    loaded = next(ln for ln in res.stderr.splitlines() if ln.startswith("LOADED="))[len("LOADED="):].split(",")
+    # the report's deep keys are written (report_fields, and Skipped to tell a skip), no fact class is built
+    assert set(loaded) <= {"dflash_compat.facts.report_fields", "dflash_compat.facts.skipped"}, loaded

@@ -1,24 +1,30 @@
 """Typed deep facts: what the probes return about the target's module tree and the draft's weights.
 
-Frozen stdlib dataclasses (no pydantic: a config-only check never builds one and must start fast).
-A probe returns one of these or a `Skipped`; the rules read them by attribute, so a misspelt fact
-name fails instead of reading as "absent".
+Frozen stdlib dataclasses (no pydantic). A probe returns one of these or a `Skipped`; the rules read
+them by attribute, so a misspelt fact name fails instead of reading as "absent". The classes load on
+first use (PEP 562): a config-only check, which gathers no deep facts, never pays for them.
 """
 
-from .modules import (
-    CacheFacts,
-    DeprecatedKwarg,
-    ForwardFacts,
-    LayerReturns,
-    MlxCache,
-    MlxFacts,
-    MlxPaths,
-    ModuleFacts,
-    ModulePaths,
-    Scaling,
-)
-from .skipped import Skipped
-from .weights import DraftWeights
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .modules import (
+        CacheFacts,
+        DeprecatedKwarg,
+        ForwardFacts,
+        LayerReturns,
+        MlxCache,
+        MlxFacts,
+        MlxPaths,
+        ModuleFacts,
+        ModulePaths,
+        Scaling,
+    )
+    from .skipped import Skipped
+    from .weights import DraftWeights
 
 __all__ = [
     "CacheFacts",
@@ -34,3 +40,14 @@ __all__ = [
     "Scaling",
     "Skipped",
 ]
+
+_HOME = {name: "modules" for name in __all__}
+_HOME.update(Skipped="skipped", DraftWeights="weights")
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOME:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_HOME[name]}"), name)
+    globals()[name] = value
+    return value

@@ -3,39 +3,38 @@ and `draft.weights`. Report schema version 1 fixes these key names, their values
 
 from __future__ import annotations
 
-from typing import Any, Optional, Union
+from typing import TYPE_CHECKING, Any, Optional, Union
 
-from .modules import CacheFacts, ForwardFacts, LayerReturns, MlxCache, ModuleFacts, ModulePaths, Scaling
 from .skipped import Skipped
-from .weights import DraftWeights
+
+if TYPE_CHECKING:  # a config-only report (no facts) is written without loading the fact classes
+    from .modules import CacheFacts, ForwardFacts, LayerReturns, MlxCache, ModuleFacts, ModulePaths, Scaling
+    from .weights import DraftWeights
 
 __all__ = ["module_fields", "weights_field"]
 
-Modules = Optional[Union[ModuleFacts, Skipped]]
-Weights = Optional[Union[DraftWeights, Skipped]]
-
-
-def weights_field(weights: Weights) -> Optional[dict[str, Any]]:
+def weights_field(weights: Optional[Union[DraftWeights, Skipped]]) -> Optional[dict[str, Any]]:
     """`draft.weights`: None when the headers were not looked for."""
     if weights is None:
         return None
-    skipped = weights.reason if isinstance(weights, Skipped) else None
-    w = DraftWeights() if isinstance(weights, Skipped) else weights
+    if isinstance(weights, Skipped):
+        return {"checked": False, "files": [], "tensor_count": 0, "dtype": None, "dtypes": [],
+                "skipped": weights.reason, "incomplete": {}, "metadata": {}}
     return {
-        "checked": skipped is None,
-        "files": list(w.files),
-        "tensor_count": w.tensor_count,
-        "dtype": w.dtype,
-        "dtypes": list(w.dtypes),
-        "skipped": skipped,
-        "incomplete": {name: list(sizes) for name, sizes in w.incomplete.items()},
-        "metadata": dict(w.metadata),
+        "checked": True,
+        "files": list(weights.files),
+        "tensor_count": weights.tensor_count,
+        "dtype": weights.dtype,
+        "dtypes": list(weights.dtypes),
+        "skipped": None,
+        "incomplete": {name: list(sizes) for name, sizes in weights.incomplete.items()},
+        "metadata": dict(weights.metadata),
     }
 
 
-def module_fields(modules: Modules) -> dict[str, Any]:
+def module_fields(modules: Optional[Union[ModuleFacts, Skipped]]) -> dict[str, Any]:
     """The report's module keys of `target`: embed_path ... layer_returns, then `deep`."""
-    m = modules if isinstance(modules, ModuleFacts) else None
+    m = None if modules is None or isinstance(modules, Skipped) else modules
     paths, cache = (m.paths, m.cache) if m else (None, None)
     forward, returns = (m.forward, m.layer_returns) if m else (None, None)
     fields: dict[str, Any] = {
@@ -148,6 +147,8 @@ def _cache(c: CacheFacts, forward: Optional[ForwardFacts]) -> dict[str, Any]:
 
 
 def _mlx_deep(m: ModuleFacts) -> dict[str, Any]:
+    from .modules import LayerReturns, ModulePaths, Scaling
+
     x = m.mlx
     if x is None or not x.supported:
         error = {"supported": False, "error": x.error if x else None, "model_type": x.model_type if x else None,
