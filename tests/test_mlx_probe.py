@@ -265,21 +265,18 @@ def test_check_cli_with_framework_mlx(tmp_path):
 def test_framework_mlx_shows_transformers_module_rules_as_not_run(tmp_path):
     from xml.etree import ElementTree as ET
 
-    from click.testing import CliRunner
-
-    from dflash_compat.cli import cli
+    from dflash_compat.check import CheckRequest, run_check
+    from dflash_compat.emitters import get_renderer
 
     cfg = target_config("qwen3")
     target = write_config(tmp_path / "t", cfg)
     draft = write_config(tmp_path / "d", draft_config(cfg))
-    args = ["check", str(target), "--draft", str(draft), "--framework", "mlx", "--format"]
-    junit = ET.fromstring(CliRunner().invoke(cli, [*args, "junit"]).output)
+    report = run_check(CheckRequest(target=str(target), draft=str(draft), framework="mlx"))
+    junit = ET.fromstring(get_renderer("junit")(report))
     case = next(c for c in junit.iter("testcase") if c.get("name").startswith("DF251"))
     assert "inspected with mlx-lm, not transformers" in case.find("skipped").get("message")
     mlx_case = next(c for c in junit.iter("testcase") if c.get("name").startswith("DF510"))
     assert mlx_case.find("skipped") is None  # an MLX module rule did run
-    text = CliRunner().invoke(cli, [*args, "text"]).output
-    assert "not run, the target's modules were inspected with mlx-lm, not transformers:" in text
-    report = json.loads(CliRunner().invoke(cli, [*args, "json"]).output)
-    statuses = {r["code"]: (r["status"], r["missing"]) for r in report["rules"]}
+    assert "not run, the target's modules were inspected with mlx-lm, not transformers:" in get_renderer("text")(report)
+    statuses = {r["code"]: (r["status"], r["missing"]) for r in json.loads(get_renderer("json")(report))["rules"]}
     assert statuses["DF251"] == ("skipped", "torch-modules") and statuses["DF510"] == ("ran", None)

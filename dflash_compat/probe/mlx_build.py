@@ -14,7 +14,9 @@ from typing import Any, Optional, Union
 
 from ..exceptions import MissingDependencyError, RemoteCodeError, WeightsError
 
-__all__ = ["looks_like_mlx_model", "import_mlx", "model_classes", "build_mlx_model"]
+__all__ = [
+    "looks_like_mlx_model", "import_mlx", "model_classes", "build_mlx_model", "local_weight_names", "target_config",
+]
 
 
 def looks_like_mlx_model(folder: Union[str, Path], repo_id: Optional[str] = None) -> bool:
@@ -157,3 +159,26 @@ def build_mlx_model(
     model = model_cls(args_cls.from_dict(dict(config)))
     quant = _quantize_structure(model, config, weight_names)
     return model, quant
+
+
+def local_weight_names(folder: Path) -> tuple[Optional[set[str]], tuple[str, ...]]:
+    """Tensor names of a local folder's weights (None when there are none or they cannot be read), and a note."""
+    from .safetensors_header import read_local_headers
+
+    try:
+        headers = read_local_headers(folder)
+    except WeightsError as exc:
+        return None, (f"target weights: headers not read ({exc}); quantised modules assumed from the config",)
+    if not headers:
+        return None, ()
+    return {name for h in headers for name in h.tensors}, ()
+
+
+def target_config(resolved: Any) -> Any:
+    """The target's config.json, with generation_config.json's eos_token_id (what mlx-lm's loader uses)."""
+    config = resolved.json("config.json")
+    has_gen = "generation_config.json" in getattr(resolved, "files", {})
+    gen = resolved.json("generation_config.json") if has_gen else None
+    if isinstance(config, dict) and isinstance(gen, dict) and gen.get("eos_token_id") is not None:
+        config = dict(config, eos_token_id=gen["eos_token_id"])
+    return config

@@ -23,7 +23,7 @@ from ..contract import (
     MLX_ROTATING_CACHES,
     MLX_RUNTIME_REPLAY_MODULES,
 )
-from ..exceptions import RemoteCodeError, WeightsError, error_line
+from ..exceptions import RemoteCodeError, error_line
 from ..facts import (
     CacheFacts,
     ForwardFacts,
@@ -38,7 +38,7 @@ from ..facts import (
 )
 from ..options import CheckOptions
 from ..resolve import Resolved
-from .mlx_build import build_mlx_model, import_mlx
+from .mlx_build import build_mlx_model, import_mlx, local_weight_names, target_config
 
 __all__ = ["get_path", "cache_facts", "describe_mlx_model", "inspect_mlx_target"]
 
@@ -348,28 +348,6 @@ def describe_mlx_model(model: Any, config: dict[str, Any], quantization: Optiona
 # ---------------------------------------------------------------------------------------------
 
 
-def _weight_names(folder: Path) -> tuple[Optional[set[str]], tuple[str, ...]]:
-    """Tensor names of a local folder's weights (None when there are none or they cannot be read), and a note."""
-    from .safetensors_header import read_local_headers
-
-    try:
-        headers = read_local_headers(folder)
-    except WeightsError as exc:
-        return None, (f"target weights: headers not read ({exc}); quantised modules assumed from the config",)
-    if not headers:
-        return None, ()
-    return {name for h in headers for name in h.tensors}, ()
-
-
-def _config(resolved: Resolved) -> Any:
-    config = resolved.json("config.json")
-    has_gen = "generation_config.json" in getattr(resolved, "files", {})
-    gen = resolved.json("generation_config.json") if has_gen else None
-    if isinstance(config, dict) and isinstance(gen, dict) and gen.get("eos_token_id") is not None:
-        config = dict(config, eos_token_id=gen["eos_token_id"])
-    return config
-
-
 def inspect_mlx_target(resolved: Resolved, options: CheckOptions) -> Union[ModuleFacts, Skipped]:
     """The module facts of the mlx-lm model the target's config describes; `paths`, `cache.rollback`
     (what the DFlash MLX port can do) and `mlx` are what the MLX rules read. A model mlx-lm cannot
@@ -381,11 +359,11 @@ def inspect_mlx_target(resolved: Resolved, options: CheckOptions) -> Union[Modul
         import_mlx()
     except MissingDependencyError as exc:
         return Skipped("mlx-inspector-missing", str(exc), framework="mlx")
-    config = _config(resolved)
+    config = target_config(resolved)
     if not isinstance(config, dict):
         return Skipped("build-failed", "config.json is not a JSON object", framework="mlx")
     folder = Path(resolved.folder)
-    weight_names, notes = _weight_names(folder) if not getattr(resolved, "is_hub", False) else (None, ())
+    weight_names, notes = local_weight_names(folder) if not getattr(resolved, "is_hub", False) else (None, ())
     try:
         model, quant = build_mlx_model(config, folder=folder, weight_names=weight_names,
                                        trust_remote_code=options.trust_remote_code)
