@@ -22,10 +22,11 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = {"dflash_compat": ROOT / "dflash_compat", "dflash_compat.rules": ROOT / "rules",
             "dflash_compat.adapters": ROOT / "adapters"}
 
-# The flow, in order; a module belongs to the layer of its longest matching prefix.
+# The flow, in order; a module belongs to the layer of its longest matching prefix. (weightfiles and
+# mlx_layout, the checked weight lookup and the mlx-lm layout readers, arrive with the runtime rework.)
 LAYERS = {
     "base": ("dflash_compat", "dflash_compat.contract", "dflash_compat.exceptions", "dflash_compat.options",
-             "dflash_compat.engine_support"),
+             "dflash_compat.engine_support", "dflash_compat.mlx_layout"),
     "resolve": ("dflash_compat.resolve", "dflash_compat.weightfiles"),
     "specs": ("dflash_compat.specs",),
     "facts": ("dflash_compat.facts",),
@@ -104,7 +105,9 @@ def layer_of(module: str) -> str:
     best, layer = -1, None
     for name, prefixes in LAYERS.items():
         for prefix in prefixes:
-            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best:
+            # the root package is only itself (its __version__), not a catch-all for new modules
+            inside = module.startswith(prefix + ".") and prefix != "dflash_compat"
+            if (module == prefix or inside) and len(prefix) > best:
                 best, layer = len(prefix), name
     assert layer is not None, f"{module} belongs to no layer: add it to LAYERS"
     return layer
@@ -148,6 +151,8 @@ def test_the_graph_test_can_fail():
     probe = _imports("dflash_compat.probe.torch_meta", MODULES["dflash_compat.probe.torch_meta"])
     assert "dflash_compat.adapters.loading" in probe  # a lazy import inside a function
     assert layer_of("dflash_compat.probe.torch_meta") == "probe" and layer_of("dflash_compat") == "base"
+    with pytest.raises(AssertionError, match="belongs to no layer"):
+        layer_of("dflash_compat.new_module")  # a new module must be given a layer
     assert "probe" not in ALLOWED["rules"] and "report" not in ALLOWED["engine"]
 
 
