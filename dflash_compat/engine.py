@@ -91,6 +91,9 @@ class Violation:
     locations: Sequence[Location] = ()
     fix: Optional[str] = None
     severity: Optional[str] = None
+    # The engines this violation speaks for, a subset of the rule's backends (empty: all of them).
+    # A rule whose engines behave differently (one fails, one guesses, one is fine) says so per engine.
+    backends: Sequence[str] = ()
 
 
 @dataclass(frozen=True)
@@ -169,6 +172,8 @@ def run_rules(ctx: CheckContext, rules: Sequence[Rule], backends: Sequence[str])
             continue
         for violation in rule.check(ctx):
             for backend in targets:
+                if violation.backends and backend != COMMON and backend not in violation.backends:
+                    continue
                 findings.append(
                     Finding(
                         code=rule.code,
