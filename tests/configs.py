@@ -79,6 +79,14 @@ QWEN3_8B_SPECULATORS = {
 }
 
 
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+def fixture(*parts: str) -> dict[str, Any]:
+    """A published config kept under tests/fixtures (`fixture("pairs", "qwen3-8b", "draft")`)."""
+    return json.loads(FIXTURES.joinpath(*parts, "config.json").read_text())
+
+
 def merge(base: dict[str, Any], **changes: Any) -> dict[str, Any]:
     """Deep copy of `base` with dotted keys set (`**{"dflash_config.mask_token_id": 3}`);
     a value of DELETE removes the key."""
