@@ -1,8 +1,8 @@
 """Engine code that several rules rest on, cited once (file:line in the releases of contract.ENGINE_VERSIONS).
 
 A citation used by one rule only lives in that rule's file. Paths are relative to each wheel's top
-package; `tests/test_rule_sources.py` checks every range against the unpacked wheels when they are
-available (DFLASH_ENGINE_SOURCES).
+package; `tests/test_rule_provenance.py` checks every range against the unpacked wheels when they are
+available (DFLASH_ENGINE_SRC).
 """
 
 from __future__ import annotations

@@ -18,8 +18,8 @@ SGLANG_DEFAULT_MASK = "<|MASK|>"
 
 def _sglang(ctx: CheckContext) -> Violation:
     t = ctx.target
-    named = get_dotted(ctx.draft.raw, "dflash_config.mask_token")
-    token = named if isinstance(named, str) and named else SGLANG_DEFAULT_MASK
+    named = [get_dotted(ctx.draft.raw, k) for k in ("dflash_config.mask_token", "mask_token")]
+    token = next((n for n in named if isinstance(n, str) and n), SGLANG_DEFAULT_MASK)
     loc = [ctx.dloc("mask_token_id", "dflash_config.mask_token_id")]
     if t.mask_token == token and t.mask_token_id is not None:
         return Violation(f"SGLang resolves mask token {token!r} through the target tokenizer: id {t.mask_token_id}; "

@@ -79,14 +79,6 @@ QWEN3_8B_SPECULATORS = {
 }
 
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
-
-
-def fixture(*parts: str) -> dict[str, Any]:
-    """A published config kept under tests/fixtures (`fixture("pairs", "qwen3-8b", "draft")`)."""
-    return json.loads(FIXTURES.joinpath(*parts, "config.json").read_text())
-
-
 def merge(base: dict[str, Any], **changes: Any) -> dict[str, Any]:
     """Deep copy of `base` with dotted keys set (`**{"dflash_config.mask_token_id": 3}`);
     a value of DELETE removes the key."""
@@ -147,3 +139,12 @@ def write_model(folder: Path, config: dict[str, Any], **files: dict[str, Any]) -
     for name, content in files.items():
         (folder / f"{name}.json").write_text(json.dumps(content, indent=2))
     return folder
+
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+def fixture_config(name: str) -> dict[str, Any]:
+    """A published config.json kept under tests/fixtures (`configs/<name>` or `pairs/<pair>/<side>`)."""
+    folder = FIXTURES / name if "/" in name else FIXTURES / "configs" / name
+    return json.loads((folder / "config.json").read_text())

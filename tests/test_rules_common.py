@@ -4,11 +4,11 @@ import math
 
 import pytest
 
-from tests.configs import DELETE, catches, draft, fixture, merge, run_rule, speculators_draft, target
+from tests.configs import DELETE, catches, draft, fixture_config, merge, run_rule, speculators_draft, target
 
 IDS = "dflash_config.target_layer_ids"
-QWEN35 = fixture("pairs", "qwen3.5-35b-a3b", "target"), fixture("pairs", "qwen3.5-35b-a3b", "draft")
-LLAMA31 = fixture("pairs", "llama-3.1-8b", "target"), fixture("pairs", "llama-3.1-8b", "draft")
+QWEN35 = fixture_config("pairs/qwen3.5-35b-a3b/target"), fixture_config("pairs/qwen3.5-35b-a3b/draft")
+LLAMA31 = fixture_config("pairs/llama-3.1-8b/target"), fixture_config("pairs/llama-3.1-8b/draft")
 
 
 def keys(findings):
@@ -161,6 +161,11 @@ def test_df111_sglang_resolves_the_tokenizer_mask_token():
     found = run_rule("DF111", target(), draft(**{"dflash_config.mask_token_id": DELETE}), tokenizer_config=tok)
     sglang = next(x for x in found if x.backend == "sglang")
     assert sglang.severity == "info" and "id 151669" in sglang.message
+    # the name SGLang looks up can be set in the draft config (dflash_config.mask_token, else top-level mask_token)
+    tok = {"mask_token": "<|mask|>", "added_tokens_decoder": {"151669": {"content": "<|mask|>"}}}
+    named = draft(mask_token="<|mask|>", **{"dflash_config.mask_token_id": DELETE})
+    found = run_rule("DF111", target(), named, tokenizer_config=tok)
+    assert next(x for x in found if x.backend == "sglang").severity == "info"
 
 
 def test_df111_passes_top_level_or_nested_mask():
@@ -394,13 +399,13 @@ def test_df125_passes_plain_rope_target():
 
 
 # --- DF126 per-engine embedding / logit scaling
-GEMMA3 = fixture("configs", "gemma-3-27b-it")
+GEMMA3 = fixture_config("gemma-3-27b-it")
 GEMMA_SCALE = math.sqrt(5376)
 # A Qwen3-style draft sized for Gemma-3-27B (hidden 5376, vocab 262144) that mirrors its embedding scale.
 GEMMA_DRAFT = draft(hidden_size=5376, vocab_size=262144, num_target_layers=62, num_attention_heads=32,
                     **{IDS: [1, 15, 30, 45, 59], "dflash_config.mask_token_id": 262143,
                        "dflash_config.input_embedding_scale": GEMMA_SCALE})
-DFLASH2 = fixture("configs", "dflash2-draft")
+DFLASH2 = fixture_config("dflash2-draft")
 DFLASH2_TARGET = target(hidden_size=6656, num_hidden_layers=52, vocab_size=202048)
 
 

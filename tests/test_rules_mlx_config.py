@@ -1,6 +1,6 @@
 """DF501-DF504: what the MLX DFlash port needs, decided from config.json alone."""
 
-from tests.configs import DELETE, catches, draft, fixture, run_rule, speculators_draft, target
+from tests.configs import DELETE, catches, draft, fixture_config, run_rule, speculators_draft, target
 
 M = ("mlx",)
 SPEC = speculators_draft()
@@ -42,10 +42,11 @@ def test_df502_catches_a_rope_type_mlx_lm_cannot_build():
 
 def test_df502_passes_theta_in_rope_parameters_and_published_drafts():
     # dflash 0.1.0 reads rope_parameters.rope_theta (model_mlx.py:452): the published DFlash 2 config is fine
-    assert not catches("DF502", target(), fixture("configs", "dflash2-draft"), backends=M)
+    assert not catches("DF502", target(), fixture_config("dflash2-draft"), backends=M)
     assert not catches("DF502", target(), draft(rope_theta=DELETE, rope_parameters={"rope_theta": 1e6}), backends=M)
     assert not catches("DF502", target(), draft(), backends=M)
-    assert not catches("DF502", *[fixture("pairs", "llama-3.1-8b", x) for x in ("target", "draft")], backends=M)
+    llama = [fixture_config(f"pairs/llama-3.1-8b/{side}") for side in ("target", "draft")]
+    assert not catches("DF502", *llama, backends=M)
     assert not catches("DF502", target(), draft(rope_theta=DELETE), backends=M)  # no base at all: DF117
 
 
@@ -112,6 +113,6 @@ def test_df502_agrees_with_the_mlx_loader(monkeypatch, tmp_path):
     two_bases = draft(rope_parameters={"rope_type": "default", "rope_theta": 10000000})
     assert catches("DF502", target(), two_bases, backends=M)
     assert _mlx_reads(monkeypatch, tmp_path, two_bases)["rope_theta"] == 1000000  # the top-level value wins
-    nested_only = fixture("configs", "dflash2-draft")
+    nested_only = fixture_config("dflash2-draft")
     assert not catches("DF502", target(), nested_only, backends=M)
     assert _mlx_reads(monkeypatch, tmp_path, nested_only)["rope_theta"] == 500000.0  # read from rope_parameters

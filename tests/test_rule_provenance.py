@@ -61,14 +61,15 @@ def test_each_named_engine_is_backed_by_its_own_code():
                 assert cited & SPEAKS_FOR[backend], f"{rule.code} speaks for {backend} but cites only {cited}"
 
 
-ENGINE_SOURCES = os.environ.get("DFLASH_ENGINE_SOURCES")
+# Where the engine wheels are unpacked (`pip download --no-deps NAME==VERSION` + unzip), if anywhere.
+WHEELS = Path(os.environ.get("DFLASH_ENGINE_SRC", "/work/wheels/src"))
 
 
-@pytest.mark.skipif(not ENGINE_SOURCES, reason="set DFLASH_ENGINE_SOURCES to the unpacked engine wheels")
+@pytest.mark.skipif(not WHEELS.is_dir(), reason="set DFLASH_ENGINE_SRC to the unpacked engine wheels")
 def test_cited_lines_exist_in_the_engine_releases():
-    """With DFLASH_ENGINE_SOURCES=/dir holding <package>-<version>/ trees (each wheel unzipped), every cited
-    file exists at the pinned version and is long enough for the cited range."""
-    root = Path(ENGINE_SOURCES)
+    """With DFLASH_ENGINE_SRC=/dir holding <package>-<version>/ trees (each wheel unzipped), every cited file
+    exists at the pinned version and the cited range starts on a line of code inside it."""
+    root = WHEELS
     for rule in ALL_RULES:
         for src in rule.sources:
             path = root / f"{TOP_PACKAGE[src.engine]}-{ENGINE_VERSIONS[src.engine]}" / src.path
