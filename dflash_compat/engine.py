@@ -140,6 +140,13 @@ class Violation:
     locations: Sequence[Location] = ()
     fix: Optional[str] = None
     severity: Optional[str] = None
+    # The engines this violation speaks for, a subset of the rule's backends (empty: all of them).
+    # A rule whose engines behave differently (one fails, one guesses, one is fine) says so per engine;
+    # a common rule's finding concerns every engine, so there the subset is ignored.
+    backends: Sequence[str] = ()
+
+    def speaks_for(self, backend: str) -> bool:
+        return not self.backends or backend == COMMON or backend in self.backends
 
 
 @dataclass(frozen=True)
@@ -230,6 +237,7 @@ def _run_one(ctx: CheckContext, rule: Rule, backends: Sequence[str]) -> tuple[Ru
                 message=violation.message, fix=violation.fix or rule.fix, locations=list(violation.locations))
         for violation in rule.check(ctx)
         for backend in targets
+        if violation.speaks_for(backend)
     ]
     return RuleRun(**run, status="ran"), found
 

@@ -23,7 +23,7 @@ def model_type_loc(ctx: CheckContext) -> Location:
 
 
 def disagreeing_locations(ctx: CheckContext, field: str, locations: dict[str, Any], nested_key: str,
-                          what: str, readers: str):
+                          what: str, readers: str, others: str):
     """DF114 / DF116: one draft setting written under two keys with different values."""
     from dflash_compat.engine import Violation
 
@@ -31,6 +31,6 @@ def disagreeing_locations(ctx: CheckContext, field: str, locations: dict[str, An
         return
     listed = ", ".join(f"{k}={v!r}" for k, v in locations.items())
     yield Violation(
-        f"{what} disagree: {listed}; {readers} use {locations.get(nested_key, '?')!r}, the others a different one",
+        f"{what} disagree: {listed}; {readers} use {locations.get(nested_key, '?')!r}, {others} the other one",
         [ctx.dloc(field, k) for k in locations],
     )

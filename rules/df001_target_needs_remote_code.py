@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
+from dflash_compat.engine import COMMON, CheckContext, EngineSource, Rule, Violation
+
+from ._sources import MLX_LOAD_TARGET, REF_LOAD
+
+HF_REMOTE_CODE = EngineSource("transformers", "transformers/dynamic_module_utils.py", "790-794",
+                              "remote code without trust_remote_code=True: ValueError")
+MLXLM_MODEL_FILE = EngineSource("mlx-lm", "mlx_lm/utils.py", "458-465", "a config model_file needs "
+                                "trust_remote_code=True, else ValueError")
 
 
 def check(ctx: CheckContext):
@@ -31,9 +38,12 @@ RULE = Rule(
     check=check,
     what="The target's `config.json` has an `auto_map` (transformers) or a `model_file` (mlx-lm), i.e. its model "
     "classes live in the repository's own Python files.",
-    why="Every engine then needs `--trust-remote-code` (transformers `trust_remote_code=True`), and the code, not "
-    "the config, decides whether hidden states can be captured; dflash-check's module checks import it only when allowed.",
+    why="transformers refuses such a repository unless `trust_remote_code=True`, and mlx-lm refuses a `model_file` "
+    "without it; the dflash 0.1.0 loaders pass neither, so the dflash package cannot load this target at all, and "
+    "vLLM / SGLang need `--trust-remote-code`. The code, not the config, then decides whether hidden states can "
+    "be captured; dflash-check's module checks import it only when allowed.",
     example='target {"auto_map": {"AutoModelForCausalLM": "modeling_foo.FooForCausalLM"}}',
     fix="Review the repository's code, then pass --trust-remote-code here and to the engine; or use a "
     "checkpoint of the same model that a built-in transformers class loads.",
+    sources=(HF_REMOTE_CODE, REF_LOAD, MLX_LOAD_TARGET, MLXLM_MODEL_FILE),
 )

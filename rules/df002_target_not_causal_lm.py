@@ -5,6 +5,8 @@ from __future__ import annotations
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
 from dflash_compat.specs.target import ENCODER_DECODER_MODEL_TYPES
 
+from ._sources import MLX_BIND, REF_EMBED, REF_LOAD, REF_TARGET_CALL
+
 
 def check(ctx: CheckContext):
     t = ctx.target
@@ -39,4 +41,5 @@ RULE = Rule(
     "an encoder, embedding or classification checkpoint has no such head, and engines pick the model class by this name.",
     example='target {"architectures": ["Qwen3Model"]} or {"architectures": ["BertForSequenceClassification"]}',
     fix="Point TARGET at the generative checkpoint of the model (the one you serve for chat / completion).",
+    sources=(REF_LOAD, REF_TARGET_CALL, REF_EMBED, MLX_BIND),
 )

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
 
+from ._sources import MLX_HOOK, REF_EMBED, REF_FEATURES
+
 REQUIRED = ("hidden_size", "num_hidden_layers", "vocab_size")
 
 
@@ -30,4 +32,5 @@ RULE = Rule(
     "mask token. Without them the other rules cannot judge the pairing, so a silent pass would mean nothing.",
     example='target {"architectures": ["FooForCausalLM"], "d_hidden": 4096} (no known hidden-size key)',
     fix="Check that TARGET is the model folder / repo (not a sub-folder), or add the standard keys to its config.json.",
+    sources=(REF_FEATURES, REF_EMBED, MLX_HOOK),
 )

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
 
+from ._sources import MLX_LOAD_DRAFT, REF_ATTENTION, REF_DRAFT_INIT
+
 REQUIRED = ("vocab_size", "num_attention_heads", "num_key_value_heads", "intermediate_size", "rms_norm_eps")
 
 
@@ -29,7 +31,9 @@ RULE = Rule(
     what="The draft's config gives the Qwen3 fields the loaders build it from: `vocab_size`, `num_attention_heads`, "
     "`num_key_value_heads`, `intermediate_size`, `rms_norm_eps`.",
     why="Engines construct the draft's attention and MLP from these; a missing one either fails at load "
-    "(MLX reads them as required keys) or silently takes a Qwen3 default that does not match the weights.",
+    "(the MLX loader indexes them as required keys) or, in the dflash reference, silently takes a Qwen3Config "
+    "default that does not match the weights.",
     example='draft {"architectures": ["DFlashDraftModel"], "hidden_size": 4096, "num_hidden_layers": 5} and nothing else',
     fix="Restore the draft's full config.json from its original repository.",
+    sources=(REF_ATTENTION, REF_DRAFT_INIT, MLX_LOAD_DRAFT),
 )

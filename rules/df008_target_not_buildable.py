@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, Rule, Violation
 
+from ._sources import REF_LOAD
+
 REASONS = ("unknown-model-type", "build-failed", "no-causal-lm-class")
 
 
@@ -28,4 +30,5 @@ RULE = Rule(
     example='target {"model_type": "brand_new_arch"} with a transformers release that predates it',
     fix="Upgrade transformers to a release that supports the model type (or use --trust-remote-code if the repo "
     "ships its own code); vLLM/SGLang/MLX use their own model implementations and may still work.",
+    sources=(REF_LOAD,),
 )

@@ -4,6 +4,16 @@ from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
 
+from ._sources import (
+    MLX_DRAFT_INIT,
+    REF_DRAFT_INIT,
+    REF_EMBED,
+    REF_FEATURES,
+    SGL_DRAFT_FC,
+    VLLM_FC_CHECK,
+    VLLM_FC_WIDTH,
+)
+
 
 def check(ctx: CheckContext):
     t, d = ctx.target.hidden_size, ctx.draft.hidden_size
@@ -24,7 +34,9 @@ RULE = Rule(
     check=check,
     what="The draft's `hidden_size` equals the target's text hidden size (`text_config.hidden_size` for multimodal wrappers).",
     why="The draft concatenates the target's hidden states and embeds with the target's embedding table; "
-    "a different width fails at load (`mat1 and mat2 shapes cannot be multiplied`) in every engine.",
+    "a different width fails in every engine: a shape error at the first draft step in the dflash reference and "
+    "MLX (`mat1 and mat2 shapes cannot be multiplied`), vLLM's feature-width ValueError.",
     example='target {"hidden_size": 4096}, draft {"hidden_size": 2560}',
     fix="Use a draft trained for this target (same hidden size), or train one; a draft cannot be resized.",
+    sources=(REF_FEATURES, REF_DRAFT_INIT, REF_EMBED, MLX_DRAFT_INIT, VLLM_FC_WIDTH, VLLM_FC_CHECK, SGL_DRAFT_FC),
 )

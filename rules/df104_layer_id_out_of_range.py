@@ -5,6 +5,7 @@ from __future__ import annotations
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
 
 from ._common import is_int
+from ._sources import MLX_HOOK, REF_FEATURES, SGL_IDS, VLLM_FC_CHECK
 
 
 def check(ctx: CheckContext):
@@ -34,8 +35,10 @@ RULE = Rule(
     check=check,
     what="Every target layer id is an integer with 0 <= id < N, N = the target's `num_hidden_layers` "
     "(speculators ids are read with their +1 removed).",
-    why="Feature i is the output of decoder layer `id`; an id the target does not have fails at load "
-    "(SGLang ValueError, IndexError elsewhere) or, with a -1 left by a bad conversion, reads the wrong layer.",
+    why="Feature i is the output of decoder layer `id`; an id the target does not have fails (SGLang ValueError at "
+    "load, IndexError in the dflash reference and MLX, vLLM's feature-width ValueError at the first step), and a -1 "
+    "left by a bad conversion makes the reference read hidden_states[0], the embedding output.",
     example='target {"num_hidden_layers": 28}, draft {"dflash_config": {"target_layer_ids": [1, 9, 17, 25, 33]}}',
     fix="Use a draft trained for this target's depth; the ids cannot be remapped without retraining.",
+    sources=(REF_FEATURES, MLX_HOOK, SGL_IDS, VLLM_FC_CHECK),
 )

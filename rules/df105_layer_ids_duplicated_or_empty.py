@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from collections import Counter
 
-from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
+from dflash_compat.engine import COMMON, CheckContext, EngineSource, Rule, Violation
+
+from ._sources import REF_FEATURES, SGL_IDS, VLLM_AUX_SORTED, VLLM_FC_CHECK
+
+SGL_IDS_NONEMPTY = EngineSource("sglang", "sglang/srt/speculative/dflash_utils.py", "657-675",
+                                "dflash_config.target_layer_ids must be non-empty")
 
 
 def check(ctx: CheckContext):
@@ -27,8 +32,10 @@ RULE = Rule(
     backends=(COMMON,),
     check=check,
     what="The target layer id list is non-empty and every id appears once.",
-    why="Engines capture one hidden state per distinct layer; a repeated id either fails at load or yields fewer "
-    "features than `fc` expects (`len(ids) * hidden` inputs), and an empty list gives the draft no context at all.",
+    why="vLLM keeps each layer once (it stores the ids as a set) and then fails because fc expects `len(ids) * "
+    "hidden` inputs, while the dflash reference and MLX concatenate the repeat; an empty list gives the draft no "
+    "context at all (SGLang refuses it).",
     example='draft {"dflash_config": {"target_layer_ids": [1, 9, 9, 25]}}',
     fix="Restore the ids the draft was trained with (its training config or model card).",
+    sources=(VLLM_AUX_SORTED, VLLM_FC_CHECK, REF_FEATURES, SGL_IDS, SGL_IDS_NONEMPTY),
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
 
 from ._common import is_int
+from ._sources import MLX_HOOK, REF_FEATURES, VLLM_AUX_SORTED
 
 
 def check(ctx: CheckContext):
@@ -13,8 +14,8 @@ def check(ctx: CheckContext):
         return
     if any(b < a for a, b in zip(ids, ids[1:])):
         yield Violation(
-            f"target layer ids {ids} are not increasing: engines that collect features in layer order "
-            f"would concatenate them as {sorted(ids)}",
+            f"target layer ids {ids} are not increasing: vLLM collects features in layer order, "
+            f"{sorted(ids)}, the dflash reference and MLX in the listed order",
             [ctx.dloc("target_layer_ids")],
         )
 
@@ -26,10 +27,11 @@ RULE = Rule(
     backends=(COMMON,),
     check=check,
     what="The target layer ids are listed in increasing order.",
-    why="The draft's `fc` weight expects the features concatenated in the listed order, but engines that capture "
-    "hidden states during the forward pass collect them in layer order; an unsorted list then feeds `fc` "
-    "permuted features and acceptance collapses without an error.",
+    why="The dflash reference and the MLX port concatenate the features in the listed order, but vLLM stores the "
+    "ids sorted and collects the states during the forward pass, in layer order; an unsorted list then feeds vLLM's "
+    "`fc` permuted features and acceptance collapses without an error.",
     example='draft {"dflash_config": {"target_layer_ids": [33, 1, 9, 17, 25]}}',
     fix="If the draft really was trained in this order, keep it only for runtimes that honour the list order; "
     "otherwise sort the ids (and check the training config).",
+    sources=(VLLM_AUX_SORTED, REF_FEATURES, MLX_HOOK),
 )

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
 
+from ._sources import MLX_LOAD_DRAFT, REF_DRAFT_INIT, SGL_TARGET_DEPTH
+
 
 def check(ctx: CheckContext):
     d, n = ctx.draft, ctx.target.num_hidden_layers
@@ -35,4 +37,5 @@ RULE = Rule(
     "SGLang only warns.",
     example='target {"num_hidden_layers": 32}, draft {"num_target_layers": 36}',
     fix="Use the draft published for this exact target; if you are sure it fits, correct `num_target_layers`.",
+    sources=(REF_DRAFT_INIT, SGL_TARGET_DEPTH, MLX_LOAD_DRAFT),
 )

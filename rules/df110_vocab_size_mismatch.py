@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
 
+from ._sources import MLX_BIND, REF_EMBED, REF_V2
+
 
 def check(ctx: CheckContext):
     t, d = ctx.target.vocab_size, ctx.draft.vocab_size
@@ -24,7 +26,8 @@ RULE = Rule(
     what="The draft's `vocab_size` equals the target's (embedding rows, `text_config.vocab_size` for VLMs).",
     why="The draft embeds with the target's embedding table and projects with its output head, so its logits are "
     "over the target's vocabulary; a different size means another tokenizer, and DFlash 2's selector codebooks "
-    "(`vocab x rank`) will not even load.",
+    "(`vocab x rank`, sized from the draft's vocab_size) cannot be indexed with the target's token ids.",
     example='target {"vocab_size": 152064}, draft {"vocab_size": 151936}',
     fix="Use a draft trained for this target's tokenizer; a draft's vocabulary cannot be remapped.",
+    sources=(REF_EMBED, REF_V2, MLX_BIND),
 )

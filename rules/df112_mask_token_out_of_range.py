@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
+from dflash_compat.engine import COMMON, CheckContext, EngineSource, Rule, Violation
+
+from ._sources import MLX_EMBED, REF_EMBED
+
+SGL_MASK_RANGE = EngineSource("sglang", "sglang/srt/speculative/dflash_worker_v2.py", "1400-1407",
+                              "mask_token_id outside the target vocab: ValueError")
 
 
 def check(ctx: CheckContext):
@@ -29,4 +34,5 @@ RULE = Rule(
     "(SGLang ValueError) or with an index error on the first draft step.",
     example='target {"vocab_size": 128256}, draft {"dflash_config": {"mask_token_id": 151669}}',
     fix="The draft was made for another tokenizer: use the draft trained for this target.",
+    sources=(REF_EMBED, MLX_EMBED, SGL_MASK_RANGE),
 )

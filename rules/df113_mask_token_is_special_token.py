@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
 
+from ._sources import REF_BLOCK
+
 
 def _ids(value) -> list[int]:
     items = value if isinstance(value, list) else [value]
@@ -42,4 +44,5 @@ RULE = Rule(
     example='target {"eos_token_id": 151645}, draft {"dflash_config": {"mask_token_id": 151645}}',
     fix="If the draft was trained with this id keep it (changing it is worse); otherwise prefer a draft that "
     "uses a reserved token.",
+    sources=(REF_BLOCK,),
 )

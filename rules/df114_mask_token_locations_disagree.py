@@ -5,21 +5,28 @@ from __future__ import annotations
 from dflash_compat.engine import COMMON, CheckContext, Rule
 
 from ._common import disagreeing_locations
+from ._sources import HF_NATIVE_KEYS, MLX_LOAD_DRAFT, REF_DRAFT_VALUE, SGL_MASK_CONFIG, VLLM_MASK_V1, VLLM_MASK_V2
 
 
 def check(ctx: CheckContext):
-    return disagreeing_locations(ctx, 'mask_token_id', ctx.draft.mask_token_id_locations, 'dflash_config.mask_token_id', 'mask token ids', 'loaders that read the nested key')
+    return disagreeing_locations(
+        ctx, "mask_token_id", ctx.draft.mask_token_id_locations, "dflash_config.mask_token_id", "mask token ids",
+        "the dflash reference, vLLM, SGLang and MLX", "transformers' generate(speculation_type='dflash')",
+    )
 
 
 RULE = Rule(
     code="DF114",
     name="mask-token-locations-disagree",
-    severity="error",
+    severity="warning",
     backends=(COMMON,),
     check=check,
     what="When both `dflash_config.mask_token_id` and a top-level `mask_token_id` are present, they agree.",
-    why="The reference, vLLM and MLX read the nested key, other readers the top-level one; two values mean at "
-    "least one engine fills the block with the wrong token and acceptance drops with no error.",
+    why="Every engine prefers the nested key (the dflash reference, vLLM and SGLang fall back to the top-level "
+    "one, MLX reads only the nested one), while transformers' own generate(speculation_type='dflash') reads only "
+    "the top-level attribute. Two values mean the config was edited or merged by hand: if the top-level one is "
+    "the id the draft was trained with, every engine drafts with the wrong token and acceptance drops silently.",
     example='draft {"mask_token_id": 151643, "dflash_config": {"mask_token_id": 151669}}',
     fix="Keep the value the draft was trained with in both places (normally the nested one).",
+    sources=(REF_DRAFT_VALUE, VLLM_MASK_V1, VLLM_MASK_V2, SGL_MASK_CONFIG, MLX_LOAD_DRAFT, HF_NATIVE_KEYS),
 )

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
+from dflash_compat.engine import COMMON, CheckContext, EngineSource, Rule, Violation
+
+from ._sources import MLX_LOAD_DRAFT, REF_DRAFT_INIT, SGL_BLOCK
+
+SGL_BLOCK_DEFAULT = EngineSource("sglang", "sglang/srt/speculative/dflash_worker_v2.py", "509",
+                                 "block size from the draft config, default 16")
 
 DEFAULT = 16
 LARGEST_SEEN = 64
@@ -13,7 +18,8 @@ def check(ctx: CheckContext):
     if bs is None:
         key = "block_size" if ctx.draft.format == "speculators" else "dflash_config.block_size"
         yield Violation(
-            f"draft config gives no block_size: the reference and the engines assume {DEFAULT}",
+            f"draft config gives no block_size: the dflash reference, SGLang and MLX assume {DEFAULT} (vLLM drafts "
+            "num_speculative_tokens)",
             [ctx.dloc("block_size", key)],
             severity="info",
         )
@@ -42,4 +48,5 @@ RULE = Rule(
     "drafted, and the draft only predicts well at the length it was trained with.",
     example='draft {"block_size": 1}',
     fix="Set the block size the draft was trained with (its model card; `b16` in a repo name means 16).",
+    sources=(REF_DRAFT_INIT, MLX_LOAD_DRAFT, SGL_BLOCK, SGL_BLOCK_DEFAULT),
 )

@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import math
 
-from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
+from dflash_compat.engine import COMMON, CheckContext, EngineSource, Rule, Violation
 
-# Qwen3Config's default when a draft config sets no rope_theta (transformers, vLLM and MLX agree).
+from ._sources import HF_QWEN3_ROPE, HF_ROPE_PARAMS, MLX_THETA, SGL_THETA
+
+VLLM_ROPE_BASE = EngineSource("vllm", "vllm/model_executor/layers/rotary_embedding/__init__.py", "64",
+                              "base = rope_parameters rope_theta (10000 when absent)")
+
+# The RoPE base a draft config without rope_theta gets: PreTrainedConfig.default_theta in transformers (which
+# vLLM's and SGLang's configs come from), dflash.model_mlx's fallback on MLX.
 DRAFT_DEFAULT_THETA = 10_000.0
 
 
@@ -38,4 +44,5 @@ RULE = Rule(
     "draft for another model) rotates queries and keys wrongly and acceptance falls to about 1 silently.",
     example='target {"rope_theta": 1000000}, draft {"rope_theta": 10000}',
     fix="Set the draft's `rope_theta` to the value it was trained with, normally the target's.",
+    sources=(HF_ROPE_PARAMS, HF_QWEN3_ROPE, MLX_THETA, SGL_THETA, VLLM_ROPE_BASE),
 )

@@ -1,10 +1,15 @@
-"""DF118: the draft's RoPE variant (scaling type and factor, layout) differs from the target's."""
+"""DF118: the draft's RoPE scaling (type and factor) differs from the target's."""
 
 from __future__ import annotations
 
 import math
 
-from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
+from dflash_compat.engine import COMMON, CheckContext, EngineSource, Rule, Violation
+
+from ._sources import HF_QWEN3_ROPE, MLX_ROPE, MLXLM_ROPE, SGL_ROPE, VLLM_ROPE_DIM
+
+VLLM_DRAFT_ROPE = EngineSource("vllm", "vllm/model_executor/models/qwen3_dflash.py", "222-227",
+                               "draft rotary embedding from the draft's rope_parameters")
 
 
 def _rope_type(r) -> str:
@@ -14,17 +19,15 @@ def _rope_type(r) -> str:
 
 def check(ctx: CheckContext):
     t, d = ctx.target.rope, ctx.draft.rope
-    rows = (  # label, spec field, key to point at when the setting is absent, target value, draft value
-        ("rope_type", "rope.rope_type", "rope_scaling", _rope_type(t), _rope_type(d)),
-        ("interleaved layout", "rope.interleaved", "rope_interleave", bool(t.interleaved), bool(d.interleaved)),
-    )
-    for label, field, absent, tv, dv in rows:
-        if tv != dv:
-            yield Violation(
-                f"draft RoPE {label} {dv!r} != target {tv!r}",
-                [ctx.dloc(field, ctx.draft.key(field, absent)), ctx.tloc(field, ctx.target.key(field, absent))],
-            )
-    if _rope_type(t) == _rope_type(d) != "default" and t.factor is not None and d.factor is not None:
+    tv, dv = _rope_type(t), _rope_type(d)
+    if tv != dv:
+        field = "rope.rope_type"
+        yield Violation(
+            f"draft RoPE rope_type {dv!r} != target {tv!r}",
+            [ctx.dloc(field, ctx.draft.key(field, "rope_scaling")),
+             ctx.tloc(field, ctx.target.key(field, "rope_scaling"))],
+        )
+    elif tv != "default" and t.factor is not None and d.factor is not None:
         if not math.isclose(float(t.factor), float(d.factor)):
             yield Violation(
                 f"draft RoPE scaling factor {d.factor!r} != target {t.factor!r}",
@@ -38,11 +41,13 @@ RULE = Rule(
     severity="warning",
     backends=(COMMON,),
     check=check,
-    what="The draft's RoPE variant matches the target's: `rope_type` (default / linear / yarn / llama3 ...), "
-    "its scaling factor, and the interleaved vs neox layout. (`partial_rotary_factor` is not compared: published "
-    "drafts for partial-rotary targets such as Qwen3.5 rotate fully.)",
-    why="Drafts are trained with the target's RoPE settings; a config that drops the scaling or changes the "
-    "layout rotates positions differently from training, which costs acceptance without any error.",
+    what="The draft's RoPE scaling matches the target's: `rope_type` (default / linear / yarn / llama3 ...) and its "
+    "scaling factor. (The rotation layout and rotary width are the draft's own business: DF127.)",
+    why="Every engine builds the draft's rotary embedding from the draft's own `rope_scaling` / `rope_parameters` "
+    "(transformers' Qwen3RotaryEmbedding in the reference, mlx-lm's initialize_rope, vLLM's and SGLang's get_rope). "
+    "Drafts are trained at the target's positions with its RoPE settings; a config that drops the scaling rotates "
+    "long-context positions differently from training, which costs acceptance without any error.",
     example='target {"rope_scaling": {"rope_type": "yarn", "factor": 4.0}}, draft {"rope_scaling": null}',
     fix="Copy the RoPE settings the draft was trained with (normally the target's) into the draft config.",
+    sources=(HF_QWEN3_ROPE, MLX_ROPE, MLXLM_ROPE, VLLM_DRAFT_ROPE, VLLM_ROPE_DIM, SGL_ROPE),
 )

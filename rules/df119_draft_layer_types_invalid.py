@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from dflash_compat.contract import DRAFT_LAYER_TYPES as KNOWN
-from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
+from dflash_compat.engine import COMMON, CheckContext, EngineSource, Rule, Violation
+
+from ._sources import MLX_LOAD_DRAFT, REF_ATTENTION
+
+SGL_LAYER_TYPES = EngineSource("sglang", "sglang/srt/models/dflash.py", "166-190",
+                               "layer_types: one entry per layer, full/sliding only, else ValueError")
+VLLM_SLIDING = EngineSource("vllm", "vllm/model_executor/models/qwen3_dflash.py", "145-153",
+                            "a sliding layer without a window: ValueError")
 
 
 def check(ctx: CheckContext):
@@ -36,7 +43,9 @@ RULE = Rule(
     what="If the draft config has `layer_types`: one entry per draft layer, each `full_attention` or "
     "`sliding_attention`, and `sliding_window` set when any layer slides.",
     why="Loaders build each draft layer from its entry: SGLang and MLX raise ValueError on a bad list, vLLM "
-    "errors on a sliding layer without a window, and a list of the wrong length misassigns windows.",
+    "errors on a sliding layer without a window, and the dflash reference treats an unknown type as full "
+    "attention and a sliding layer without a window as unwindowed, so a bad list misassigns windows silently.",
     example='draft {"num_hidden_layers": 5, "layer_types": ["sliding_attention", "full_attention"]}',
     fix="Restore `layer_types` / `sliding_window` from the draft's training config.",
+    sources=(REF_ATTENTION, MLX_LOAD_DRAFT, SGL_LAYER_TYPES, VLLM_SLIDING),
 )

@@ -6,6 +6,8 @@ import math
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
 
+from ._sources import HF_SCALED_EMBED, REF_BLOCK, REF_DRAFT_VALUE, REF_LOGITS
+
 
 def _differs(a, b) -> bool:
     return not math.isclose(float(a), float(b), rel_tol=1e-3)
@@ -52,11 +54,13 @@ RULE = Rule(
     "logits (`logits_scaling`) or soft-caps them (`final_logit_softcapping`) is mirrored by the draft's "
     "`dflash_config.input_embedding_scale` / `output_multiplier` / `final_logit_softcapping`. Missing: error; "
     "a different value: warning.",
-    why="The draft looks up raw embedding rows and applies the raw output head, so the target's scaling is not "
-    "applied unless the draft config asks for it; the draft then sees embeddings at the wrong scale and its "
-    "probabilities differ from the target's.",
+    why="The dflash reference looks up raw rows of the target's embedding table and applies the raw output head, "
+    "so the target's own scaling (Gemma's scaled embedding module, Granite's multipliers, soft-capping) reaches the "
+    "draft only through these keys; without them the draft sees embeddings at another scale than the target's and "
+    "its probabilities differ from the target's. The other engines read the keys differently (DF126).",
     example='target {"model_type": "gemma2", "hidden_size": 3584, "final_logit_softcapping": 30.0}, '
     'draft {"dflash_config": {}}',
     fix="Set the missing keys in `dflash_config` to the values the draft was trained with (normally the expected "
     "values in the message).",
+    sources=(REF_DRAFT_VALUE, REF_BLOCK, REF_LOGITS, HF_SCALED_EMBED),
 )

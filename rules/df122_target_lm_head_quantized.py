@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
 
+from ._sources import MLX_BIND, REF_EMBED
+
 
 def check(ctx: CheckContext):
     t = ctx.target
@@ -27,7 +29,9 @@ RULE = Rule(
     "`modules_to_not_convert` / `ignore` / `exclude_modules` / ..., `\"lm_head\": false`, or a method "
     "(GPTQ, AWQ, bitsandbytes, FP8) that keeps the head by default.",
     why="The draft has no head of its own and projects with the target's; a quantised head shifts the draft's "
-    "logits away from what it was trained on, and breaks the DFlash 2 selector in SGLang (DF404).",
+    "logits away from what it was trained on, and SGLang's DFlash 2 candidate selection needs a head it can read "
+    "(DF404).",
     example='target {"quantization_config": {"quant_method": "compressed-tensors", "ignore": []}}',
     fix="Prefer a quantised checkpoint that keeps lm_head in full precision (most list it in their ignore list).",
+    sources=(REF_EMBED, MLX_BIND),
 )

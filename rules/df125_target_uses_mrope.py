@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
+from dflash_compat.engine import COMMON, CheckContext, EngineSource, Rule, Violation
+
+from ._sources import REF_BLOCK
+
+REF_POSITIONS = EngineSource("dflash", "dflash/model.py", "200", "draft and target positions: one 1-D arange")
+MLX_POSITIONS = EngineSource("dflash", "dflash/model_mlx.py", "190-192", "draft RoPE offsets: 1-D cache offsets")
 
 
 def check(ctx: CheckContext):
@@ -27,4 +32,5 @@ RULE = Rule(
     "tokens advance positions differently, so acceptance on multimodal prompts can be lower than on text.",
     example='target {"text_config": {"rope_scaling": {"mrope_section": [24, 20, 20]}}}, draft {"rope_theta": 5000000}',
     fix="Nothing to change for text serving; measure acceptance on your multimodal traffic before relying on it.",
+    sources=(REF_POSITIONS, REF_BLOCK, MLX_POSITIONS),
 )

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
-from dflash_compat.engine import CheckContext, Rule, Violation
+from dflash_compat.engine import CheckContext, EngineSource, Rule, Violation
 
 from ._common import model_type_loc
+from ._sources import HF_LINEAR_CROP, HF_STATEFUL, MLX_GDN, REF_CACHE, REF_VERIFY
+
+SGL_HYBRID = EngineSource("sglang", "sglang/srt/speculative/dflash_worker_v2.py", "2085-2130",
+                         "DFLASH commits a hybrid target's mamba / linear-attention state after verify itself")
+VLLM_HYBRID = EngineSource("vllm", "vllm/model_executor/layers/mamba/mamba_mixer2.py", "780-942",
+                          "recurrent state kept per accepted token (num_accepted_tokens)")
 
 
 def check(ctx: CheckContext):
@@ -37,11 +43,13 @@ RULE = Rule(
     check=check,
     what="The target has no recurrent, state-space or linear-attention layers (Qwen3-Next, Qwen3.5, Jamba, Bamba, "
     "FalconH1, Zamba, LFM2, Mamba, Nemotron-H, ...), judged from `model_type` and per-layer type lists.",
-    why="After each verify step the reference runtime crops the target's cache back to the accepted length; a "
-    "recurrent state has already absorbed the rejected tokens and cannot be cropped, so the output drifts "
-    "from the target's own greedy output.",
+    why="After each verify step the dflash reference crops the target's cache back to the accepted length. In "
+    "transformers 5.24 a linear-attention / recurrent cache layer crops only its convolution state; the recurrent "
+    "state has already absorbed the rejected tokens, so the output drifts from the target's own greedy output "
+    "without an error. (transformers' own assisted generation refuses stateful models outright.)",
     example='target {"model_type": "qwen3_next", "layer_types": ["linear_attention", "linear_attention", '
     '"linear_attention", "full_attention"]}',
-    fix="Serve this target with an engine that rolls back recurrent state (vLLM, SGLang with "
-    "`--mamba-scheduler-strategy extra_buffer`, MLX for qwen3_5), or use a pure-attention target.",
+    fix="Serve this target with an engine that rolls recurrent state back (vLLM; SGLang, whose DFLASH worker "
+    "commits the accepted state itself; MLX for qwen3_5), or use a pure-attention target.",
+    sources=(REF_CACHE, REF_VERIFY, HF_LINEAR_CROP, HF_STATEFUL, VLLM_HYBRID, SGL_HYBRID, MLX_GDN),
 )

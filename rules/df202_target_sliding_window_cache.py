@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, Rule, Violation
 
+from ._sources import HF_SLIDING_CROP, HF_SLIDING_CROP_RAISES, REF_CACHE
+
 
 def check(ctx: CheckContext):
     t = ctx.target
@@ -30,4 +32,5 @@ RULE = Rule(
     example='target {"model_type": "gpt_oss", "sliding_window": 128, "layer_types": ["sliding_attention", "full_attention"]}',
     fix="Use a transformers version with `DynamicCache.activate_past_recording` and a runtime that calls it "
     "(the `dflash` package 0.1.0 does); keep prompts shorter than the window otherwise.",
+    sources=(REF_CACHE, HF_SLIDING_CROP, HF_SLIDING_CROP_RAISES)
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dflash_compat.engine import CheckContext, Rule, Violation
 
 from ._modules import ADAPT_HINT
+from ._sources import REF_TARGET_CALL, REF_VERIFY
 
 # What the reference passes besides the cache (the cache keyword is DF254's).
 NEEDED = ("input_ids", "position_ids", "use_cache", "logits_to_keep", "output_hidden_states")
@@ -37,4 +38,5 @@ RULE = Rule(
     "keyword argument.",
     example="a remote-code model whose forward(input_ids, attention_mask) has no **kwargs",
     fix=f"Wrap the target so its forward takes these keywords; {ADAPT_HINT}.",
+    sources=(REF_TARGET_CALL, REF_VERIFY)
 )

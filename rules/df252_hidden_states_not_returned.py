@@ -5,6 +5,7 @@ from __future__ import annotations
 from dflash_compat.engine import CheckContext, Rule, Violation
 
 from ._modules import ADAPT_HINT
+from ._sources import REF_FEATURES, REF_TARGET_CALL
 
 
 def check(ctx: CheckContext):
@@ -34,4 +35,5 @@ RULE = Rule(
     "context features; an output without them leaves the draft nothing to condition on.",
     example="a model whose forward returns BaseModelOutput (no logits) or a custom dataclass without hidden_states",
     fix=f"Load the target's causal-LM class, or wrap it to return logits and hidden states; {ADAPT_HINT}.",
+    sources=(REF_TARGET_CALL, REF_FEATURES)
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dflash_compat.engine import CheckContext, Rule, Violation
 
 from ._modules import ADAPT_HINT
+from ._sources import HF_NATIVE_SETUP, REF_EMBED
 
 
 def check(ctx: CheckContext):
@@ -36,4 +37,5 @@ RULE = Rule(
     "block.",
     example="a custom model that never overrides get_input_embeddings()",
     fix=f"Implement the accessors in an adapter; {ADAPT_HINT}.",
+    sources=(REF_EMBED, HF_NATIVE_SETUP)
 )

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from dflash_compat.engine import CheckContext, Rule, Violation
+from dflash_compat.engine import CheckContext, EngineSource, Rule, Violation
+
+from ._sources import HF_PKV_ALIAS, REF_TARGET_CALL
+
+HF_DEPRECATION = EngineSource("transformers", "transformers/utils/deprecation.py", "105-171",
+                              "deprecate_kwarg: the old keyword is renamed, with a warning until the named version")
 
 
 def check(ctx: CheckContext):
@@ -50,4 +55,5 @@ RULE = Rule(
     example="LlamaForCausalLM.forward(..., cache=...) with @deprecate_kwarg('past_key_values', '5.40.0', new_name='cache')",
     fix="Pass the cache as `cache=` (and read `output.cache`) on transformers 5.x, or pin a transformers version "
     "below the alias' removal.",
+    sources=(REF_TARGET_CALL, HF_PKV_ALIAS, HF_DEPRECATION)
 )

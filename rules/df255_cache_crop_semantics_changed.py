@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, Rule, Violation
 
+from ._sources import HF_CROP, REF_CACHE
+
 
 def check(ctx: CheckContext):
     m = ctx.tree
@@ -29,4 +31,5 @@ RULE = Rule(
     example="cache.crop(start) in a 4.x-era loop on transformers 5.x",
     fix="Crop with `cache.crop(-(cache.get_seq_length() - length))` on 5.x (the dflash 0.1 reference does), "
     "`cache.crop(length)` on 4.x.",
+    sources=(REF_CACHE, HF_CROP)
 )

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, Rule, Violation
 
+from ._sources import HF_LINEAR_CROP, REF_CACHE, REF_VERIFY
+from .df201_target_cache_not_croppable import SGL_HYBRID, VLLM_HYBRID
+
 
 def check(ctx: CheckContext):
     t, cache, p = ctx.target, ctx.tree.cache, ctx.tree.paths
@@ -30,9 +33,11 @@ RULE = Rule(
     check=check,
     what="Every layer of the cache the target builds (DynamicCache(config=...) or the model's own) can be rolled "
     "back by crop: no recurrent / SSM / linear-attention state. Complements DF201, which judges from the config.",
-    why="The reference crops the target cache to the accepted length after each verify step; a recurrent state "
-    "has already absorbed the rejected tokens, so later tokens differ from the target's own output.",
+    why="The dflash reference crops the target cache to the accepted length after each verify step; transformers' "
+    "linear-attention cache layers then cut only their convolution state, while the recurrent state has already "
+    "absorbed the rejected tokens, so later tokens differ from the target's own output.",
     example="a model type not known as hybrid whose cache is built from LinearAttentionLayer entries",
-    fix="Serve this target with an engine that rolls back recurrent state (vLLM, SGLang with "
-    "`--mamba-scheduler-strategy extra_buffer`), or use a pure-attention target.",
+    fix="Serve this target with an engine that rolls recurrent state back (vLLM; SGLang, whose DFLASH worker "
+    "commits the accepted state itself), or use a pure-attention target.",
+    sources=(REF_CACHE, REF_VERIFY, HF_LINEAR_CROP, VLLM_HYBRID, SGL_HYBRID),
 )

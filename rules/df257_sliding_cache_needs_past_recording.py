@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, Rule, Violation
 
+from ._sources import HF_SLIDING_CROP, HF_SLIDING_CROP_RAISES, REF_CACHE
+
 
 def check(ctx: CheckContext):
     t, m = ctx.target, ctx.tree
@@ -42,4 +44,5 @@ RULE = Rule(
     example="a Mistral-style target whose config class defaults sliding_window=4096",
     fix="Call `cache.activate_past_recording()` right after creating the cache (the dflash 0.1 reference does); "
     "upgrade transformers if it lacks the method.",
+    sources=(REF_CACHE, HF_SLIDING_CROP, HF_SLIDING_CROP_RAISES)
 )

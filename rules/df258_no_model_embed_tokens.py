@@ -5,6 +5,7 @@ from __future__ import annotations
 from dflash_compat.engine import CheckContext, Rule, Violation
 
 from ._modules import ADAPT_HINT
+from ._sources import REF_EMBED
 
 
 def check(ctx: CheckContext):
@@ -30,4 +31,5 @@ RULE = Rule(
     "read `target.model.embed_tokens` and raise AttributeError on these layouts.",
     example="GPT2LMHeadModel (transformer.wte)",
     fix=f"Use the dflash package >= 0.1 (get_input_embeddings), or {ADAPT_HINT}.",
+    sources=(REF_EMBED,)
 )

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dflash_compat.engine import CheckContext, Rule, Violation
 from dflash_compat.specs._reader import MISSING, get_dotted
 
+from ._sources import MLX_LOAD_DRAFT
+
 KEYS = (
     "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim",
     "intermediate_size", "vocab_size", "rms_norm_eps", "max_position_embeddings", "num_target_layers",
@@ -36,4 +38,5 @@ RULE = Rule(
     example='draft {"hidden_size": 4096, ..., "mask_token_id": 151669} (no head_dim, mask id not nested)',
     fix="Add the listed keys to the draft's config.json (head_dim = hidden_size / num_attention_heads for Qwen3 "
     "drafts unless the model card says otherwise).",
+    sources=(MLX_LOAD_DRAFT,),
 )

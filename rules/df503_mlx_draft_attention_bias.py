@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, Rule, Violation
 
+from ._sources import MLX_ATTENTION, MLX_LOAD_WEIGHTS
+
 
 def check(ctx: CheckContext):
     if ctx.draft.attention_bias is not True:
@@ -25,4 +27,5 @@ RULE = Rule(
     "be reproduced there: its bias weights are rejected at load or left unused.",
     example='draft {"attention_bias": true}',
     fix="Serve this draft with the PyTorch, vLLM or SGLang path, or use a bias-free draft.",
+    sources=(MLX_ATTENTION, MLX_LOAD_WEIGHTS),
 )

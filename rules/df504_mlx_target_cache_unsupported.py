@@ -6,6 +6,7 @@ from dflash_compat.engine import CheckContext, Rule, Violation
 from dflash_compat.engine_support import engine_data
 
 from ._common import model_type_loc
+from ._sources import MLX_GDN, MLX_LOOP, MLX_ROLLBACK, MLX_TRIM, MLXLM_ROTATING, MLXLM_TRIM
 
 
 def check(ctx: CheckContext):
@@ -54,4 +55,5 @@ RULE = Rule(
     example='target {"model_type": "gpt_oss", "sliding_window": 128, "layer_types": ["sliding_attention", "full_attention"]}',
     fix="Recurrent layers: serve this target with vLLM or SGLang. Rotating caches: use dflash >= 0.1.0 or "
     "`dflash-check smoke --backend mlx` (both roll them back exactly) and smoke-test past the window.",
+    sources=(MLX_LOOP, MLX_ROLLBACK, MLX_GDN, MLX_TRIM, MLXLM_TRIM, MLXLM_ROTATING),
 )

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, Rule, Violation
 
+from ._sources import MLX_LOAD_TARGET, MLXLM_CLASSES
+
 
 def check(ctx: CheckContext):
     facts = ctx.tree.mlx
@@ -31,4 +33,5 @@ RULE = Rule(
     example='target {"model_type": "brand_new_arch"} with an mlx-lm release that predates it',
     fix="Upgrade mlx-lm (`pip install -U mlx-lm`) to a release that supports the model type, or convert the "
     "checkpoint with a matching `mlx_lm.convert`; the checks for other engines are unaffected.",
+    sources=(MLX_LOAD_TARGET, MLXLM_CLASSES),
 )

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, Rule, Violation
 
+from ._sources import MLX_GDN, MLX_LOOP
+
 
 def check(ctx: CheckContext):
     facts, p = ctx.tree.mlx, ctx.tree.paths
@@ -42,4 +44,5 @@ RULE = Rule(
     example='an mlx-community Qwen3.5 checkpoint, {"model_type": "qwen3_5", "full_attention_interval": 4}',
     fix="Nothing to change for correctness of the rollback; to decode with mlx-lm's own layer code, use "
     "`dflash-check smoke --backend mlx` (dflash-compat replays through the installed GatedDeltaNet itself).",
+    sources=(MLX_LOOP, MLX_GDN),
 )

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, Rule, Violation
 
+from ._sources import MLX_ATTENTION, MLX_LOAD_WEIGHTS, REF_MLX_QUANTIZE
+
 
 def _quantization(raw):
     q = raw.get("quantization")
@@ -36,6 +38,8 @@ RULE = Rule(
     "packed weights' `.scales` / `.biases` are rejected at load. Quantising a 1-8 layer draft also costs most of its "
     "acceptance (DF123), while saving little next to the target.",
     example='draft {"architectures": ["DFlashDraftModel"], "quantization": {"group_size": 64, "bits": 4}}',
-    fix="Use the unquantised (bf16) draft. dflash-compat's MLX runtime can load the quantised one "
-    "(`dflash-check smoke --backend mlx`) to measure what it costs.",
+    fix="Use the unquantised (bf16) draft; to try a quantised one with the dflash package, let it quantise the "
+    "bf16 draft after loading (`dflash generate mlx ... --draft-bits 4` or `8`). dflash-compat's MLX runtime can "
+    "load the quantised checkpoint (`dflash-check smoke --backend mlx`) to measure what it costs.",
+    sources=(MLX_ATTENTION, MLX_LOAD_WEIGHTS, REF_MLX_QUANTIZE),
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
 
 from ._draft_tensors import weight_shapes
+from ._sources import MLX_DRAFT_INIT, MLX_LOAD_WEIGHTS, REF_DRAFT_INIT, SGL_DRAFT_FC, VLLM_FC_WIDTH
 
 
 def check(ctx: CheckContext):
@@ -43,4 +44,5 @@ RULE = Rule(
     example="fc.weight [4096, 16384] with dflash_config.target_layer_ids of length 5 (expects [4096, 20480])",
     fix="Restore the `target_layer_ids` the draft was trained with (the weights imply how many), or use the "
     "matching checkpoint revision.",
+    sources=(REF_DRAFT_INIT, MLX_DRAFT_INIT, MLX_LOAD_WEIGHTS, VLLM_FC_WIDTH, SGL_DRAFT_FC),
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
 
 from ._draft_tensors import layer_index, weight_shapes
+from ._sources import MLX_DRAFT_INIT, MLX_LOAD_WEIGHTS, REF_DRAFT_INIT
 
 
 def check(ctx: CheckContext):
@@ -42,4 +43,5 @@ RULE = Rule(
     "strict loaders; extra layers mean the config belongs to another checkpoint. Either way acceptance collapses.",
     example='draft {"num_hidden_layers": 5} whose weights hold layers.0 .. layers.3',
     fix="Re-download the checkpoint (a shard may be missing) or correct num_hidden_layers to match the weights.",
+    sources=(REF_DRAFT_INIT, MLX_DRAFT_INIT, MLX_LOAD_WEIGHTS),
 )

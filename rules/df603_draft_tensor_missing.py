@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
+from dflash_compat.engine import COMMON, CheckContext, EngineSource, Rule, Violation
 
 from ._draft_tensors import expected, layer_index, weight_shapes
+from ._sources import MLX_ATTENTION, MLX_DRAFT_INIT, MLX_LOAD_WEIGHTS, REF_ATTENTION, REF_DRAFT_INIT
+
+REF_LAYER = EngineSource("dflash", "dflash/model.py", "423-431", "decoder layer: self_attn, mlp, two layernorms")
+MLX_LAYER = EngineSource("dflash", "dflash/model_mlx.py", "210-216", "decoder layer: self_attn, mlp, two layernorms")
 
 
 def check(ctx: CheckContext):
@@ -37,4 +41,5 @@ RULE = Rule(
     "in transformers, a silently random-initialised weight and ~0% acceptance.",
     example="a draft whose header has no `fc.weight` (exported from another speculative method)",
     fix="Use a complete DFlash checkpoint (z-lab layout); re-export or re-download the missing shard.",
+    sources=(REF_ATTENTION, REF_LAYER, REF_DRAFT_INIT, MLX_ATTENTION, MLX_LAYER, MLX_DRAFT_INIT, MLX_LOAD_WEIGHTS),
 )

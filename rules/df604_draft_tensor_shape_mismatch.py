@@ -5,6 +5,7 @@ from __future__ import annotations
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
 
 from ._draft_tensors import FLOAT_DTYPES, expected, layer_index, weight_shapes
+from ._sources import MLX_ATTENTION, MLX_LOAD_WEIGHTS, REF_ATTENTION
 
 # The config field a wrong shape most likely contradicts, by tensor suffix.
 _BLAME = {
@@ -55,4 +56,5 @@ RULE = Rule(
     example='draft {"num_key_value_heads": 8, "head_dim": 128} with k_proj.weight [512, 4096] (4 kv heads)',
     fix="Correct the config field named in the message to the value the weights were trained with, or use the "
     "config that shipped with these weights.",
+    sources=(REF_ATTENTION, MLX_ATTENTION, MLX_LOAD_WEIGHTS),
 )

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
+from dflash_compat.engine import COMMON, CheckContext, EngineSource, Rule, Violation
 
 from ._draft_tensors import expected_v2, layer_index, normalise_v2, v2_name, weight_shapes
+from ._sources import MLX_LOAD_WEIGHTS, REF_LOAD, REF_V2, REF_V2_INIT
+
+MLX_V2 = EngineSource("dflash", "dflash/model_mlx.py", "239-295", "DFlash 2 conv and selector modules (MLX)")
 
 
 def check(ctx: CheckContext):
@@ -51,9 +54,11 @@ RULE = Rule(
     "`kernel_projection.weight [2*k*hidden/group, hidden]`, plus `candidate_selector.{predecessor,successor}_codebook "
     "[vocab, rank]` and `candidate_selector.hidden_projection.weight [rank, hidden]`; a v1 draft holds none of them.",
     why="The DFlash 2 loader builds these modules from `dflash_config.conv_kernel_size`, `conv_group_size` and "
-    "`selector_rank`; a v1 loader (architectures DFlashDraftModel) skips them and drafts without the convolutions "
-    "the weights were trained with.",
+    "`selector_rank`, and every loader picks v1 or v2 by `architectures`: with DFlashDraftModel the dflash "
+    "reference ignores the v2 tensors (a load warning) and drafts without the convolutions the weights were "
+    "trained with, and the MLX port's strict loader rejects them.",
     example='draft {"architectures": ["DFlashDraftModel"]} whose weights hold layers.0.attention_conv.base_kernel',
     fix="Set architectures to DFlash2DraftModel and the dflash_config v2 keys the checkpoint was trained with (or "
     "use the matching revision of the config).",
+    sources=(REF_V2, REF_V2_INIT, REF_LOAD, MLX_V2, MLX_LOAD_WEIGHTS),
 )

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
 
+from ._sources import MLX_LOAD_WEIGHTS, REF_LOAD
+
 
 def check(ctx: CheckContext):
     w = ctx.headers
@@ -26,7 +28,10 @@ RULE = Rule(
     check=check,
     what="The draft's tensors are not float16 (bfloat16 or float32 expected), per the safetensors headers.",
     why="fp16's narrow range overflows the draft's activations (large target hidden states through fc and "
-    "hidden_norm); casts of bf16 drafts to fp16 have produced near-zero acceptance with no error.",
+    "hidden_norm); casts of bf16 drafts to fp16 have produced near-zero acceptance with no error. The dflash "
+    "reference loads drafts as bf16 (an fp16 file has already lost what the cast lost); the MLX port keeps the "
+    "stored dtype and runs in fp16.",
     example="model.safetensors with every tensor F16",
     fix="Use the bf16 release of the draft and run it in bfloat16 (`dtype=torch.bfloat16`, `--dtype bfloat16`).",
+    sources=(REF_LOAD, MLX_LOAD_WEIGHTS),
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
 
 from ._draft_tensors import BUNDLED, is_quant_aux, known_v1, v2_name, weight_shapes
+from ._sources import MLX_LOAD_WEIGHTS, REF_LOAD
 
 
 def check(ctx: CheckContext):
@@ -39,4 +40,5 @@ RULE = Rule(
     "DFlash config; engines ignore them with a warning or refuse to load, and the draft is then incomplete.",
     example="draft weights holding midlayer.self_attn.q_proj.weight (an EAGLE-3 head)",
     fix="Use a DFlash checkpoint in the z-lab layout, or convert the names before loading.",
+    sources=(REF_LOAD, MLX_LOAD_WEIGHTS),
 )

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
 
+from ._sources import MLX_LOAD_WEIGHTS, REF_LOAD
+
 
 def check(ctx: CheckContext):
     for fname, (have, need) in sorted(ctx.headers.incomplete.items()):
@@ -26,4 +28,5 @@ RULE = Rule(
     "unexpected end of file, or mmap tensors past the end.",
     example="model.safetensors whose header declares 1 GB of data while the file is 300 MB",
     fix="Download the draft again (`hf download REPO --local-dir DIR` resumes and verifies).",
+    sources=(REF_LOAD, MLX_LOAD_WEIGHTS),
 )

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
 
+from ._sources import HF_NATIVE_SETUP, MLX_BIND, REF_EMBED
+
 
 def check(ctx: CheckContext):
     t, m = ctx.target, ctx.tree
@@ -28,4 +30,5 @@ RULE = Rule(
     example="a base model class (LlamaModel) passed where a causal-LM class (LlamaForCausalLM) is needed",
     fix="Load the target with its causal-LM class; for custom models, `dflash-check adapt TARGET -o adapter.py` "
     "generates a shim that exposes the head.",
+    sources=(REF_EMBED, HF_NATIVE_SETUP, MLX_BIND),
 )

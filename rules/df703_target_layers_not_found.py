@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
 
+from ._sources import MLX_HOOK, REF_FEATURES, VLLM_LLAMA_CAPTURE
+
 
 def check(ctx: CheckContext):
     t, m = ctx.target, ctx.tree
@@ -39,4 +41,5 @@ RULE = Rule(
     "it no features can be captured; with a different length the ids point at other layers.",
     example="a model whose blocks live in two lists (encoder and decoder) or in a dict",
     fix="Expose the decoder layers as one list; `dflash-check adapt TARGET -o adapter.py` generates a shim.",
+    sources=(REF_FEATURES, MLX_HOOK, VLLM_LLAMA_CAPTURE),
 )

@@ -6,6 +6,8 @@ import math
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
 
+from ._sources import REF_BLOCK, REF_EMBED, REF_LOGITS
+
 
 def _close(a, b) -> bool:
     return math.isclose(float(a), float(b), rel_tol=1e-3)
@@ -72,10 +74,11 @@ RULE = Rule(
     "attribute, soft-capping or logit scaling set by the model class's defaults) that the config keys alone do "
     "not reveal are mirrored by the draft's input_embedding_scale / final_logit_softcapping / output_multiplier. "
     "Complements DF121, which reads the config keys.",
-    why="DFlash runtimes read the target's embedding weights and apply its head directly, bypassing whatever the "
-    "target's forward does around them; unmirrored, the draft sees embeddings at the wrong scale (acceptance near "
-    "zero) or proposes from differently shaped logits.",
+    why="The dflash reference reads the target's embedding weights and applies its head directly, bypassing "
+    "whatever the target's forward does around them; unmirrored, the draft sees embeddings at the wrong scale "
+    "(acceptance near zero) or proposes from differently shaped logits. (Other engines differ: DF126.)",
     example="a target whose embedding class multiplies by embed_scale=48.0 while its model_type is not a Gemma one",
     fix="Set `dflash_config.input_embedding_scale` (and final_logit_softcapping / output_multiplier) to the values "
     "the message gives, as the draft was trained with.",
+    sources=(REF_EMBED, REF_BLOCK, REF_LOGITS),
 )

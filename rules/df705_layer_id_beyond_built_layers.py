@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
 
+from ._sources import HF_LAST_HIDDEN, MLX_HOOK, REF_FEATURES, VLLM_AUX_CAPTURE
+
 
 def check(ctx: CheckContext):
     t, d, p = ctx.target, ctx.draft, ctx.tree.paths
@@ -46,4 +48,5 @@ RULE = Rule(
     "index the built list, so an id past its end is an IndexError and id N-1 is the post-norm state in HF.",
     example="config num_hidden_layers 48 while the built text model has 46 decoder layers, ids up to 45",
     fix="Use layer ids the draft was trained with for this exact target; they must index the built decoder layers.",
+    sources=(REF_FEATURES, HF_LAST_HIDDEN, VLLM_AUX_CAPTURE, MLX_HOOK),
 )

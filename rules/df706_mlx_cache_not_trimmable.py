@@ -6,6 +6,7 @@ from dflash_compat.engine import CheckContext, Rule, Violation
 
 from . import df504_mlx_target_cache_unsupported as df504
 from ._modules import MLX_REPLAY_MODEL_TYPES, model_type
+from ._sources import MLX_GDN, MLX_LOOP, MLX_ROLLBACK
 
 
 def check(ctx: CheckContext):
@@ -43,8 +44,10 @@ RULE = Rule(
     what="The target's cache layers, as built (mlx-lm classes when inspected with MLX; transformers' recurrent "
     "cache layers otherwise), can be rolled back by the MLX DFlash loop: trimmable KV caches, or qwen3_5's "
     "GatedDeltaNet state by replay. Complements DF504, which judges from the model type.",
-    why="After each verify step the MLX loop trims the rejected tokens from every cache layer; other state caches "
-    "trip its `can_trim` assertion, so generation stops.",
+    why="After each verify step the MLX loop trims the rejected tokens from every cache layer; when some layer "
+    "cannot be trimmed it replays GatedDeltaNet layers instead and asserts that every non-trimmable cache is one, "
+    "so any other state cache stops generation with an AssertionError.",
     example="a hybrid target whose model_type is not in the known hybrid lists, with LinearAttentionLayer caches",
     fix="Serve this target with vLLM or SGLang (which roll back recurrent state), or use a pure-attention target.",
+    sources=(MLX_LOOP, MLX_ROLLBACK, MLX_GDN),
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dflash_compat.engine import CheckContext, Rule, Violation
 
 from . import df504_mlx_target_cache_unsupported as df504
+from ._sources import MLX_ROLLBACK, MLX_TRIM, MLXLM_ROTATING, MLXLM_TRIM
 
 
 def check(ctx: CheckContext):
@@ -38,4 +39,5 @@ RULE = Rule(
     example="an mlx-community Gemma 3 or gpt-oss checkpoint (sliding-window layers)",
     fix="Use dflash >= 0.1.0 or `dflash-check smoke --backend mlx` with a prompt longer than the window; with "
     "other MLX ports keep prompt plus output shorter than the window.",
+    sources=(MLX_TRIM, MLX_ROLLBACK, MLXLM_ROTATING, MLXLM_TRIM),
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dflash_compat.engine import CheckContext, Rule, Violation
 
 from ._modules import ADAPT_HINT, MLX_EMBED_PATHS, MLX_HEAD_PATHS, MLX_LAYER_PATHS
+from ._sources import MLX_BIND, MLX_HOOK
 
 
 def check(ctx: CheckContext):
@@ -47,4 +48,5 @@ RULE = Rule(
     "`Cannot find embed_tokens` / `Cannot find layers`.",
     example="a GPT-NeoX target (gpt_neox.embed_in, gpt_neox.layers)",
     fix=f"Expose the modules under the expected names; {ADAPT_HINT}.",
+    sources=(MLX_BIND, MLX_HOOK),
 )

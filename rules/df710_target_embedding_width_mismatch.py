@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
 
+from ._sources import MLX_BIND, REF_EMBED
+
 
 def check(ctx: CheckContext):
     hidden, p = ctx.target.hidden_size, ctx.tree.paths
@@ -41,4 +43,5 @@ RULE = Rule(
     fix="`dflash-check smoke` applies the built-in `opt` adapter by itself: it folds project_in into the embedding "
     "and project_out into the head. For other code, `dflash-check adapt TARGET -o adapter.py` writes a shim that "
     "does the same (check it with `dflash-check TARGET --draft DRAFT --adapter adapter.py`).",
+    sources=(REF_EMBED, MLX_BIND),
 )

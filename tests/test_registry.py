@@ -47,3 +47,21 @@ def test_every_rule_is_documented():
             text = getattr(r, field)
             assert isinstance(text, str) and len(text.strip()) >= 10, f"{r.code}.{field}"
         assert callable(r.check)
+
+
+def test_a_violation_can_speak_for_some_of_its_rules_engines():
+    from dflash_compat.engine import CheckContext, Rule, Violation, run_rules
+    from dflash_compat.specs import parse_draft_config, parse_target_config
+    from tests.configs import draft, target
+
+    def check(ctx):
+        yield Violation("fails here", backends=("vllm",))
+        yield Violation("guesses there", severity="info", backends=("sglang", "mlx"))
+        yield Violation("everywhere")
+
+    rule = Rule(code="DF999", name="per-engine-example", severity="error", backends=("vllm", "sglang", "mlx"),
+                check=check, what="-" * 10, why="-" * 10, example="-" * 10, fix="-" * 10)
+    ctx = CheckContext(target=parse_target_config(target(), "t"), draft=parse_draft_config(draft(), "d"))
+    found = {(f.backend, f.message, f.severity) for f in run_rules(ctx, [rule], ("vllm", "sglang"))}
+    assert found == {("vllm", "fails here", "error"), ("sglang", "guesses there", "info"),
+                     ("vllm", "everywhere", "error"), ("sglang", "everywhere", "error")}

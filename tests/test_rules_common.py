@@ -4,24 +4,40 @@ import math
 
 import pytest
 
-from tests.configs import DELETE, catches, draft, run_rule, speculators_draft, target
+from tests.configs import DELETE, catches, draft, fixture_config, merge, run_rule, speculators_draft, target
 
 IDS = "dflash_config.target_layer_ids"
+QWEN35 = fixture_config("pairs/qwen3.5-35b-a3b/target"), fixture_config("pairs/qwen3.5-35b-a3b/draft")
+LLAMA31 = fixture_config("pairs/llama-3.1-8b/target"), fixture_config("pairs/llama-3.1-8b/draft")
 
 
 def keys(findings):
     return [[loc.key for loc in f.locations] for f in findings]
 
 
+def per_backend(findings):
+    return {f.backend: f.severity for f in findings}
+
+
 # --- DF103 layer ids missing
-def test_df103_catches_no_ids_and_no_depth():
-    [f] = run_rule("DF103", target(), draft(num_target_layers=DELETE, **{IDS: DELETE}))
-    assert keys([f]) == [[IDS, "num_target_layers"]]
+def test_df103_catches_no_ids_and_no_depth_per_engine():
+    found = run_rule("DF103", target(), draft(num_target_layers=DELETE, **{IDS: DELETE}))
+    # the reference cannot build the draft, vLLM fails on fc's width, SGLang guesses silently; MLX is DF501's
+    assert per_backend(found) == {"transformers": "error", "vllm": "error", "sglang": "warning"}
+    assert all(keys([f]) == [[IDS, "num_target_layers"]] for f in found)
+    by = {f.backend: f.message for f in found}
+    assert "AttributeError" in by["transformers"] and "EAGLE-3" in by["vllm"] and "running target" in by["sglang"]
+
+
+def test_df103_catches_speculators_draft_without_aux_ids_for_vllm_only():
+    found = run_rule("DF103", target(), speculators_draft(aux_hidden_state_layer_ids=DELETE))
+    assert per_backend(found) == {"vllm": "error"} and "KeyError" in found[0].message
 
 
 def test_df103_passes_explicit_or_derivable_ids():
     assert not catches("DF103", target(), draft())
     assert not catches("DF103", target(), draft(**{IDS: DELETE}))
+    assert not catches("DF103", *QWEN35)
 
 
 # --- DF104 layer id out of range
@@ -64,13 +80,15 @@ def test_df106_passes_increasing_ids():
 
 
 # --- DF107 last layer
-def test_df107_catches_last_layer_id():
-    [f] = run_rule("DF107", target(), draft(**{IDS: [1, 12, 24, 35]}))
-    assert "35" in f.message and "36" in f.message and f.severity == "warning"
+def test_df107_catches_last_layer_id_for_the_engines_that_differ():
+    found = run_rule("DF107", target(), draft(**{IDS: [1, 12, 24, 35]}))
+    assert per_backend(found) == {"transformers": "warning", "vllm": "warning", "mlx": "warning"}  # SGLang: own rule
+    assert "35" in found[0].message and "36" in found[0].message and "final norm" in found[0].message
 
 
 def test_df107_passes_up_to_n_minus_2():
     assert not catches("DF107", target(), draft(**{IDS: [1, 12, 24, 34]}))
+    assert not catches("DF107", *LLAMA31)
 
 
 # --- DF108 num_target_layers mismatch
@@ -90,13 +108,30 @@ def test_df108_passes_matching_or_absent_depth():
 
 
 # --- DF109 guessed ids
-def test_df109_catches_guessed_ids():
-    [f] = run_rule("DF109", target(), draft(**{IDS: DELETE}))
-    assert "[1, 9, 17, 25, 33]" in f.message
+def test_df109_catches_guessed_ids_per_engine():
+    found = run_rule("DF109", target(), draft(**{IDS: DELETE}))
+    assert per_backend(found) == {"transformers": "warning", "vllm": "error", "sglang": "warning"}
+    by = {f.backend: f.message for f in found}
+    assert "[1, 9, 17, 25, 33]" in by["transformers"]
+    # vLLM's EAGLE-3 defaults (2, 18, 33) in its numbering are these z-lab ids; fc wants 5 features
+    assert "[1, 17, 32]" in by["vllm"] and "5 features" in by["vllm"]
+
+
+def test_df109_vllm_runs_a_three_layer_draft_on_other_layers():
+    found = run_rule("DF109", target(), draft(num_hidden_layers=3, **{IDS: DELETE}))
+    assert per_backend(found)["vllm"] == "warning"
+
+
+def test_df109_sglang_guesses_from_the_running_target():
+    # Qwen3-8B's draft (num_target_layers 36) on Llama-3.1-8B's 32 layers
+    found = run_rule("DF109", LLAMA31[0], draft(**{IDS: DELETE}))
+    sglang = next(f for f in found if f.backend == "sglang")
+    assert "32 layers" in sglang.message and "[1, 8, 15, 22, 29]" in sglang.message
 
 
 def test_df109_passes_explicit_ids():
     assert not catches("DF109", target(), draft())
+    assert not catches("DF109", *LLAMA31)
 
 
 # --- DF110 vocab
@@ -113,8 +148,24 @@ def test_df110_passes_equal_or_unknown_vocab():
 # --- DF111..DF114 mask token
 def test_df111_catches_missing_mask_and_suggests_the_tokenizer_one():
     tok = {"mask_token": "<|mask|>", "added_tokens_decoder": {"151669": {"content": "<|mask|>"}}}
-    [f] = run_rule("DF111", target(), draft(**{"dflash_config.mask_token_id": DELETE}), tokenizer_config=tok)
+    found = run_rule("DF111", target(), draft(**{"dflash_config.mask_token_id": DELETE}), tokenizer_config=tok)
+    assert per_backend(found) == {"transformers": "error", "vllm": "error", "mlx": "error", "sglang": "warning"}
+    f = next(x for x in found if x.backend == "vllm")
     assert "151669" in f.message and keys([f]) == [["dflash_config.mask_token_id"]]
+    # SGLang looks up <|MASK|> (its default), not this tokenizer's <|mask|>: it may add a new token
+    assert "adds the token" in next(x for x in found if x.backend == "sglang").message
+
+
+def test_df111_sglang_resolves_the_tokenizer_mask_token():
+    tok = {"mask_token": "<|MASK|>", "added_tokens_decoder": {"151669": {"content": "<|MASK|>"}}}
+    found = run_rule("DF111", target(), draft(**{"dflash_config.mask_token_id": DELETE}), tokenizer_config=tok)
+    sglang = next(x for x in found if x.backend == "sglang")
+    assert sglang.severity == "info" and "id 151669" in sglang.message
+    # the name SGLang looks up can be set in the draft config (dflash_config.mask_token, else top-level mask_token)
+    tok = {"mask_token": "<|mask|>", "added_tokens_decoder": {"151669": {"content": "<|mask|>"}}}
+    named = draft(mask_token="<|mask|>", **{"dflash_config.mask_token_id": DELETE})
+    found = run_rule("DF111", target(), named, tokenizer_config=tok)
+    assert next(x for x in found if x.backend == "sglang").severity == "info"
 
 
 def test_df111_passes_top_level_or_nested_mask():
@@ -154,7 +205,8 @@ def test_df113_passes_reserved_mask():
 
 def test_df114_catches_two_mask_ids():
     [f] = run_rule("DF114", target(), draft(mask_token_id=151643))
-    assert "151643" in f.message and "151669" in f.message
+    assert "151643" in f.message and "151669" in f.message and f.severity == "warning"
+    assert "generate(speculation_type='dflash')" in f.message  # the one reader of the top-level id
     assert sorted(keys([f])[0]) == ["dflash_config.mask_token_id", "mask_token_id"]
 
 
@@ -182,7 +234,8 @@ def test_df115_passes_usual_block():
 
 def test_df116_catches_two_block_sizes():
     [f] = run_rule("DF116", target(), draft(**{"dflash_config.block_size": 8}))
-    assert "block_size=16" in f.message and "dflash_config.block_size=8" in f.message
+    assert "block_size=16" in f.message and "dflash_config.block_size=8" in f.message and f.severity == "warning"
+    assert "use 8" in f.message and "speculators converter" in f.message
 
 
 def test_df116_passes_one_location():
@@ -216,9 +269,15 @@ def test_df118_catches_dropped_yarn_and_other_factor():
     assert "factor 2.0" in g.message
 
 
-def test_df118_catches_interleaved_layout():
-    [f] = run_rule("DF118", target(rope_interleave=True), draft())
-    assert "interleaved" in f.message and [loc.key for loc in f.locations] == ["rope_interleave", "rope_interleave"]
+def test_df118_catches_dropped_llama3_scaling_on_the_published_llama_pair():
+    llama_target, llama_draft = LLAMA31
+    [f] = run_rule("DF118", llama_target, dict(llama_draft, rope_scaling=None))
+    assert "'default' != target 'llama3'" in f.message
+
+
+def test_df118_leaves_the_rotation_layout_to_df127():
+    # a target's interleaved layout does not bind the draft: its own keys decide (vLLM's qwen3_dflash says so too)
+    assert not catches("DF118", target(rope_interleave=True), draft())
 
 
 def test_df118_passes_same_settings_and_mrope():
@@ -226,6 +285,8 @@ def test_df118_passes_same_settings_and_mrope():
     mrope = {"type": "mrope", "mrope_section": [16, 24, 24]}
     assert not catches("DF118", target(rope_scaling=mrope), draft())  # DF125's business
     assert not catches("DF118", target(partial_rotary_factor=0.25), draft())  # Qwen3.5 drafts rotate fully
+    assert not catches("DF118", *LLAMA31)
+    assert not catches("DF118", *QWEN35)
 
 
 # --- DF119 / DF120 draft layers
@@ -312,6 +373,15 @@ def test_df124_catches_other_hidden_size_and_verifier():
     assert any("Qwen/Qwen3-8B" in f.message for f in found)
 
 
+def test_df124_reads_aux_ids_as_vllm_captures_them():
+    # vLLM captures aux id L after decoder layer L-1 and sets dflash_config.target_layer_ids = aux - 1 (no
+    # second shift): aux 36 on a 36-layer target is the last layer, as DF107 reports for z-lab id 35
+    spec = speculators_draft(aux_hidden_state_layer_ids=[2, 13, 25, 36])
+    [f] = [x for x in run_rule("DF107", target(), spec) if x.backend == "vllm"]
+    assert "target layer id 35" in f.message
+    assert not catches("DF104", target(), spec)
+
+
 def test_df124_passes_matching_verifier_and_zlab_drafts():
     assert not catches("DF124", target(), SPEC)
     assert not catches("DF124", target(hidden_size=5120), draft())
@@ -326,3 +396,104 @@ def test_df125_informs_about_mrope_target():
 
 def test_df125_passes_plain_rope_target():
     assert not catches("DF125", target(), draft())
+
+
+# --- DF126 per-engine embedding / logit scaling
+GEMMA3 = fixture_config("gemma-3-27b-it")
+GEMMA_SCALE = math.sqrt(5376)
+# A Qwen3-style draft sized for Gemma-3-27B (hidden 5376, vocab 262144) that mirrors its embedding scale.
+GEMMA_DRAFT = draft(hidden_size=5376, vocab_size=262144, num_target_layers=62, num_attention_heads=32,
+                    **{IDS: [1, 15, 30, 45, 59], "dflash_config.mask_token_id": 262143,
+                       "dflash_config.input_embedding_scale": GEMMA_SCALE})
+DFLASH2 = fixture_config("dflash2-draft")
+DFLASH2_TARGET = target(hidden_size=6656, num_hidden_layers=52, vocab_size=202048)
+
+
+def test_df126_vllm_v1_drops_the_gemma_embedding_scale():
+    found = run_rule("DF126", GEMMA3, GEMMA_DRAFT)
+    # SGLang's Gemma 3 module is already scaled, mlx-lm's gemma3 scales inline: only vLLM's v1 model differs
+    assert per_backend(found) == {"vllm": "warning"}
+    assert f"block embedding scale 1 where the dflash reference uses {GEMMA_SCALE:g}" in found[0].message
+    assert keys(found) == [["dflash_config.input_embedding_scale"]]
+
+
+def test_df126_sglang_and_mlx_scale_by_the_target_when_the_draft_does_not():
+    plain = merge(GEMMA_DRAFT, **{"dflash_config.input_embedding_scale": DELETE})
+    assert per_backend(run_rule("DF126", GEMMA3, plain)) == {"sglang": "warning"}
+    gemma4 = merge(GEMMA3, model_type="gemma4", **{"text_config.model_type": "gemma4_text"})
+    found = {f.backend: f.message for f in run_rule("DF126", gemma4, GEMMA_DRAFT)}
+    assert set(found) == {"vllm", "mlx"}  # MLX: embed_scale attribute x the key
+    assert f"{GEMMA_SCALE * GEMMA_SCALE:g}" in found["mlx"]
+
+
+def test_df126_top_level_scale_is_read_by_the_reference_only():
+    found = run_rule("DF126", target(), draft(input_embedding_scale=2.0))
+    assert per_backend(found) == {"vllm": "warning", "sglang": "warning", "mlx": "warning"}
+
+
+def test_df126_logit_scaling_of_a_v1_draft_is_informational():
+    v1 = merge(DFLASH2, architectures=["DFlashDraftModel"], **{f"dflash_config.{k}": DELETE for k in (
+        "conv_kernel_size", "conv_group_size", "selector_rank", "selector_top_k")})
+    found = run_rule("DF126", DFLASH2_TARGET, v1)
+    assert per_backend(found) == {"vllm": "info", "sglang": "info"}
+    assert "greedy argmax is unchanged" in found[0].message
+
+
+def test_df126_passes_the_published_dflash2_draft_and_plain_pairs():
+    assert not catches("DF126", DFLASH2_TARGET, DFLASH2)  # every engine reads its nested multiplier / soft-cap
+    assert not catches("DF126", target(), draft())
+    assert not catches("DF126", *QWEN35)
+    dflash2_gemma = merge(GEMMA_DRAFT, architectures=["DFlash2DraftModel"])
+    assert not catches("DF126", GEMMA3, dflash2_gemma)  # vLLM's DFlash 2 model reads the key
+
+
+# --- DF127 RoPE layout keys in the draft config
+def test_df127_catches_a_copied_partial_rotary_factor_on_the_qwen35_draft():
+    qwen35_target, qwen35_draft = QWEN35
+    [f] = run_rule("DF127", qwen35_target, dict(qwen35_draft, partial_rotary_factor=0.25))
+    assert f.backend == "common" and f.severity == "warning"
+    assert "vLLM rotates 32 of 128 head dims" in f.message and keys([f]) == [["partial_rotary_factor"]]
+
+
+def test_df127_catches_interleaved_layout_and_rope_dim():
+    [f] = run_rule("DF127", target(), draft(is_neox_style=False, rope_parameters={"rope_type": "default",
+                                                                                  "rope_theta": 1e6, "rope_dim": 64}))
+    assert "is_neox_style=false" in f.message and "rope_parameters.rope_dim=64" in f.message
+    [g] = run_rule("DF127", target(), draft(rope_is_neox_style=False))
+    assert "SGLang rotate interleaved" in g.message
+
+
+def test_df127_passes_published_drafts_and_neutral_keys():
+    assert not catches("DF127", *QWEN35)
+    assert not catches("DF127", target(), draft())
+    assert not catches("DF127", target(), draft(is_neox_style=True, partial_rotary_factor=1.0))
+    assert not catches("DF127", target(), DFLASH2)
+
+
+# --- DF128 speculators converter and id N-1
+def test_df128_catches_a_last_layer_id():
+    [f] = run_rule("DF128", target(), draft(**{IDS: [1, 12, 24, 35]}))
+    assert f.backend == "vllm" and f.severity == "info"
+    assert "[2, 13, 25]" in f.message and "3 features" in f.message and "has 4" in f.message
+
+
+def test_df128_passes_published_pairs_and_speculators_drafts():
+    assert not catches("DF128", target(), draft())
+    assert not catches("DF128", *LLAMA31)
+    assert not catches("DF128", target(), speculators_draft(aux_hidden_state_layer_ids=[2, 10, 18, 26, 36]))
+
+
+def test_df127_and_df502_agree_with_transformers():
+    """The reference side of both rules, checked against transformers itself: Qwen3's default RoPE rotates the
+    whole head whatever partial_rotary_factor says, and the theta inside rope_parameters beats the top-level one."""
+    pytest.importorskip("torch")
+    from transformers import Qwen3Config
+    from transformers.models.qwen3.modeling_qwen3 import Qwen3RotaryEmbedding
+
+    sizes = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+                 intermediate_size=128, vocab_size=100)
+    partial = Qwen3Config(**sizes, rope_theta=1e6, partial_rotary_factor=0.25)
+    assert catches("DF127", target(), draft(partial_rotary_factor=0.25))
+    assert Qwen3RotaryEmbedding(partial).inv_freq.shape[0] == 16 // 2  # full head_dim / 2 frequencies
+    both = Qwen3Config(**sizes, rope_theta=1e6, rope_parameters={"rope_type": "default", "rope_theta": 1e7})
+    assert both.rope_parameters["rope_theta"] == 1e7

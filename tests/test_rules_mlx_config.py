@@ -1,6 +1,6 @@
 """DF501-DF504: what the MLX DFlash port needs, decided from config.json alone."""
 
-from tests.configs import DELETE, catches, draft, run_rule, speculators_draft, target
+from tests.configs import DELETE, catches, draft, fixture_config, run_rule, speculators_draft, target
 
 M = ("mlx",)
 SPEC = speculators_draft()
@@ -22,15 +22,32 @@ def test_df501_passes_complete_zlab_config():
     assert not catches("DF501", target(), draft(), backends=M)
 
 
-def test_df502_catches_theta_only_in_rope_parameters():
-    cfg = draft(rope_theta=DELETE, rope_parameters={"rope_type": "default", "rope_theta": 1000000})
+def test_df502_catches_two_rope_bases():
+    cfg = draft(rope_parameters={"rope_type": "default", "rope_theta": 10000000})
     [f] = run_rule("DF502", target(), cfg, backends=M)
-    assert "rope_parameters.rope_theta" in f.message
+    assert "top level" in f.message and f.severity == "warning"
+    assert [loc.key for loc in f.locations] == ["rope_theta", "rope_parameters.rope_theta"]
 
 
-def test_df502_passes_top_level_theta_and_leaves_absence_to_df117():
+def test_df502_catches_a_base_where_mlx_does_not_look():
+    per_layer = {"full_attention": {"rope_type": "default", "rope_theta": 1000000}}
+    [f] = run_rule("DF502", target(), draft(rope_theta=DELETE, rope_parameters=per_layer), backends=M)
+    assert "rope_parameters.full_attention.rope_theta" in f.message and "10000" in f.message
+
+
+def test_df502_catches_a_rope_type_mlx_lm_cannot_build():
+    [f] = run_rule("DF502", target(), draft(rope_scaling={"rope_type": "longrope_v9", "factor": 2.0}), backends=M)
+    assert f.severity == "error" and "Unsupported RoPE type" in f.message
+
+
+def test_df502_passes_theta_in_rope_parameters_and_published_drafts():
+    # dflash 0.1.0 reads rope_parameters.rope_theta (model_mlx.py:452): the published DFlash 2 config is fine
+    assert not catches("DF502", target(), fixture_config("dflash2-draft"), backends=M)
+    assert not catches("DF502", target(), draft(rope_theta=DELETE, rope_parameters={"rope_theta": 1e6}), backends=M)
     assert not catches("DF502", target(), draft(), backends=M)
-    assert not catches("DF502", target(), draft(rope_theta=DELETE), backends=M)
+    llama = [fixture_config(f"pairs/llama-3.1-8b/{side}") for side in ("target", "draft")]
+    assert not catches("DF502", *llama, backends=M)
+    assert not catches("DF502", target(), draft(rope_theta=DELETE), backends=M)  # no base at all: DF117
 
 
 def test_df503_catches_attention_bias():
@@ -63,3 +80,39 @@ def test_df504_passes_qwen35_plain_and_mistral_without_layer_types():
     assert not catches("DF504", target(), draft(), backends=M)
     mistral = target(model_type="mistral", sliding_window=4096, use_sliding_window=DELETE)
     assert not catches("DF504", mistral, draft(), backends=M)  # mlx-lm's llama uses a plain KVCache here
+
+
+class _Stop(Exception):
+    pass
+
+
+def _mlx_reads(monkeypatch, tmp_path, cfg):
+    """What dflash 0.1.0's MLX load_draft builds its DFlashConfig from (the test oracle, stopped before weights)."""
+    import json
+
+    import pytest
+
+    model_mlx = pytest.importorskip("dflash.model_mlx")
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    seen = {}
+
+    def capture(**kwargs):
+        seen.update(kwargs)
+        raise _Stop
+
+    monkeypatch.setattr(model_mlx, "snapshot_download", lambda *a, **k: str(tmp_path))
+    monkeypatch.setattr(model_mlx, "DFlashConfig", capture)
+    try:
+        model_mlx.load_draft("local")
+    except _Stop:
+        pass
+    return seen
+
+
+def test_df502_agrees_with_the_mlx_loader(monkeypatch, tmp_path):
+    two_bases = draft(rope_parameters={"rope_type": "default", "rope_theta": 10000000})
+    assert catches("DF502", target(), two_bases, backends=M)
+    assert _mlx_reads(monkeypatch, tmp_path, two_bases)["rope_theta"] == 1000000  # the top-level value wins
+    nested_only = fixture_config("dflash2-draft")
+    assert not catches("DF502", target(), nested_only, backends=M)
+    assert _mlx_reads(monkeypatch, tmp_path, nested_only)["rope_theta"] == 500000.0  # read from rope_parameters

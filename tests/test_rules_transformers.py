@@ -1,6 +1,8 @@
-"""DF2xx: the transformers (reference PyTorch) runtime's cache rollback."""
+"""DF2xx: the transformers paths (the dflash reference and transformers' own generate), decided from configs."""
 
-from tests.configs import DELETE, catches, draft, run_rule, target
+import pytest
+
+from tests.configs import DELETE, catches, draft, run_rule, speculators_draft, target
 
 NEXT_TYPES = ["linear_attention", "linear_attention", "linear_attention", "full_attention"] * 9
 
@@ -14,6 +16,12 @@ def test_df201_catches_hybrid_layer_types():
 
 def test_df201_catches_recurrent_model_type_without_layer_list():
     assert catches("DF201", target(model_type="falcon_h1"), draft())
+
+
+def test_df201_fix_names_only_flags_that_exist():
+    [f] = run_rule("DF201", target(model_type="falcon_h1"), draft())
+    assert "--mamba-scheduler-strategy" not in f.fix  # SGLang 0.5.23 has no such flag; DFLASH commits the state
+    assert "SGLang" in f.fix
 
 
 def test_df201_passes_attention_only_target():
@@ -47,3 +55,54 @@ def test_df201_points_at_the_text_model_type_of_a_wrapper():
     cfg = json.loads((pair / "target" / "config.json").read_text())
     [f] = run_rule("DF201", cfg, json.loads((pair / "draft" / "config.json").read_text()))
     assert ("target", "text_config.model_type") in {(loc.artifact, loc.key) for loc in f.locations}
+
+
+# --- DF203 transformers' own generate(speculation_type="dflash")
+def test_df203_notes_nested_only_keys_of_the_published_qwen3_draft():
+    [f] = run_rule("DF203", target(), draft())
+    assert f.backend == "transformers" and f.severity == "info" and "AttributeError" in f.message
+    assert [loc.key for loc in f.locations] == ["target_layer_ids", "mask_token_id"]  # block_size is top-level
+
+
+def test_df203_warns_when_the_top_level_ids_differ():
+    cfg = draft(target_layer_ids=[2, 10, 18, 26, 34], mask_token_id=151669)
+    [f] = run_rule("DF203", target(), cfg)
+    assert f.severity == "warning" and "[2, 10, 18, 26, 34]" in f.message
+
+
+def test_df203_passes_top_level_keys_and_other_engines():
+    cfg = draft(target_layer_ids=[1, 9, 17, 25, 33], mask_token_id=151669)
+    assert not catches("DF203", target(), cfg)
+    assert not catches("DF203", target(), draft(), backends=("vllm", "sglang", "mlx"))
+    assert not catches("DF203", target(), speculators_draft())
+
+
+# --- DF204 num_target_layers for the dflash reference
+def test_df204_catches_ids_without_num_target_layers():
+    [f] = run_rule("DF204", target(), draft(num_target_layers=DELETE))
+    assert f.backend == "transformers" and f.severity == "error" and "AttributeError" in f.message
+
+
+def test_df204_passes_published_drafts_and_leaves_no_ids_to_df103():
+    assert not catches("DF204", target(), draft())
+    assert not catches("DF204", target(), draft(num_target_layers=DELETE, **{"dflash_config.target_layer_ids": DELETE}))
+    assert not catches("DF204", target(), speculators_draft())
+
+
+def test_df204_agrees_with_the_dflash_package():
+    """The rule's claim, checked against dflash 0.1.0 itself (a test oracle, built on the meta device)."""
+    torch = pytest.importorskip("torch")
+    model = pytest.importorskip("dflash.model")
+    from transformers import Qwen3Config
+
+    cfg = draft(hidden_size=64, intermediate_size=128, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+                vocab_size=256, num_hidden_layers=2, **{"dflash_config.target_layer_ids": [1, 3],
+                                                        "dflash_config.mask_token_id": 255})
+    for config, fails in ((cfg, False), ({k: v for k, v in cfg.items() if k != "num_target_layers"}, True)):
+        assert catches("DF204", target(), config) is fails
+        with torch.device("meta"):
+            if fails:
+                with pytest.raises(AttributeError, match="num_target_layers"):
+                    model.DFlashDraftModel(Qwen3Config(**config))
+            else:
+                assert model.DFlashDraftModel(Qwen3Config(**config)).target_layer_ids == [1, 3]
