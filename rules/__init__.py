@@ -54,9 +54,10 @@ from . import (
     df306_vllm_sample_from_anchor,
     df307_vllm_tensor_parallel_invalid,
     df308_vllm_eagle_layer_ids_override,
-    df309_vllm_mask_token_not_nested,
-    df310_vllm_mixed_sliding_draft_layers,
+    df310_vllm_draft_needs_v2_runner,
     df311_vllm_layer_offset_fix,
+    df312_vllm_num_speculative_tokens_missing,
+    df313_vllm_dflash2_config_invalid,
     df351_vllm_shared_modules_unreachable,
     df401_sglang_num_draft_tokens_mismatch,
     df402_sglang_target_architecture_unsupported,
@@ -93,7 +94,14 @@ from . import (
     df710_target_embedding_width_mismatch,
 )
 
-__all__ = ["ALL_RULES", "RULES_BY_CODE", "get_rule"]
+__all__ = ["ALL_RULES", "RETIRED", "RULES_BY_CODE", "get_rule"]
+
+# Codes of rules that were removed because the engine does not do what they said. A retired code is
+# never given to another rule, so old --select/--ignore lists and CI baselines keep their meaning.
+RETIRED: dict[str, str] = {
+    "DF309": "vllm-mask-token-not-nested: vLLM 0.33 reads a top-level mask_token_id when dflash_config has none "
+    "(v1/worker/gpu/spec_decode/utils.py:99-103); DF114 reports two locations that disagree",
+}
 
 ALL_RULES: list[Rule] = [
     # --- DF0xx: inputs the checker cannot fully judge ---
@@ -149,9 +157,10 @@ ALL_RULES: list[Rule] = [
     df306_vllm_sample_from_anchor.RULE,
     df307_vllm_tensor_parallel_invalid.RULE,
     df308_vllm_eagle_layer_ids_override.RULE,
-    df309_vllm_mask_token_not_nested.RULE,
-    df310_vllm_mixed_sliding_draft_layers.RULE,
+    df310_vllm_draft_needs_v2_runner.RULE,
     df311_vllm_layer_offset_fix.RULE,
+    df312_vllm_num_speculative_tokens_missing.RULE,
+    df313_vllm_dflash2_config_invalid.RULE,
     df351_vllm_shared_modules_unreachable.RULE,
     # --- DF4xx: SGLang ---
     df401_sglang_num_draft_tokens_mismatch.RULE,

@@ -139,3 +139,12 @@ def write_model(folder: Path, config: dict[str, Any], **files: dict[str, Any]) -
     for name, content in files.items():
         (folder / f"{name}.json").write_text(json.dumps(content, indent=2))
     return folder
+
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+def fixture_config(name: str) -> dict[str, Any]:
+    """A published config.json kept under tests/fixtures (`configs/<name>` or `pairs/<pair>/<side>`)."""
+    folder = FIXTURES / name if "/" in name else FIXTURES / "configs" / name
+    return json.loads((folder / "config.json").read_text())
