@@ -78,12 +78,19 @@ def cli() -> None:
     help="Output format; json, sarif and junit are for CI.",
 )
 @click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True), help="Write the report to this file instead of stdout.")
-@click.option("--num-speculative-tokens", type=click.IntRange(min=1), help="vLLM num_speculative_tokens you will launch with (default: block_size - 1).")
+@click.option("--num-speculative-tokens", type=click.IntRange(min=1), help="vLLM num_speculative_tokens you will launch with (vLLM has no default; z-lab uses block_size - 1).")
 @click.option("--num-draft-tokens", type=click.IntRange(min=1), help="SGLang --speculative-num-draft-tokens you will launch with (should equal block_size).")
 @click.option("--tp", type=click.IntRange(min=1), default=1, show_default=True, help="Tensor-parallel size of the target.")
 @click.option("--draft-tp", type=click.IntRange(min=1), help="Tensor-parallel size of the draft (vLLM: 1 or the target's).")
 @click.option("--max-num-seqs", type=click.IntRange(min=1), help="vLLM --max-num-seqs, to check the token budget.")
 @click.option("--max-num-batched-tokens", type=click.IntRange(min=1), help="vLLM --max-num-batched-tokens, to check the token budget.")
+@click.option("--dflash-block-size", type=click.IntRange(min=1), help="SGLang --speculative-dflash-block-size you will launch with (must equal --num-draft-tokens).")
+@click.option("--draft-window-size", type=click.IntRange(min=1), help="SGLang --speculative-draft-window-size you will launch with (at least the block size).")
+@click.option("--attn-dp-size", type=click.IntRange(min=1), help="SGLang --attn-dp-size you will launch with (--dp-size N --enable-dp-attention means N).")
+@click.option("--enable-dp-lm-head", is_flag=True, help="SGLang --enable-dp-lm-head, which DFLASH needs with attention data parallelism.")
+@click.option("--pp-size", type=click.IntRange(min=1), default=1, show_default=True, help="Pipeline-parallel size you will launch with (SGLang DFLASH needs 1).")
+@click.option("--quantization", "quantization", metavar="METHOD", help="SGLang --quantization you will launch with (the draft follows it unless --draft-quantization is given).")
+@click.option("--draft-quantization", metavar="METHOD", help="SGLang --speculative-draft-model-quantization you will launch with (unquant keeps the draft unquantised).")
 @click.option("--revision", help="Hub revision of TARGET (also TARGET@revision).")
 @click.option("--draft-revision", help="Hub revision of DRAFT (also DRAFT@revision).")
 @click.option("--token", envvar="HF_TOKEN", help="Hugging Face token for private or gated repos (default: HF_TOKEN or the saved login).")
@@ -99,8 +106,9 @@ def cli() -> None:
     "(it is imported, i.e. run) or a built-in adapter name such as gpt2.",
 )
 def check_cmd(target: str, draft: str, backends, select, ignore, strict, fmt, output, num_speculative_tokens,
-              num_draft_tokens, tp, draft_tp, max_num_seqs, max_num_batched_tokens, revision, draft_revision,
-              token, no_deep, trust_remote_code, framework, adapter) -> None:
+              num_draft_tokens, tp, draft_tp, max_num_seqs, max_num_batched_tokens, dflash_block_size,
+              draft_window_size, attn_dp_size, enable_dp_lm_head, pp_size, quantization, draft_quantization,
+              revision, draft_revision, token, no_deep, trust_remote_code, framework, adapter) -> None:
     """Check TARGET against DRAFT for every selected backend."""
     from .check import CheckRequest, run_check
     from .engine import BACKENDS, CheckOptions
@@ -113,6 +121,13 @@ def check_cmd(target: str, draft: str, backends, select, ignore, strict, fmt, ou
         sglang_num_draft_tokens=num_draft_tokens,
         max_num_seqs=max_num_seqs,
         max_num_batched_tokens=max_num_batched_tokens,
+        sglang_dflash_block_size=dflash_block_size,
+        sglang_draft_window_size=draft_window_size,
+        sglang_attn_dp_size=attn_dp_size,
+        sglang_enable_dp_lm_head=enable_dp_lm_head,
+        sglang_quantization=quantization,
+        sglang_draft_quantization=draft_quantization,
+        pp_size=pp_size,
         deep=not no_deep,
         trust_remote_code=trust_remote_code,
         adapter=adapter,

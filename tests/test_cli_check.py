@@ -225,3 +225,24 @@ def test_usage_errors_from_the_console_script_are_one_line(args, needle):
                          cwd=root, timeout=60)
     assert res.returncode == 2
     assert needle in res.stderr and len(res.stderr.strip().splitlines()) == 1, res.stderr
+
+
+def test_sglang_launch_options_reach_the_rules():
+    args = ("--no-deep", "-f", "json", "--backend", "sglang", "--attn-dp-size", "4", "--pp-size", "2",
+            "--num-draft-tokens", "16", "--dflash-block-size", "15", "--draft-window-size", "8",
+            "--quantization", "fp8")
+    res = invoke(GOOD / "target", "--draft", GOOD / "draft", *args)
+    codes = {f["code"] for f in json.loads(res.output)["findings"]}
+    assert {"DF405", "DF410", "DF411", "DF412", "DF413"} <= codes and res.exit_code == 1
+    ok = ("--attn-dp-size", "4", "--enable-dp-lm-head", "--draft-quantization", "unquant", "--quantization", "fp8")
+    res = invoke(GOOD / "target", "--draft", GOOD / "draft", "--no-deep", "-f", "json", "--backend", "sglang", *ok)
+    assert res.exit_code == 0 and not {"DF405", "DF410"} & {f["code"] for f in json.loads(res.output)["findings"]}
+
+
+def test_num_speculative_tokens_reaches_the_vllm_rules():
+    base = (GOOD / "target", "--draft", GOOD / "draft", "--no-deep", "-f", "json", "--backend", "vllm")
+    codes = {f["code"] for f in json.loads(invoke(*base).output)["findings"]}
+    assert "DF312" in codes  # no K given: the info naming the flag
+    res = invoke(*base, "--num-speculative-tokens", "15", "--max-num-seqs", "256", "--max-num-batched-tokens", "2048")
+    found = {f["code"]: f for f in json.loads(res.output)["findings"]}
+    assert "DF312" not in found and found["DF304"]["severity"] == "warning" and res.exit_code == 0

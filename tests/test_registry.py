@@ -47,3 +47,11 @@ def test_every_rule_is_documented():
             text = getattr(r, field)
             assert isinstance(text, str) and len(text.strip()) >= 10, f"{r.code}.{field}"
         assert callable(r.check)
+
+
+def test_retired_codes_stay_unused():
+    from dflash_compat.rules import RETIRED
+
+    assert RETIRED and not set(RETIRED) & set(RULES_BY_CODE), "a retired code is never given to another rule"
+    for code, why in RETIRED.items():
+        assert re.fullmatch(r"DF\d{3}", code) and why.split(":")[0] and len(why) > 40, code
