@@ -41,6 +41,6 @@ RULE = Rule(
     "from the target's own greedy output.",
     example='target {"model_type": "qwen3_next", "layer_types": ["linear_attention", "linear_attention", '
     '"linear_attention", "full_attention"]}',
-    fix="Serve this target with an engine that rolls back recurrent state (vLLM, SGLang with "
-    "`--mamba-scheduler-strategy extra_buffer`, MLX for qwen3_5), or use a pure-attention target.",
+    fix="Serve this target with an engine that rolls back recurrent state (vLLM; SGLang, whose DFLASH worker "
+    "commits the accepted state itself, no flag needed; MLX for qwen3_5), or use a pure-attention target.",
 )

@@ -34,6 +34,6 @@ RULE = Rule(
     why="The reference crops the target cache to the accepted length after each verify step; a recurrent state "
     "has already absorbed the rejected tokens, so later tokens differ from the target's own output.",
     example="a model type not known as hybrid whose cache is built from LinearAttentionLayer entries",
-    fix="Serve this target with an engine that rolls back recurrent state (vLLM, SGLang with "
-    "`--mamba-scheduler-strategy extra_buffer`), or use a pure-attention target.",
+    fix="Serve this target with an engine that rolls back recurrent state (vLLM; SGLang, whose DFLASH worker "
+    "commits the accepted state itself, no flag needed), or use a pure-attention target.",
 )
