@@ -17,6 +17,8 @@ def check(ctx: CheckContext):
     cls = next((a for a in t.architectures if a in TEXT_CLASSES), None)
     if cls is None or n is None or not isinstance(ids, list) or not ids or not all(is_int(i) for i in ids):
         return
+    if d.target_layer_ids_guessed:
+        return  # SGLang derives its own from the running target's depth, and never picks N - 1
     problems = []
     if ids != sorted(set(ids)):
         problems.append("not unique and strictly increasing")
@@ -25,9 +27,8 @@ def check(ctx: CheckContext):
         problems.append(f"include the last layer {n - 1}, outside [0, {n - 1})")
     if not problems:
         return
-    guessed = " (guessed from num_target_layers, as SGLang also does)" if d.target_layer_ids_guessed else ""
     yield Violation(
-        f"target_layer_ids {ids}{guessed} are {' and '.join(problems)}: SGLang's {cls} stops at start-up "
+        f"target_layer_ids {ids} are {' and '.join(problems)}: SGLang's {cls} stops at start-up "
         f"(\"target_layer_ids must be unique, strictly increasing, and in [0, {n - 1})\")",
         [ctx.dloc("target_layer_ids"), ctx.tloc("num_hidden_layers")],
     )

@@ -34,6 +34,8 @@ def check(ctx: CheckContext):
     cls = next((a for a in t.architectures if a in CLASSES), None)
     if cls is None or n is None or not isinstance(ids, list) or not any(is_int(i) and i == n - 1 for i in ids):
         return
+    if d.target_layer_ids_guessed:
+        return  # SGLang derives its own from the running target's depth, and never picks N - 1
     yield Violation(
         f"target_layer_ids include {n - 1}, the last of the target's {n} layers: SGLang's {cls} {CLASSES[cls]}",
         [ctx.dloc("target_layer_ids"), ctx.tloc("num_hidden_layers")],

@@ -185,3 +185,10 @@ def test_df413_passes_a_window_of_at_least_one_block():
     opts = CheckOptions(sglang_draft_window_size=8, sglang_num_draft_tokens=8)
     assert not catches("DF413", target(), draft(), options=opts, backends=S)
     assert not catches("DF413", target(), draft(), backends=S)
+
+
+def test_df406_df407_leave_guessed_ids_to_sglang():
+    # no ids: SGLang derives them from the running target's depth (never N - 1); ours come from num_target_layers
+    guessed = draft(num_target_layers=38, **{"dflash_config.target_layer_ids": DELETE})
+    assert not catches("DF407", target(), guessed, backends=S)
+    assert not catches("DF406", qwen35_text(), merge(guessed, num_target_layers=42), backends=S)
