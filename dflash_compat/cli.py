@@ -101,7 +101,8 @@ def cli() -> None:
 @click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True),
               help="Write the report to this file instead of stdout.")
 @click.option("--num-speculative-tokens", type=click.IntRange(min=1),
-              help="vLLM num_speculative_tokens you will launch with (default: block_size - 1).")
+              help="vLLM num_speculative_tokens you will launch with (vLLM has no default; z-lab uses "
+              "block_size - 1).")
 @click.option("--num-draft-tokens", type=click.IntRange(min=1),
               help="SGLang --speculative-num-draft-tokens you will launch with (should equal block_size).")
 @click.option("--tp", type=click.IntRange(min=1), default=1, show_default=True,
@@ -111,6 +112,22 @@ def cli() -> None:
 @click.option("--max-num-seqs", type=click.IntRange(min=1), help="vLLM --max-num-seqs, to check the token budget.")
 @click.option("--max-num-batched-tokens", type=click.IntRange(min=1),
               help="vLLM --max-num-batched-tokens, to check the token budget.")
+@click.option("--dflash-block-size", type=click.IntRange(min=1),
+              help="SGLang --speculative-dflash-block-size you will launch with (must equal --num-draft-tokens).")
+@click.option("--draft-window-size", type=click.IntRange(min=1),
+              help="SGLang --speculative-draft-window-size you will launch with (at least the block size).")
+@click.option("--attn-dp-size", type=click.IntRange(min=1),
+              help="SGLang --attn-dp-size you will launch with (--dp-size N --enable-dp-attention means N).")
+@click.option("--enable-dp-lm-head", is_flag=True,
+              help="SGLang --enable-dp-lm-head, which DFLASH needs with attention data parallelism.")
+@click.option("--pp-size", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Pipeline-parallel size you will launch with (SGLang DFLASH needs 1).")
+@click.option("--quantization", "quantization", metavar="METHOD",
+              help="SGLang --quantization you will launch with (the draft follows it unless --draft-quantization "
+              "is given).")
+@click.option("--draft-quantization", metavar="METHOD",
+              help="SGLang --speculative-draft-model-quantization you will launch with (unquant keeps the draft "
+              "unquantised).")
 @click.option("--revision", help="Hub revision of TARGET (also TARGET@revision).")
 @click.option("--draft-revision", help="Hub revision of DRAFT (also DRAFT@revision).")
 @click.option("--token", envvar="HF_TOKEN",
@@ -155,6 +172,13 @@ def _request(params: dict[str, Any]):
         sglang_num_draft_tokens=params["num_draft_tokens"],
         max_num_seqs=params["max_num_seqs"],
         max_num_batched_tokens=params["max_num_batched_tokens"],
+        sglang_dflash_block_size=params["dflash_block_size"],
+        sglang_draft_window_size=params["draft_window_size"],
+        sglang_attn_dp_size=params["attn_dp_size"],
+        sglang_enable_dp_lm_head=params["enable_dp_lm_head"],
+        sglang_quantization=params["quantization"],
+        sglang_draft_quantization=params["draft_quantization"],
+        pp_size=params["pp_size"],
         deep=not params["no_deep"],
         trust_remote_code=params["trust_remote_code"],
         adapter=params["adapter"],

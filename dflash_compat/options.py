@@ -18,6 +18,14 @@ class CheckOptions:
     sglang_num_draft_tokens: Optional[int] = None
     max_num_seqs: Optional[int] = None
     max_num_batched_tokens: Optional[int] = None
+    # SGLang launch options (DF401, DF405, DF410-DF413); None / default: not given.
+    sglang_dflash_block_size: Optional[int] = None  # --speculative-dflash-block-size
+    sglang_draft_window_size: Optional[int] = None  # --speculative-draft-window-size
+    sglang_attn_dp_size: Optional[int] = None  # --attn-dp-size (attention data parallelism when > 1)
+    sglang_enable_dp_lm_head: bool = False  # --enable-dp-lm-head
+    sglang_quantization: Optional[str] = None  # --quantization
+    sglang_draft_quantization: Optional[str] = None  # --speculative-draft-model-quantization
+    pp_size: int = 1  # pipeline-parallel size
     deep: bool = True
     trust_remote_code: bool = False
     # --adapter FILE_OR_NAME: the deep inspection wraps the target in it, so module rules see the

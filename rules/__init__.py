@@ -59,15 +59,23 @@ from . import (
     df306_vllm_sample_from_anchor,
     df307_vllm_tensor_parallel_invalid,
     df308_vllm_eagle_layer_ids_override,
-    df309_vllm_mask_token_not_nested,
-    df310_vllm_mixed_sliding_draft_layers,
+    df310_vllm_draft_needs_v2_runner,
     df311_vllm_layer_offset_fix,
+    df312_vllm_num_speculative_tokens_missing,
+    df313_vllm_dflash2_config_invalid,
     df351_vllm_shared_modules_unreachable,
     df401_sglang_num_draft_tokens_mismatch,
     df402_sglang_target_architecture_unsupported,
-    df403_sglang_hybrid_target_scheduler,
     df404_sglang_v2_quantized_lm_head,
     df405_sglang_draft_quantized_with_target,
+    df406_sglang_qwen3_5_layer_ids_rejected,
+    df407_sglang_last_layer_id_unsupported,
+    df408_sglang_mask_token_conflict,
+    df409_sglang_dflash_config_invalid,
+    df410_sglang_dp_attention_without_dp_lm_head,
+    df411_sglang_pipeline_parallel_unsupported,
+    df412_sglang_block_size_flags_disagree,
+    df413_sglang_draft_window_smaller_than_block,
     df501_mlx_draft_config_keys_missing,
     df502_mlx_draft_rope_misread,
     df503_mlx_draft_attention_bias,
@@ -98,7 +106,16 @@ from . import (
     df710_target_embedding_width_mismatch,
 )
 
-__all__ = ["ALL_RULES", "RULES_BY_CODE", "get_rule"]
+__all__ = ["ALL_RULES", "RETIRED", "RULES_BY_CODE", "get_rule"]
+
+# Codes of rules that were removed because the engine does not do what they said. A retired code is
+# never given to another rule, so old --select/--ignore lists and CI baselines keep their meaning.
+RETIRED: dict[str, str] = {
+    "DF309": "vllm-mask-token-not-nested: vLLM 0.33 reads a top-level mask_token_id when dflash_config has none "
+    "(v1/worker/gpu/spec_decode/utils.py:99-103); DF114 reports two locations that disagree",
+    "DF403": "sglang-hybrid-target-scheduler: SGLang 0.5.23 has no --mamba-scheduler-strategy flag; DFLASH commits "
+    "the accepted recurrent state of hybrid targets itself (speculative/dflash_worker_v2.py:691-696, 2085-2131)",
+}
 
 ALL_RULES: list[Rule] = [
     # --- DF0xx: inputs the checker cannot fully judge ---
@@ -159,16 +176,24 @@ ALL_RULES: list[Rule] = [
     df306_vllm_sample_from_anchor.RULE,
     df307_vllm_tensor_parallel_invalid.RULE,
     df308_vllm_eagle_layer_ids_override.RULE,
-    df309_vllm_mask_token_not_nested.RULE,
-    df310_vllm_mixed_sliding_draft_layers.RULE,
+    df310_vllm_draft_needs_v2_runner.RULE,
     df311_vllm_layer_offset_fix.RULE,
+    df312_vllm_num_speculative_tokens_missing.RULE,
+    df313_vllm_dflash2_config_invalid.RULE,
     df351_vllm_shared_modules_unreachable.RULE,
     # --- DF4xx: SGLang ---
     df401_sglang_num_draft_tokens_mismatch.RULE,
     df402_sglang_target_architecture_unsupported.RULE,
-    df403_sglang_hybrid_target_scheduler.RULE,
     df404_sglang_v2_quantized_lm_head.RULE,
     df405_sglang_draft_quantized_with_target.RULE,
+    df406_sglang_qwen3_5_layer_ids_rejected.RULE,
+    df407_sglang_last_layer_id_unsupported.RULE,
+    df408_sglang_mask_token_conflict.RULE,
+    df409_sglang_dflash_config_invalid.RULE,
+    df410_sglang_dp_attention_without_dp_lm_head.RULE,
+    df411_sglang_pipeline_parallel_unsupported.RULE,
+    df412_sglang_block_size_flags_disagree.RULE,
+    df413_sglang_draft_window_smaller_than_block.RULE,
     # --- DF5xx: MLX ---
     df501_mlx_draft_config_keys_missing.RULE,
     df502_mlx_draft_rope_misread.RULE,

@@ -1,23 +1,25 @@
-"""DF301: vLLM has no DFlash loader for the draft's architecture name."""
+"""DF301: vLLM has no DFlash draft class for the draft's architecture name."""
 
 from __future__ import annotations
 
-from dflash_compat.engine import CheckContext, Rule, Violation
+from dflash_compat.engine import CheckContext, EngineSource, Rule, Violation
 from dflash_compat.engine_support import engine_data
 
 
-def _loadable(arch: str) -> bool:
-    return arch in engine_data("vllm")["draft_architectures"] or (arch.startswith("DFlash") and "Laguna" in arch)
+def _served() -> list[str]:
+    """Names vLLM serves under method "dflash", after EAGLEConfig's rename (data: engine_support.json)."""
+    return engine_data("vllm")["draft_architectures"]
 
 
 def check(ctx: CheckContext):
     d = ctx.draft
-    if d.format == "speculators" or any(_loadable(a) for a in d.architectures):
+    served = _served()
+    if d.format == "speculators" or any(a in served for a in d.architectures):
         return
-    v2 = " (a DFlash 2 draft: vLLM loads only DFlash v1)" if d.format == "zlab-v2" else ""
     yield Violation(
-        f"draft architectures {d.architectures} are not a vLLM DFlash draft class{v2}: vLLM stops with "
-        "\"Model architectures [...] are not supported for now\"",
+        f"draft architectures {d.architectures} name no vLLM DFlash draft class: vLLM looks each one up as "
+        "written if it starts or ends with DFlash, else as DFlash<name>, and stops with \"Model architectures "
+        "[...] are not supported for now\"",
         [ctx.dloc("architectures", "architectures")],
     )
 
@@ -28,10 +30,19 @@ RULE = Rule(
     severity="error",
     backends=("vllm",),
     check=check,
-    what="A z-lab draft's `architectures` is `[\"DFlashDraftModel\"]` (or the Laguna variant), the names vLLM's "
-    "DFlash loader is registered under; speculators-format drafts are converted by vLLM and pass.",
-    why="vLLM selects the draft's model class by this name. DFlash 2 drafts (`DFlash2DraftModel`, with "
-    "convolutions and a selector) have no vLLM implementation, and a renamed class is simply not found.",
-    example='draft {"architectures": ["DFlash2DraftModel"]}',
-    fix="Serve a DFlash 2 draft with SGLang or the `dflash` package, or use the v1 draft of the same target on vLLM.",
+    what="The draft's `architectures` names a draft class vLLM serves with `method: dflash`: DFlashDraftModel, "
+    "DFlash2DraftModel, DFlash2BeamDraftModel, LiLiCorrDraftModel, the Muse-Glimmer assistant, Qwen3-XPress or "
+    "the Laguna DFlash draft (the list is data, in dflash_compat/data/engine_support.json). Speculators-format "
+    "drafts are converted by vLLM and pass.",
+    why="vLLM picks the draft's model class by this name. Under `method: dflash` it keeps a name that starts or "
+    "ends with `DFlash` and prefixes any other with `DFlash`, then looks it up in its registry; a renamed or "
+    "misspelled class is not found. Which runner serves which registered draft is DF310's concern.",
+    example='draft {"architectures": ["Qwen3DFlashDraft"]}',
+    fix="Restore the draft's published `architectures` value (DFlashDraftModel for z-lab DFlash v1, "
+    "DFlash2DraftModel for DFlash 2).",
+    sources=(
+        EngineSource("vllm", "vllm/transformers_utils/configs/eagle.py", "65-75", "method dflash: DFlash<arch> rename"),
+        EngineSource("vllm", "vllm/model_executor/models/registry.py", "664-696", "DFlash draft classes registered"),
+        EngineSource("vllm", "vllm/model_executor/models/registry.py", "1249-1252", "unknown name: start-up error"),
+    ),
 )

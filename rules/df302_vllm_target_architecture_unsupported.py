@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dflash_compat.engine import CheckContext, Rule, Violation
+from dflash_compat.engine import CheckContext, EngineSource, Rule, Violation
 from dflash_compat.engine_support import engine_data, provenance, target_support
 
 
@@ -18,7 +18,7 @@ def check(ctx: CheckContext):
     if verdict == "unsupported":
         yield Violation(
             f"vLLM's {', '.join(names)} does not implement the EAGLE-3 aux-hidden-state interface: vLLM stops with "
-            "\"Model does not support EAGLE3 interface but aux_hidden_state_outputs was requested\"",
+            "\"Model does not support EAGLE3 interface\"",
             loc,
         )
     else:
@@ -43,4 +43,8 @@ RULE = Rule(
     example='target {"architectures": ["MixtralForCausalLM"]}',
     fix="Use a vLLM build whose model class implements SupportsEagle3, try `--model-impl transformers` "
     "(transformers >= 5.2), or serve with another engine.",
+    sources=(
+        EngineSource("vllm", "vllm/v1/worker/gpu/spec_decode/eagle/eagle3_utils.py", "28-29", "V2: SupportsEagle3"),
+        EngineSource("vllm", "vllm/v1/worker/gpu_model_runner.py", "5173-5177", "V1: SupportsEagle3"),
+    ),
 )

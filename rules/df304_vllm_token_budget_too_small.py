@@ -1,30 +1,44 @@
-"""DF304: vLLM's batched-token budget cannot hold one verify step for every sequence."""
+"""DF304: vLLM's batched-token budget is too small for the DFlash draft pass."""
 
 from __future__ import annotations
 
-from dflash_compat.engine import CheckContext, Rule, Violation
+from dflash_compat.engine import CheckContext, EngineSource, Rule, Violation
+
+from ._vllm import given_k
 
 
 def _k(ctx: CheckContext):
-    if ctx.options.num_speculative_tokens is not None:
-        return ctx.options.num_speculative_tokens
-    if ctx.draft.speculative_tokens is not None:
-        return ctx.draft.speculative_tokens
+    """(K, how it was chosen): the given K, else the z-lab choice block_size - 1 as an assumption."""
+    k = given_k(ctx)
+    if k is not None:
+        return k.value, f"K {k.value}"
     bs = ctx.draft.block_size
-    return bs - 1 if bs is not None and bs >= 2 else None
+    if bs is not None and bs >= 2:
+        return bs - 1, f"K {bs - 1} (assumed: block_size - 1)"
+    return None, ""
 
 
 def check(ctx: CheckContext):
     o = ctx.options
-    k = _k(ctx)
-    if o.max_num_seqs is None or o.max_num_batched_tokens is None or k is None:
+    budget = o.max_num_batched_tokens
+    k, k_text = _k(ctx)
+    if budget is None or k is None:
         return
-    need = o.max_num_seqs * (k + 1)
-    if o.max_num_batched_tokens < need:
+    per_seq = k + 1  # the draft pass's query tokens per request: the anchor plus K masks
+    if budget <= per_seq:
         yield Violation(
-            f"--max-num-batched-tokens {o.max_num_batched_tokens} < --max-num-seqs {o.max_num_seqs} x "
-            f"(K {k} + 1) = {need}: a full batch of verify steps does not fit one scheduler step",
+            f"--max-num-batched-tokens {budget} <= {k_text} + 1 = {per_seq}: vLLM refuses to start (\"VllmConfig "
+            "does not have enough slots to schedule a token and support the speculative decoding settings\")",
             [ctx.dloc("block_size")] if ctx.draft.block_size is not None else [],
+        )
+        return
+    if o.max_num_seqs is not None and budget // per_seq < o.max_num_seqs:
+        cap = budget // per_seq
+        yield Violation(
+            f"--max-num-batched-tokens {budget} // ({k_text} + 1) = {cap} < --max-num-seqs {o.max_num_seqs}: vLLM "
+            f"warns and runs at most {cap} sequences at a time (it overrides max_num_active_seqs to {cap})",
+            [ctx.dloc("block_size")] if ctx.draft.block_size is not None else [],
+            severity="warning",
         )
 
 
@@ -34,10 +48,17 @@ RULE = Rule(
     severity="error",
     backends=("vllm",),
     check=check,
-    what="When both are given: `--max-num-batched-tokens` >= `--max-num-seqs` x (K + 1), K = num_speculative_tokens "
-    "(default block_size - 1).",
-    why="Each running sequence verifies K drafted tokens plus the bonus token per step, so vLLM needs room for "
-    "max_num_seqs x (K + 1) tokens in one scheduler step; with less, a full batch of verify steps cannot be scheduled.",
-    example="--max-num-seqs 256 --max-num-batched-tokens 2048 with block_size 16 (needs 4096)",
-    fix="Raise --max-num-batched-tokens to at least max_num_seqs x (K + 1), or lower --max-num-seqs.",
+    what="When given, `--max-num-batched-tokens` exceeds K + 1 (else vLLM refuses to start: error); with "
+    "`--max-num-seqs` also given, `max-num-batched-tokens // (K + 1)` >= `max-num-seqs` (else vLLM caps the "
+    "concurrency: warning). K = num_speculative_tokens, assumed block_size - 1 when not given.",
+    why="Each DFlash draft pass needs K + 1 query tokens per request within one step's token budget. vLLM stops "
+    "at start-up when the budget cannot hold even one request's pass, and otherwise lowers the number of "
+    "sequences it runs at once to budget // (K + 1), with only a log warning.",
+    example="--max-num-seqs 256 --max-num-batched-tokens 2048 with K 15: vLLM runs at most 128 sequences",
+    fix="Raise --max-num-batched-tokens to at least max_num_seqs x (K + 1), or lower --max-num-seqs to the cap.",
+    sources=(
+        EngineSource("vllm", "vllm/config/vllm.py", "642-645", "DFlash lookahead: K + 1"),
+        EngineSource("vllm", "vllm/config/vllm.py", "2371-2377", "budget <= K + 1: start-up error"),
+        EngineSource("vllm", "vllm/config/vllm.py", "2379-2395", "budget // (K + 1) < max seqs: warn and cap"),
+    ),
 )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dflash_compat.engine import CheckContext, Rule, Violation
+from dflash_compat.engine import CheckContext, EngineSource, Rule, Violation
 
 
 def check(ctx: CheckContext):
@@ -10,7 +10,7 @@ def check(ctx: CheckContext):
     tp = o.tp
     dtp = o.draft_tp if o.draft_tp is not None else tp
     if dtp not in (1, tp):
-        yield Violation(f"draft tensor-parallel size {dtp} is neither 1 nor the target's {tp}")
+        yield Violation(f"draft tensor-parallel size {dtp} is neither 1 nor the target's {tp}: vLLM stops at start-up")
         return
     if dtp == 1:
         return
@@ -39,4 +39,9 @@ RULE = Rule(
     "rank or on the target's ranks; other sizes fail at start-up.",
     example="--tp 4 --draft-tp 2, or a draft with 20 attention heads at --tp 8",
     fix="Use --draft-tp 1 (the draft is small) or the target's TP size when the draft's heads divide evenly.",
+    sources=(
+        EngineSource("vllm", "vllm/config/speculative.py", "1851-1870", "draft TP: unset = target TP; else 1 or it"),
+        EngineSource("vllm", "vllm/config/model.py", "1557-1564", "attention heads divisible by the TP size"),
+        EngineSource("vllm", "vllm/model_executor/models/qwen3_dflash.py", "189-197", "KV heads split or replicated"),
+    ),
 )

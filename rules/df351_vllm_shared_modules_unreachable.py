@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dflash_compat.engine import CheckContext, Rule, Violation
+from dflash_compat.engine import CheckContext, EngineSource, Rule, Violation
 
 from ._modules import vllm_reaches
 
@@ -20,8 +20,9 @@ def check(ctx: CheckContext):
         locs.append(ctx.module_loc(p.head))
     if problems:
         yield Violation(
-            "vLLM's proposer shares the target's embedding and head by attribute: " + "; ".join(problems)
-            + " (paths from the transformers tree, which vLLM's model classes usually mirror)",
+            "vLLM's DFlash proposer takes the target's embedding and head by attribute: " + "; ".join(problems)
+            + ". Without the embedding vLLM stops at load; without the head the draft keeps the one it was built "
+            "with (paths from the transformers tree, which vLLM's model classes usually mirror)",
             locs,
         )
 
@@ -41,4 +42,9 @@ RULE = Rule(
     example="a GPT-NeoX target (gpt_neox.embed_in)",
     fix="Use a target architecture vLLM supports for EAGLE-3/DFlash (its model class then exposes model.embed_tokens), "
     "or serve this target with the transformers backend.",
+    sources=(
+        EngineSource("vllm", "vllm/v1/worker/gpu/spec_decode/dflash/utils.py", "49-73", "V2: target modules shared"),
+        EngineSource("vllm", "vllm/v1/worker/gpu/spec_decode/eagle/utils.py", "37-77", "V2: embed_tokens / embedding"),
+        EngineSource("vllm", "vllm/v1/spec_decode/llm_base_proposer.py", "1418-1435", "V1: model.embed_tokens or error"),
+    ),
 )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dflash_compat.engine import CheckContext, Rule, Violation
+from dflash_compat.engine import CheckContext, EngineSource, Rule, Violation
 from dflash_compat.engine_support import provenance, target_support
 
 
@@ -16,8 +16,8 @@ def check(ctx: CheckContext):
     loc = [ctx.tloc("architectures", "architectures")]
     if verdict == "unsupported":
         yield Violation(
-            f"SGLang's {', '.join(names)} has no set_dflash_layers_to_capture: the DFLASH algorithm cannot get "
-            "its context features",
+            f"SGLang's {', '.join(names)} has no set_dflash_layers_to_capture: SGLang stops at start-up (\"Model ... "
+            "implements neither set_dspark_layers_to_capture nor set_dflash_layers_to_capture\")",
             loc,
         )
     else:
@@ -38,8 +38,13 @@ RULE = Rule(
     what="The target's class is one SGLang can capture DFlash layers from (`set_dflash_layers_to_capture`). "
     "Listed as unsupported: error; not listed either way: warning. The list is data, in "
     "dflash_compat/data/engine_support.json.",
-    why="SGLang asks the target model class to expose the chosen layers' hidden states; a class without the hook "
-    "cannot serve a DFlash draft. Not supported in mid-2026: Qwen2, MiniMax-M2, Glm4Moe.",
+    why="SGLang asks the target model class (the EntryClass its registry maps the architecture to) to capture the "
+    "chosen layers' hidden states through `set_dflash_layers_to_capture`; a class without it, in its own body or a "
+    "base, cannot serve a DFlash draft: SGLang stops at start-up.",
     example='target {"architectures": ["Qwen2ForCausalLM"]}',
     fix="Use an SGLang build whose model class implements set_dflash_layers_to_capture, or serve with another engine.",
+    sources=(
+        EngineSource("sglang", "sglang/srt/model_executor/model_runner_components/attention_backend_setup.py",
+                     "62-72", "no set_dflash_layers_to_capture: start-up error"),
+    ),
 )

@@ -1,18 +1,18 @@
-"""DF405: SGLang quantises the draft like a quantised target unless told otherwise."""
+"""DF405: SGLang's --quantization also quantises the draft unless the draft gets its own setting."""
 
 from __future__ import annotations
 
-from dflash_compat.engine import CheckContext, Rule, Violation
+from dflash_compat.engine import CheckContext, EngineSource, Rule, Violation
 
 
 def check(ctx: CheckContext):
-    t = ctx.target
-    if not t.quantization_config:
+    o = ctx.options
+    method = o.sglang_quantization
+    if not method or method == "unquant" or o.sglang_draft_quantization is not None:
         return
     yield Violation(
-        f"target is quantised ({t.quant_method or 'unknown method'}): by default SGLang loads the draft with the "
-        "same quantisation, which can lose all acceptance",
-        [ctx.tloc("quantization_config", "quantization_config")],
+        f"--quantization {method} without --speculative-draft-model-quantization: SGLang loads the draft with "
+        f"{method} as well, which can lose most of the acceptance",
     )
 
 
@@ -22,10 +22,17 @@ RULE = Rule(
     severity="warning",
     backends=("sglang",),
     check=check,
-    what="Notes a quantised target on SGLang, whose default is to quantise the draft the same way.",
-    why="A DFlash draft is small and precision-sensitive; quantised with the target it can silently drop to "
-    "about zero accepted tokens.",
-    example='target {"quantization_config": {"quant_method": "fp8"}}',
-    fix="Keep the draft unquantised: in SGLang builds that have it, pass "
-    "--speculative-draft-model-quantization unquant.",
+    what="When `--quantization` is given for SGLang (this check's --quantization), "
+    "`--speculative-draft-model-quantization` is given too.",
+    why="SGLang's draft quantisation defaults to the `--quantization` value given at launch (not to the target "
+    "checkpoint's own quantization_config, which it only uses for the target). A DFlash draft is small and "
+    "precision-sensitive; quantised along with the target it can silently drop to about zero accepted tokens.",
+    example="--quantization fp8 (no --speculative-draft-model-quantization)",
+    fix="Keep the draft unquantised: add --speculative-draft-model-quantization unquant to the SGLang launch "
+    "(and pass --draft-quantization unquant to this check).",
+    sources=(
+        EngineSource("sglang", "sglang/srt/arg_groups/serving_hook.py", "675-690", "draft default: --quantization"),
+        EngineSource("sglang", "sglang/srt/arg_groups/serving_hook.py", "704-709", "unquant: draft not quantised"),
+        EngineSource("sglang", "sglang/srt/configs/model_config.py", "945-949", "draft model uses that value"),
+    ),
 )

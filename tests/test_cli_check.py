@@ -262,11 +262,16 @@ def test_check_options_become_one_request():
 
     params = dict(target="t", draft="d", backends=("mlx", "vllm"), select=("DF1,DF3",), ignore=(), strict=True,
                   num_speculative_tokens=7, num_draft_tokens=8, tp=2, draft_tp=1, max_num_seqs=None,
-                  max_num_batched_tokens=None, revision=None, draft_revision="r", token=None, no_deep=True,
+                  max_num_batched_tokens=None, dflash_block_size=8, draft_window_size=None, attn_dp_size=2,
+                  enable_dp_lm_head=True, pp_size=1, quantization="fp8", draft_quantization="unquant",
+                  revision=None, draft_revision="r", token=None, no_deep=True,
                   trust_remote_code=False, framework="mlx", adapter=None)
     req = _request(params)
     assert req.backends == ["vllm", "mlx"] and req.select == ["DF1", "DF3"] and req.strict
     assert req.options.sglang_num_draft_tokens == 8 and req.options.deep is False and req.framework == "mlx"
+    o = req.options
+    assert (o.sglang_dflash_block_size, o.sglang_attn_dp_size, o.sglang_enable_dp_lm_head) == (8, 2, True)
+    assert (o.sglang_quantization, o.sglang_draft_quantization, o.pp_size) == ("fp8", "unquant", 1)
     with pytest.raises(Exception, match="--no-deep"):
         _request(dict(params, adapter="gpt2"))
 
@@ -279,3 +284,24 @@ def test_strict_is_recorded_in_the_report(tmp_path):
     assert res.exit_code == 1 and report["strict"] is True
     text = invoke(t, "--draft", d, "--no-deep", "--strict").output
     assert "FAIL (warnings, --strict)" in text
+
+
+def test_sglang_launch_options_reach_the_rules():
+    args = ("--no-deep", "-f", "json", "--backend", "sglang", "--attn-dp-size", "4", "--pp-size", "2",
+            "--num-draft-tokens", "16", "--dflash-block-size", "15", "--draft-window-size", "8",
+            "--quantization", "fp8")
+    res = invoke(GOOD / "target", "--draft", GOOD / "draft", *args)
+    codes = {f["code"] for f in json.loads(res.output)["findings"]}
+    assert {"DF405", "DF410", "DF411", "DF412", "DF413"} <= codes and res.exit_code == 1
+    ok = ("--attn-dp-size", "4", "--enable-dp-lm-head", "--draft-quantization", "unquant", "--quantization", "fp8")
+    res = invoke(GOOD / "target", "--draft", GOOD / "draft", "--no-deep", "-f", "json", "--backend", "sglang", *ok)
+    assert res.exit_code == 0 and not {"DF405", "DF410"} & {f["code"] for f in json.loads(res.output)["findings"]}
+
+
+def test_num_speculative_tokens_reaches_the_vllm_rules():
+    base = (GOOD / "target", "--draft", GOOD / "draft", "--no-deep", "-f", "json", "--backend", "vllm")
+    codes = {f["code"] for f in json.loads(invoke(*base).output)["findings"]}
+    assert "DF312" in codes  # no K given: the info naming the flag
+    res = invoke(*base, "--num-speculative-tokens", "15", "--max-num-seqs", "256", "--max-num-batched-tokens", "2048")
+    found = {f["code"]: f for f in json.loads(res.output)["findings"]}
+    assert "DF312" not in found and found["DF304"]["severity"] == "warning" and res.exit_code == 0

@@ -1,4 +1,10 @@
-"""Provenance: every rule that speaks for an engine names the engine code it rests on, at a pinned version."""
+"""Provenance: every rule that speaks for an engine names the engine code it rests on, at a pinned version.
+
+One test file for all rules (config, deep, vLLM, SGLang, MLX): the sources are well formed, each engine
+a rule speaks for is backed by that engine's own code, and, where the wheels are unpacked
+(DFLASH_ENGINE_SRC, default /work/wheels/src), every cited range exists in the pinned release.
+Retired codes stay unused.
+"""
 
 from __future__ import annotations
 
@@ -10,20 +16,19 @@ import pytest
 
 from dflash_compat.contract import ENGINE_VERSIONS
 from dflash_compat.engine import COMMON, EngineSource
-from dflash_compat.rules import ALL_RULES
+from dflash_compat.rules import ALL_RULES, RETIRED, RULES_BY_CODE
 
 # Reports about dflash-check's own inspection (what it could not read): no engine behaviour to cite.
 CHECKER_ONLY = {"DF006", "DF007"}
-# Rules owned by the rules-serving branch that gets their sources; the lead empties this list on merge.
-AWAITING_SOURCES = {
-    "DF301", "DF302", "DF303", "DF304", "DF305", "DF306", "DF307", "DF308", "DF309", "DF310", "DF311", "DF351",
-    "DF401", "DF402", "DF403", "DF404", "DF405", "DF606",
-}
 # The engines whose code can speak for each backend.
 SPEAKS_FOR = {"transformers": {"dflash", "transformers"}, "mlx": {"dflash", "mlx-lm"},
               "vllm": {"vllm", "speculators"}, "sglang": {"sglang"}}
+# The serving engines' own rule ranges must cite that engine itself, not only a tool around it.
+SERVING_ENGINE = {"DF3": "vllm", "DF4": "sglang"}
 TOP_PACKAGE = {"vllm": "vllm", "sglang": "sglang", "dflash": "dflash", "mlx-lm": "mlx_lm",
                "transformers": "transformers", "speculators": "speculators"}
+# Where the engine wheels are unpacked (`pip download --no-deps NAME==VERSION` + unzip), if anywhere.
+WHEELS = Path(os.environ.get("DFLASH_ENGINE_SRC", "/work/wheels/src"))
 
 
 def _span(src: EngineSource) -> tuple[int, int]:
@@ -32,10 +37,10 @@ def _span(src: EngineSource) -> tuple[int, int]:
 
 
 def test_every_engine_rule_has_sources():
-    missing = [r.code for r in ALL_RULES if not r.sources and r.code not in CHECKER_ONLY | AWAITING_SOURCES]
+    missing = [r.code for r in ALL_RULES if not r.sources and r.code not in CHECKER_ONLY]
     assert missing == [], f"rules without engine sources: {missing}"
-    stale = sorted(c for c in AWAITING_SOURCES if c in {r.code for r in ALL_RULES if r.sources})
-    assert stale == [], f"these now have sources; drop them from AWAITING_SOURCES: {stale}"
+    cited = sorted(c for c in CHECKER_ONLY if RULES_BY_CODE[c].sources)
+    assert cited == [], f"these now cite engine code; drop them from CHECKER_ONLY: {cited}"
 
 
 def test_sources_are_well_formed():
@@ -59,21 +64,28 @@ def test_each_named_engine_is_backed_by_its_own_code():
         for backend in rule.backends:
             if backend != COMMON:
                 assert cited & SPEAKS_FOR[backend], f"{rule.code} speaks for {backend} but cites only {cited}"
+        engine = SERVING_ENGINE.get(rule.code[:3])
+        if engine:
+            assert engine in cited, f"{rule.code} states a {engine} behaviour without citing {engine}"
 
 
-# Where the engine wheels are unpacked (`pip download --no-deps NAME==VERSION` + unzip), if anywhere.
-WHEELS = Path(os.environ.get("DFLASH_ENGINE_SRC", "/work/wheels/src"))
+def test_retired_codes_stay_unused():
+    assert RETIRED and not set(RETIRED) & set(RULES_BY_CODE), "a retired code is never given to another rule"
+    for code, why in RETIRED.items():
+        assert re.fullmatch(r"DF\d{3}", code) and why.split(":")[0] and len(why) > 40, code
 
 
 @pytest.mark.skipif(not WHEELS.is_dir(), reason="set DFLASH_ENGINE_SRC to the unpacked engine wheels")
-def test_cited_lines_exist_in_the_engine_releases():
+@pytest.mark.parametrize("rule", [r for r in ALL_RULES if r.sources], ids=lambda r: r.code)
+def test_cited_lines_exist_in_the_engine_releases(rule):
     """With DFLASH_ENGINE_SRC=/dir holding <package>-<version>/ trees (each wheel unzipped), every cited file
-    exists at the pinned version and the cited range starts on a line of code inside it."""
-    root = WHEELS
-    for rule in ALL_RULES:
-        for src in rule.sources:
-            path = root / f"{TOP_PACKAGE[src.engine]}-{ENGINE_VERSIONS[src.engine]}" / src.path
-            assert path.is_file(), f"{rule.code}: {src.cite()} (no {path})"
-            lines = path.read_text(encoding="utf-8").splitlines()
-            first, last = _span(src)
-            assert last <= len(lines) and lines[first - 1].strip(), f"{rule.code}: {src.cite()} is out of range"
+    exists at the pinned version and the cited range lies inside it, starting on a line of code."""
+    for src in rule.sources:
+        root = WHEELS / f"{TOP_PACKAGE[src.engine]}-{ENGINE_VERSIONS[src.engine]}"
+        if not root.is_dir():
+            pytest.skip(f"{root} is not unpacked here")
+        path = root / src.path
+        assert path.is_file(), f"{rule.code}: {src.cite()} (no {path})"
+        lines = path.read_text(encoding="utf-8").splitlines()
+        first, last = _span(src)
+        assert last <= len(lines) and lines[first - 1].strip(), f"{rule.code}: {src.cite()} is out of range"

@@ -1,20 +1,24 @@
 """DF3xx: vLLM's DFlash loader, proposer options and model-class support."""
 
 from dflash_compat.engine import CheckOptions
-from tests.configs import DELETE, catches, draft, run_rule, speculators_draft, target
+from tests.configs import DELETE, catches, draft, fixture_config, merge, run_rule, speculators_draft, target
 
 V = ("vllm",)
 SPEC = speculators_draft()
+DFLASH2 = fixture_config("dflash2-draft")  # z-lab's published DFlash 2 draft config (hidden 6656)
 
 
-def test_df301_catches_dflash2_draft():
-    [f] = run_rule("DF301", target(), draft(architectures=["DFlash2DraftModel"]), backends=V)
-    assert "DFlash 2" in f.message and f.backend == "vllm"
+def test_df301_catches_unregistered_names():
+    [f] = run_rule("DF301", target(), draft(architectures=["Qwen3DFlashDraft"]), backends=V)
+    assert f.backend == "vllm" and "DFlash<name>" in f.message
+    assert catches("DF301", target(), draft(architectures=["DFlashLagunaDraftModel"]), backends=V)
 
 
-def test_df301_passes_v1_laguna_and_speculators():
-    assert not catches("DF301", target(), draft(), backends=V)
-    assert not catches("DF301", target(), draft(architectures=["DFlashLagunaDraftModel"]), backends=V)
+def test_df301_passes_every_registered_dflash_draft():
+    assert not catches("DF301", target(), DFLASH2, backends=V)  # the published DFlash 2 config
+    for arch in ("DFlashDraftModel", "DFlash2BeamDraftModel", "LiLiCorrDraftModel", "MuseGlimmerAssistantModel",
+                 "Qwen3XPressModel", "LagunaForCausalLM", "DFlashLagunaForCausalLM"):
+        assert not catches("DF301", target(), draft(architectures=[arch]), backends=V), arch
     assert not catches("DF301", target(), SPEC, backends=V)
 
 
@@ -33,9 +37,11 @@ def test_df302_passes_supported_classes():
         assert not catches("DF302", target(architectures=[arch]), draft(), backends=V), arch
 
 
-def test_df303_errors_when_k_exceeds_the_block():
+def test_df303_errors_when_a_given_k_exceeds_the_block():
     [f] = run_rule("DF303", target(), draft(), options=CheckOptions(num_speculative_tokens=16), backends=V)
     assert f.severity == "error" and "16 > block_size - 1 = 15" in f.message
+    [g] = run_rule("DF303", target(), draft(n_predict=20), backends=V)  # vLLM's default K: the draft's n_predict
+    assert g.severity == "error" and "n_predict 20" in g.message
 
 
 def test_df303_informs_when_k_is_smaller_and_reads_speculators_tokens():
@@ -46,36 +52,48 @@ def test_df303_informs_when_k_is_smaller_and_reads_speculators_tokens():
     assert g.severity == "error" and "speculative_tokens 16" in g.message
 
 
-def test_df303_passes_default_and_exact_k():
-    assert not catches("DF303", target(), draft(), backends=V)
+def test_df303_silent_without_k_and_on_exact_k():
+    assert not catches("DF303", target(), draft(), backends=V)  # no K: DF312's case, not a default to compare
     assert not catches("DF303", target(), draft(), options=CheckOptions(num_speculative_tokens=15), backends=V)
 
 
-def test_df304_catches_small_budget():
+def test_df304_errors_when_the_budget_cannot_hold_one_pass():
+    opts = CheckOptions(num_speculative_tokens=15, max_num_batched_tokens=16)
+    [f] = run_rule("DF304", target(), draft(), options=opts, backends=V)
+    assert f.severity == "error" and "refuses to start" in f.message and "<= K 15 + 1 = 16" in f.message
+
+
+def test_df304_warns_with_the_concurrency_vllm_caps_to():
     opts = CheckOptions(max_num_seqs=256, max_num_batched_tokens=2048)
     [f] = run_rule("DF304", target(), draft(), options=opts, backends=V)
-    assert "4096" in f.message and "2048" in f.message
+    assert f.severity == "warning" and "at most 128 sequences" in f.message and "assumed" in f.message
+    opts = CheckOptions(num_speculative_tokens=7, max_num_seqs=512, max_num_batched_tokens=2048)
+    [g] = run_rule("DF304", target(), draft(), options=opts, backends=V)
+    assert "2048 // (K 7 + 1) = 256" in g.message
 
 
 def test_df304_passes_enough_budget_or_missing_options():
-    assert not catches("DF304", target(), draft(), options=CheckOptions(max_num_seqs=128, max_num_batched_tokens=2048),
-                       backends=V)
+    ok = CheckOptions(max_num_seqs=128, max_num_batched_tokens=2048)  # 2048 // 16 = 128
+    assert not catches("DF304", target(), draft(), options=ok, backends=V)
+    assert not catches("DF304", target(), draft(), options=CheckOptions(max_num_batched_tokens=17), backends=V)
     assert not catches("DF304", target(), draft(), options=CheckOptions(max_num_seqs=256), backends=V)
 
 
-def test_df305_catches_mrope_draft():
+def test_df305_notes_an_mrope_draft_only_v1_refuses():
     cfg = draft(rope_scaling={"rope_type": "default", "mrope_section": [24, 20, 20]})
     [f] = run_rule("DF305", target(), cfg, backends=V)
-    assert f.locations[0].key == "rope_scaling.mrope_section"
+    assert f.locations[0].key == "rope_scaling.mrope_section" and f.severity == "info" and "V1" in f.message
 
 
 def test_df305_passes_plain_rope():
     assert not catches("DF305", target(), draft(), backends=V)
 
 
-def test_df306_catches_sample_from_anchor():
+def test_df306_errors_on_the_nested_flag_and_warns_on_a_top_level_one():
     [f] = run_rule("DF306", target(), draft(**{"dflash_config.sample_from_anchor": True}), backends=V)
-    assert f.locations[0].key == "dflash_config.sample_from_anchor"
+    assert f.locations[0].key == "dflash_config.sample_from_anchor" and f.severity == "error"
+    [g] = run_rule("DF306", target(), draft(sample_from_anchor=True), backends=V)
+    assert g.locations[0].key == "sample_from_anchor" and g.severity == "warning"
 
 
 def test_df306_passes_false_or_absent():
@@ -96,44 +114,82 @@ def test_df307_passes_tp1_matching_tp_and_replicated_kv():
     assert not catches("DF307", target(), draft(), options=CheckOptions(tp=16), backends=V)  # 8 kv heads replicated
 
 
-def test_df308_catches_copied_dflash_ids():
+def test_df308_warns_on_copied_top_level_ids():
     cfg = draft(eagle_aux_hidden_state_layer_ids=[1, 9, 17, 25, 33])
     [f] = run_rule("DF308", target(), cfg, backends=V)
-    assert "[0, 8, 16, 24, 32]" in f.message and "[1, 9, 17, 25, 33]" in f.message
+    assert f.severity == "warning" and "[0, 8, 16, 24, 32]" in f.message and "[1, 9, 17, 25, 33]" in f.message
 
 
-def test_df308_passes_shifted_ids_or_none():
+def test_df308_notes_the_v1_only_eagle_config_override():
+    [f] = run_rule("DF308", target(), draft(eagle_config={"eagle_aux_hidden_state_layer_ids": [1, 9]}), backends=V)
+    assert f.severity == "info" and "V1" in f.message and "[0, 8]" in f.message
+    [g] = run_rule("DF308", target(), draft(eagle_config={"use_aux_hidden_state": True}), backends=V)
+    assert "default EAGLE-3 layers" in g.message and g.locations[0].key == "eagle_config"
+
+
+def test_df308_passes_shifted_ids_unread_keys_or_none():
     assert not catches("DF308", target(), draft(eagle_aux_hidden_state_layer_ids=[2, 10, 18, 26, 34]), backends=V)
+    shifted = {"eagle_aux_hidden_state_layer_ids": [2, 10, 18, 26, 34]}
+    assert not catches("DF308", target(), draft(eagle_config=shifted), backends=V)
+    nested = draft(**{"dflash_config.eagle_aux_hidden_state_layer_ids": [1, 9, 17, 25, 33]})
+    assert not catches("DF308", target(), nested, backends=V)  # no vLLM code reads this key
     assert not catches("DF308", target(), draft(), backends=V)
 
 
-def test_df309_catches_top_level_only_mask():
-    cfg = draft(**{"dflash_config.mask_token_id": DELETE}, mask_token_id=151669)
-    [f] = run_rule("DF309", target(), cfg, backends=V)
-    assert f.locations[0].key == "mask_token_id" and "151669" in f.message
+def test_df310_notes_drafts_only_the_v2_runner_serves():
+    [f] = run_rule("DF310", target(), DFLASH2, backends=V)
+    assert f.severity == "info" and "DFlash candidate-head drafts" in f.message
+    mixed = draft(layer_types=["sliding_attention"] * 4 + ["full_attention"], sliding_window=2048)
+    [g] = run_rule("DF310", target(), mixed, backends=V)
+    assert "mixed sliding/full dflash drafts" in g.message and g.locations[0].key == "layer_types"
+    assert "xpress" in run_rule("DF310", target(), draft(architectures=["Qwen3XPressModel"]), backends=V)[0].message
 
 
-def test_df309_passes_nested_mask_and_speculators():
-    assert not catches("DF309", target(), draft(), backends=V)
-    assert not catches("DF309", target(), SPEC, backends=V)
-
-
-def test_df310_catches_mixed_layers():
-    cfg = draft(layer_types=["sliding_attention"] * 4 + ["full_attention"], sliding_window=2048)
-    [f] = run_rule("DF310", target(), cfg, backends=V)
-    assert "4 sliding and 1 full" in f.message
-
-
-def test_df310_passes_uniform_layers():
+def test_df310_passes_v1_drafts_with_uniform_layers():
     assert not catches("DF310", target(), draft(layer_types=["full_attention"] * 5), backends=V)
+    assert not catches("DF310", target(), draft(layer_types=["sliding_attention"] * 5, sliding_window=2048), backends=V)
     assert not catches("DF310", target(), draft(), backends=V)
 
 
 def test_df311_informs_once_for_zlab_ids():
     found = run_rule("DF311", target(), draft())
     assert len(found) == 1 and found[0].severity == "info" and found[0].backend == "vllm"
+    assert "#40727" in found[0].message and "0.33.0 has it" in found[0].message
 
 
 def test_df311_silent_without_vllm_or_for_speculators():
     assert not catches("DF311", target(), draft(), backends=("sglang", "mlx"))
     assert not catches("DF311", target(), SPEC, backends=V)
+
+
+def test_df312_informs_which_flag_to_add():
+    [f] = run_rule("DF312", target(), draft(), backends=V)
+    assert f.severity == "info" and "num_speculative_tokens" in f.message and "K = 15 (block_size - 1)" in f.message
+    [g] = run_rule("DF312", target(), SPEC, backends=V)
+    assert "speculators checkpoint itself takes K = 15" in g.message
+
+
+def test_df312_silent_with_k_or_a_draft_default():
+    assert not catches("DF312", target(), draft(), options=CheckOptions(num_speculative_tokens=15), backends=V)
+    assert not catches("DF312", target(), draft(n_predict=15), backends=V)
+    assert not catches("DF312", target(), draft(), backends=("sglang",))
+
+
+def test_df313_catches_keys_vllm_indexes_and_bad_group_size():
+    no_group = merge(DFLASH2, **{"dflash_config.conv_group_size": DELETE})
+    [f] = run_rule("DF313", target(), no_group, backends=V)
+    assert "lacks conv_group_size" in f.message and f.locations[0].key == "dflash_config.conv_group_size"
+    top = merge(no_group, conv_group_size=16)
+    assert "set only at the top level" in run_rule("DF313", target(), top, backends=V)[0].message
+    [g] = run_rule("DF313", target(), merge(DFLASH2, **{"dflash_config.conv_group_size": 48}), backends=V)
+    assert "does not divide hidden_size 6656" in g.message
+    [h] = run_rule("DF313", target(), merge(DFLASH2, **{"dflash_config.output_multiplier": -1.0}), backends=V)
+    assert h.severity == "warning"
+    beam = merge(DFLASH2, architectures=["DFlash2BeamDraftModel"], **{"dflash_config.final_logit_softcapping": DELETE})
+    assert "final_logit_softcapping" in run_rule("DF313", target(), beam, backends=V)[0].message
+
+
+def test_df313_passes_the_published_dflash2_config_and_v1_drafts():
+    assert not catches("DF313", target(), DFLASH2, backends=V)
+    assert not catches("DF313", target(), merge(DFLASH2, architectures=["DFlash2BeamDraftModel"]), backends=V)
+    assert not catches("DF313", target(), draft(), backends=V)
