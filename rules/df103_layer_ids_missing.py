@@ -9,7 +9,7 @@ def check(ctx: CheckContext):
     d = ctx.draft
     if d.target_layer_ids is not None:
         return
-    key = "aux_hidden_state_layer_ids" if d.format == "speculators" else "dflash_config.target_layer_ids"
+    key = "aux_hidden_state_layer_ids" if d.is_speculators else "dflash_config.target_layer_ids"
     yield Violation(
         f"draft config has neither `{key}` nor `num_target_layers`: nothing says which target layers feed the draft",
         [ctx.dloc("target_layer_ids", key), ctx.dloc("num_target_layers", "num_target_layers")],

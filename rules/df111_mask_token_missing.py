@@ -9,7 +9,7 @@ def check(ctx: CheckContext):
     d = ctx.draft
     if d.mask_token_id is not None:
         return
-    key = "mask_token_id" if d.format == "speculators" else "dflash_config.mask_token_id"
+    key = "mask_token_id" if d.is_speculators else "dflash_config.mask_token_id"
     hint = ""
     if ctx.target.mask_token_id is not None:
         hint = f" (the target tokenizer's mask token {ctx.target.mask_token!r} is id {ctx.target.mask_token_id})"

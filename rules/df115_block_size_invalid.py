@@ -11,7 +11,7 @@ LARGEST_SEEN = 64
 def check(ctx: CheckContext):
     bs = ctx.draft.block_size
     if bs is None:
-        key = "block_size" if ctx.draft.format == "speculators" else "dflash_config.block_size"
+        key = "block_size" if ctx.draft.is_speculators else "dflash_config.block_size"
         yield Violation(
             f"draft config gives no block_size: the reference and the engines assume {DEFAULT}",
             [ctx.dloc("block_size", key)],

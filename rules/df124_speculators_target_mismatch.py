@@ -7,7 +7,7 @@ from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
 
 def check(ctx: CheckContext):
     t, d = ctx.target, ctx.draft
-    if d.format != "speculators":
+    if not d.is_speculators:
         return
     if d.target_hidden_size is not None and t.hidden_size is not None and d.target_hidden_size != t.hidden_size:
         yield Violation(

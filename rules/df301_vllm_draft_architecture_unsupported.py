@@ -12,7 +12,7 @@ def _loadable(arch: str) -> bool:
 
 def check(ctx: CheckContext):
     d = ctx.draft
-    if d.format == "speculators" or any(_loadable(a) for a in d.architectures):
+    if d.is_speculators or any(_loadable(a) for a in d.architectures):
         return
     v2 = " (a DFlash 2 draft: vLLM loads only DFlash v1)" if d.format == "zlab-v2" else ""
     yield Violation(

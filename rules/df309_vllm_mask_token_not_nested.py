@@ -9,7 +9,7 @@ NESTED = "dflash_config.mask_token_id"
 
 def check(ctx: CheckContext):
     d = ctx.draft
-    if d.format == "speculators" or d.mask_token_id is None or NESTED in d.mask_token_id_locations:
+    if d.is_speculators or d.mask_token_id is None or NESTED in d.mask_token_id_locations:
         return
     yield Violation(
         f"mask_token_id {d.mask_token_id} is only at `{d.key('mask_token_id')}`; vLLM reads `{NESTED}`",

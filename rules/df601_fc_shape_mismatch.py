@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
 
-from ._draft_tensors import weight_shapes
+from ._draft_tensors import modelled, source_name, weight_shapes
 
 
 def check(ctx: CheckContext):
     d = ctx.draft
-    pre, shapes, _ = weight_shapes(d)
+    if not modelled(d):
+        return  # Laguna drafts size fc from the target's width; unknown families are DF005's
+    _, shapes, _ = weight_shapes(d)
     got = shapes.get("fc.weight")
     ids = d.target_layer_ids if isinstance(d.target_layer_ids, list) else None
     if got is None or not ids:
@@ -23,7 +25,7 @@ def check(ctx: CheckContext):
         implied = f": the weights were trained on {got[1] // h} target layers, the config lists {len(ids)}"
     yield Violation(
         f"fc.weight is {got}, expected {want} (hidden {h} x {len(ids)} target_layer_ids){implied}",
-        [ctx.tensor_loc(pre + "fc.weight", d.weights.tensor_files.get(pre + "fc.weight", "model.safetensors")),
+        [ctx.tensor_loc(fc := source_name(d, "fc.weight"), d.weights.tensor_files.get(fc, "model.safetensors")),
          ctx.dloc("target_layer_ids")],
     )
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
 
-from ._draft_tensors import layer_index, weight_shapes
+from ._draft_tensors import layer_index, modelled, weight_shapes
 
 
 def check(ctx: CheckContext):
     d = ctx.draft
-    if d.format == "speculators":
+    if not modelled(d):
         return
     _, shapes, _ = weight_shapes(d)
     present = sorted({i for i in (layer_index(n) for n in shapes) if i is not None})
