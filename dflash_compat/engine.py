@@ -91,6 +91,9 @@ class Violation:
     locations: Sequence[Location] = ()
     fix: Optional[str] = None
     severity: Optional[str] = None
+    # A rule that speaks for several engines with different verdicts names the ones this applies to
+    # (empty: every backend the rule covers).
+    backends: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -169,6 +172,8 @@ def run_rules(ctx: CheckContext, rules: Sequence[Rule], backends: Sequence[str])
             continue
         for violation in rule.check(ctx):
             for backend in targets:
+                if violation.backends and backend not in violation.backends:
+                    continue
                 findings.append(
                     Finding(
                         code=rule.code,

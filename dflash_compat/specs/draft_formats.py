@@ -145,7 +145,7 @@ def _read_speculators(raw: dict[str, Any]) -> tuple[ConfigReader, dict[str, Any]
 def _build(r: ConfigReader, raw: dict[str, Any], fmt: str, source: str, config_file: str,
            extra: dict[str, Any]) -> DraftSpec:
     values = dict(r.values)
-    inherited = _apply_defaults(fmt, values, r.sources)
+    inherited = _apply_defaults(fmt, raw, values, r.sources)
     _guess_ids(values, r.sources)
     extras = {}
     for key in EXTRA_KEYS.get(fmt, ()):
@@ -161,12 +161,15 @@ def _build(r: ConfigReader, raw: dict[str, Any], fmt: str, source: str, config_f
     )
 
 
-def _apply_defaults(fmt: str, values: dict[str, Any], sources: dict[str, str]) -> list[dict[str, Any]]:
+def _apply_defaults(fmt: str, raw: dict[str, Any], values: dict[str, Any],
+                    sources: dict[str, str]) -> list[dict[str, Any]]:
     """Fill the family's documented defaults for absent values; record each (with who applies it)."""
     out = []
     for field, value, origin, detail in FAMILY_DEFAULTS.get(fmt, ()):
-        if values.get(field) is not None:
+        if values.get(field) is not None or raw.get(field) is not None:
             continue
+        if field == "xpress_block_size" and isinstance(raw.get("num_speculative_steps"), int):
+            continue  # vLLM then uses num_speculative_steps + 1
         if value is not None and field in DraftSpec.model_fields:
             values[field] = value
             sources[field] = field  # the key the engines would read, absent from this file
