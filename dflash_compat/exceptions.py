@@ -12,6 +12,7 @@ __all__ = [
     "RemoteCodeError",
     "RuntimeUnsupportedError",
     "MissingDependencyError",
+    "ConversionError",
 ]
 
 # Exit codes of `dflash-check`: 0 compatible / passed, 1 incompatible / failed,
@@ -57,3 +58,7 @@ class RuntimeUnsupportedError(DFlashCompatError):
 
 class MissingDependencyError(DFlashCompatError):
     """An optional extra (torch, mlx) is needed for this command and is not installed."""
+
+
+class ConversionError(DFlashCompatError):
+    """`dflash-check convert` cannot convert this draft without changing what the engines load."""
