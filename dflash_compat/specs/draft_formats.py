@@ -58,7 +58,7 @@ def parse_any(raw: Any, source: str, config_file: str = "config.json") -> DraftS
     if fmt is None:
         archs = raw.get("architectures")
         what = not_a_dflash_draft(raw)
-        seen = f"looks like {what}" if what else "describes no DFlash draft"
+        seen = f"describes no DFlash draft: it looks like {what}" if what else "describes no DFlash draft"
         raise NotADraftError(
             f"draft {source}: {config_file} {seen} (architectures={archs!r}, no dflash_config); "
             "pass a DFlash draft checkpoint with --draft"

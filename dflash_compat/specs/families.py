@@ -148,5 +148,5 @@ def not_a_dflash_draft(raw: dict[str, Any], strict: bool = False) -> Optional[st
     if spec_type:
         return f"a speculators {spec_type!r} draft"
     if any(a.endswith(_LM_SUFFIXES) for a in archs):
-        return "a language model, not a draft"
+        return "a language model"
     return None
