@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from dflash_compat.engine import BACKENDS, CheckContext, Rule, Violation
+from dflash_compat.engine import BACKENDS, CheckContext, EngineSource, Rule, Violation
 from dflash_compat.family_support import ENGINE_NAMES, engines_loading, family_support
 
 # The engine needs data/draft_families.json names as "checks": predicate(ctx) -> True when unmet.
@@ -57,4 +57,13 @@ RULE = Rule(
     "unsupported family fails at start-up, or loads without its extra modules and drafts badly.",
     example='draft {"architectures": ["Qwen3XPressModel"], ...} checked for SGLang',
     fix="Serve the draft with an engine the finding names, or use a draft of a family this engine loads.",
+    # The registries; each finding cites the lines its own verdict rests on.
+    sources=(
+        EngineSource("vllm", "vllm/model_executor/models/registry.py", "655-700", "draft classes"),
+        EngineSource("vllm", "vllm/transformers_utils/configs/eagle.py", "65-76", "method dflash renames"),
+        EngineSource("sglang", "sglang/srt/models/dflash.py", "1317-1324", "draft classes"),
+        EngineSource("sglang", "sglang/srt/models/lilicorr.py", "575", "LiLiCorr"),
+        EngineSource("dflash", "dflash/model_mlx.py", "430-486", "the MLX draft loader"),
+        EngineSource("transformers", "transformers/models/auto/modeling_auto.py", "409", "Muse-Glimmer assistant"),
+    ),
 )
