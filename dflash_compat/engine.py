@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Optional, Sequence, Union
 
 from .findings import COMMON, Finding, Location, RuleDocs, RuleResults, RuleRun, backend_counts
 from .options import CheckOptions
+from .provenance import EngineSource
 from .specs import DraftSpec, TargetSpec
 
 if TYPE_CHECKING:  # the fact classes load only where facts were gathered (config-only checks stay fast)
@@ -147,22 +148,6 @@ class Violation:
 
     def speaks_for(self, backend: str) -> bool:
         return not self.backends or backend == COMMON or backend in self.backends
-
-
-@dataclass(frozen=True)
-class EngineSource:
-    """Where an engine decides what a rule says: a file and line range in that engine's release
-    (`contract.ENGINE_VERSIONS` names the version), relative to the wheel's top package."""
-
-    engine: str  # a key of contract.ENGINE_VERSIONS
-    path: str  # e.g. "vllm/config/speculative.py"
-    lines: str  # "1614" or "1614-1620"
-    note: str = ""  # what these lines decide, in a few words
-
-    def cite(self) -> str:
-        from .contract import ENGINE_VERSIONS
-
-        return f"{self.engine} {ENGINE_VERSIONS[self.engine]} {self.path}:{self.lines}"
 
 
 @dataclass(frozen=True)

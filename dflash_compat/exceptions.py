@@ -12,6 +12,7 @@ __all__ = [
     "RemoteCodeError",
     "RuntimeUnsupportedError",
     "MissingDependencyError",
+    "ConversionError",
     "error_line",
     "first_line",
 ]
@@ -59,6 +60,10 @@ class RuntimeUnsupportedError(DFlashCompatError):
 
 class MissingDependencyError(DFlashCompatError):
     """An optional extra (torch, mlx) is needed for this command and is not installed."""
+
+
+class ConversionError(DFlashCompatError):
+    """`dflash-check convert` cannot convert this draft without changing what the engines load."""
 
 
 def first_line(exc: BaseException) -> str:

@@ -153,3 +153,12 @@ SGL_BLOCK = S("sglang", "sglang/srt/speculative/dflash_utils.py", "608-612",
 SPEC_CONVERT = S("speculators", "speculators/convert/dflash/converter.py", "87-126", "z-lab -> speculators: block "
                  "size top-level first, ids from dflash_config only, aux = id + 1 minus the last layer")
 SPEC_FC = S("speculators", "speculators/models/dflash/core.py", "122-126", "fc input = len(aux ids) x hidden")
+
+# --- the draft-class registries (which families each engine loads: DF005, DF009) -------------------
+REG_VLLM_DRAFTS = S("vllm", "vllm/model_executor/models/registry.py", "655-700", "draft classes")
+REG_VLLM_RENAME = S("vllm", "vllm/transformers_utils/configs/eagle.py", "65-76", "method dflash renames")
+REG_SGL_DRAFTS = S("sglang", "sglang/srt/models/dflash.py", "1317-1324", "draft classes")
+REG_SGL_LILICORR = S("sglang", "sglang/srt/models/lilicorr.py", "575", "LiLiCorr")
+REG_MLX_DRAFT = S("dflash", "dflash/model_mlx.py", "430-486", "the MLX draft loader")
+REG_HF_ASSISTANT = S("transformers", "transformers/models/auto/modeling_auto.py", "409", "Muse-Glimmer assistant")
+DRAFT_REGISTRIES = (REG_VLLM_DRAFTS, REG_VLLM_RENAME, REG_SGL_DRAFTS, REG_SGL_LILICORR, REG_MLX_DRAFT, REG_HF_ASSISTANT)

@@ -11,10 +11,12 @@ REQUIRED = ("vocab_size", "num_attention_heads", "num_key_value_heads", "interme
 
 def check(ctx: CheckContext):
     d = ctx.draft
-    missing = [f for f in REQUIRED if getattr(d, f) is None]
+    # A family whose loaders take a value from elsewhere (the Muse-Glimmer assistant's vocabulary) lacks nothing.
+    inherited = {i.field for i in d.inherited}
+    missing = [f for f in REQUIRED if getattr(d, f) is None and f not in inherited]
     if not missing:
         return
-    prefix = "transformer_layer_config." if d.format == "speculators" else ""
+    prefix = "transformer_layer_config." if d.is_speculators else ""
     keys = [d.sources.get(f, prefix + f) for f in missing]
     yield Violation(
         f"draft config has no {', '.join(keys)}: the draft model cannot be built from it",

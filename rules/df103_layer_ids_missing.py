@@ -22,7 +22,7 @@ def check(ctx: CheckContext):
     d = ctx.draft
     if d.target_layer_ids is not None:
         return
-    if d.format == "speculators":
+    if d.is_speculators:
         yield Violation(
             "draft config has no `aux_hidden_state_layer_ids`: vLLM's speculators reader indexes it and fails "
             "with KeyError",

@@ -13,7 +13,7 @@ def check(ctx: CheckContext):
     ids = d.target_layer_ids
     if not isinstance(ids, list):
         return
-    written = " (written +1 in aux_hidden_state_layer_ids)" if d.format == "speculators" else ""
+    written = " (written +1 in aux_hidden_state_layer_ids)" if d.is_speculators else ""
     loc = [ctx.dloc("target_layer_ids")]
     for i, lid in enumerate(ids):
         if not is_int(lid):

@@ -36,7 +36,7 @@ def check(ctx: CheckContext):
     if not d.target_layer_ids_guessed:
         return
     locs = [ctx.dloc("num_target_layers"), ctx.dloc("target_layer_ids", "dflash_config.target_layer_ids")]
-    if d.format == "speculators":
+    if d.is_speculators:
         yield Violation("draft config gives no `aux_hidden_state_layer_ids`: vLLM's speculators reader indexes it "
                         "and fails with KeyError", locs, backends=("vllm",), severity="error")
         return

@@ -40,7 +40,7 @@ def check(ctx: CheckContext):
     d = ctx.draft
     if d.mask_token_id is not None:
         return
-    if d.format == "speculators":
+    if d.is_speculators:
         yield Violation("draft config has no `mask_token_id`: vLLM's speculators reader indexes it and fails with "
                         "KeyError", [ctx.dloc("mask_token_id", "mask_token_id")], backends=("vllm",))
         return

@@ -16,7 +16,7 @@ LARGEST_SEEN = 64
 def check(ctx: CheckContext):
     bs = ctx.draft.block_size
     if bs is None:
-        key = "block_size" if ctx.draft.format == "speculators" else "dflash_config.block_size"
+        key = "block_size" if ctx.draft.is_speculators else "dflash_config.block_size"
         yield Violation(
             f"draft config gives no block_size: the dflash reference, SGLang and MLX assume {DEFAULT} (vLLM drafts "
             "num_speculative_tokens)",

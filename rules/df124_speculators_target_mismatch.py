@@ -14,7 +14,7 @@ SPEC_RECORD = EngineSource("speculators", "speculators/convert/dflash/converter.
 
 def check(ctx: CheckContext):
     t, d = ctx.target, ctx.draft
-    if d.format != "speculators":
+    if not d.is_speculators:
         return
     if d.target_hidden_size is not None and t.hidden_size is not None and d.target_hidden_size != t.hidden_size:
         yield Violation(

@@ -111,7 +111,7 @@ def _show(value: Optional[float]) -> str:
 
 
 def check(ctx: CheckContext):
-    if ctx.draft.format == "speculators":
+    if ctx.draft.is_speculators:
         return  # speculators drafts keep their own embedding and head
     values = _values(ctx)
     # A positive multiplier and tanh soft-cap keep the argmax: for v1 drafts they change sampled drafts only.

@@ -18,7 +18,7 @@ SPEC_SLICE = EngineSource("speculators", "speculators/convert/dflash/converter.p
 def check(ctx: CheckContext):
     d, n = ctx.draft, ctx.target.num_hidden_layers
     ids = d.target_layer_ids
-    if d.format == "speculators" or d.target_layer_ids_guessed or not isinstance(ids, list) or not n:
+    if d.is_speculators or d.target_layer_ids_guessed or not isinstance(ids, list) or not n:
         return
     if not any(is_int(i) and i == n - 1 for i in ids):
         return

@@ -19,7 +19,7 @@ ASSISTANT_DEFAULTS = {"block_size": 16, "mask_token_id": 201818, "target_layer_i
 
 def check(ctx: CheckContext):
     d = ctx.draft
-    if d.format == "speculators":
+    if d.is_speculators:
         return
     raw = d.raw
     top = {k: get_dotted(raw, k) for k in KEYS}

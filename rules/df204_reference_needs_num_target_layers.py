@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, EngineSource, Rule, Violation
+from dflash_compat.specs.families import DFLASH_PACKAGE_FORMATS
 
 from ._sources import REF_DRAFT_INIT, REF_DRAFT_VALUE, REF_IDS_FORMULA
 
@@ -12,8 +13,9 @@ HF_MISSING_ATTRIBUTE = EngineSource("transformers", "transformers/configuration_
 
 def check(ctx: CheckContext):
     d = ctx.draft
-    # Without ids either, DF103 reports the same failure.
-    if d.format == "speculators" or d.num_target_layers is not None or d.target_layer_ids is None:
+    # Without ids either, DF103 reports the same failure. Other families load through their own classes
+    # (transformers' Muse-Glimmer assistant) or not at all on transformers (DF009).
+    if d.format not in DFLASH_PACKAGE_FORMATS or d.num_target_layers is not None or d.target_layer_ids is None:
         return
     yield Violation(
         "draft config has target layer ids but no `num_target_layers`: the dflash reference evaluates its default "
@@ -29,8 +31,8 @@ RULE = Rule(
     severity="error",
     backends=("transformers",),
     check=check,
-    what="The draft config has a top-level `num_target_layers`, which the dflash package's transformers draft "
-    "model reads whether or not the layer ids are given.",
+    what="A z-lab DFlash v1 / v2 draft config has a top-level `num_target_layers`, which the dflash package's "
+    "transformers draft model reads whether or not the layer ids are given.",
     why="DFlashDraftModel.__init__ passes `build_target_layer_ids(config.num_target_layers, ...)` as the default of "
     "its id lookup, and Python evaluates that default first: a Qwen3Config without the key raises AttributeError "
     "before the explicit `dflash_config.target_layer_ids` are even read (checked against the dflash 0.1.0 package). "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, EngineSource, Rule, Violation
 from dflash_compat.engine_support import engine_data
+from dflash_compat.family_support import family_support
 
 
 def _served() -> list[str]:
@@ -13,9 +14,11 @@ def _served() -> list[str]:
 
 def check(ctx: CheckContext):
     d = ctx.draft
-    served = _served()
-    if d.format == "speculators" or any(a in served for a in d.architectures):
+    if d.is_speculators or any(a in _served() for a in d.architectures):
         return
+    support = family_support(d.format, "vllm")
+    if support is not None and not support.loads:
+        return  # a known family vLLM does not load (MiniMax DFlash2): DF009 says so, with its reason
     yield Violation(
         f"draft architectures {d.architectures} name no vLLM DFlash draft class: vLLM looks each one up as "
         "written if it starts or ends with DFlash, else as DFlash<name>, and stops with \"Model architectures "
@@ -36,7 +39,9 @@ RULE = Rule(
     "drafts are converted by vLLM and pass.",
     why="vLLM picks the draft's model class by this name. Under `method: dflash` it keeps a name that starts or "
     "ends with `DFlash` and prefixes any other with `DFlash`, then looks it up in its registry; a renamed or "
-    "misspelled class is not found. Which runner serves which registered draft is DF310's concern.",
+    "misspelled class is not found. Which runner serves which registered draft is DF310's concern. A known draft "
+    "family vLLM does not load at all (MiniMax DFlash2, Domino) is DF009's finding, not repeated here: DF301 judges "
+    "the name, DF009 the family.",
     example='draft {"architectures": ["Qwen3DFlashDraft"]}',
     fix="Restore the draft's published `architectures` value (DFlashDraftModel for z-lab DFlash v1, "
     "DFlash2DraftModel for DFlash 2).",

@@ -28,7 +28,7 @@ def _wanted(ids: Any) -> str:
 
 def check(ctx: CheckContext):
     d = ctx.draft
-    if d.format == "speculators":
+    if d.is_speculators:
         return  # vLLM writes both keys itself from aux_hidden_state_layer_ids, consistently
     raw, ids = d.raw, d.target_layer_ids
     top = _ids(get_dotted(raw, TOP))

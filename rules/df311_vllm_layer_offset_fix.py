@@ -8,7 +8,7 @@ from dflash_compat.engine import CheckContext, EngineSource, Rule, Violation
 def check(ctx: CheckContext):
     d = ctx.draft
     ids = d.target_layer_ids
-    if d.format == "speculators" or not isinstance(ids, list):
+    if d.is_speculators or not isinstance(ids, list):
         return
     early = [i - 1 for i in ids if isinstance(i, int) and not isinstance(i, bool)]
     yield Violation(

@@ -17,7 +17,10 @@ def _modelopt(quant: dict) -> bool:
 
 def check(ctx: CheckContext):
     t, d = ctx.target, ctx.draft
-    if d.format != "zlab-v2" or not t.lm_head_quantized or _modelopt(t.quantization_config or {}):
+    # SGLang builds the same candidate selector for DFlash 2, DFlash2-Beam and MiniMax DFlash2 (srt/models/dflash.py).
+    if d.format not in ("zlab-v2", "dflash2-beam", "minimax-dflash2") or not t.lm_head_quantized:
+        return
+    if _modelopt(t.quantization_config or {}):
         return
     yield Violation(
         f"DFlash 2 draft with a target whose lm_head is quantised ({t.quant_method or 'unknown method'}): SGLang "

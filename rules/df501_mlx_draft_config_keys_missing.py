@@ -19,7 +19,7 @@ def check(ctx: CheckContext):
     missing = [k for k in KEYS if get_dotted(raw, k) in (MISSING, None)]
     if not missing:
         return
-    fmt = " (a speculators-format draft: MLX loads only the z-lab layout)" if ctx.draft.format == "speculators" else ""
+    fmt = " (a speculators-format draft: MLX loads only the z-lab layout)" if ctx.draft.is_speculators else ""
     yield Violation(
         f"draft config lacks {', '.join(missing)}, which the MLX loader reads as required keys{fmt}",
         [ctx.dloc(k, k) for k in missing],

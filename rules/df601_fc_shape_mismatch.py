@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
 
-from ._draft_tensors import weight_shapes
+from ._draft_tensors import modelled, source_name, weight_shapes
 from ._sources import MLX_DRAFT_INIT, MLX_LOAD_WEIGHTS, REF_DRAFT_INIT, SGL_DRAFT_FC, VLLM_FC_WIDTH
 
 
 def check(ctx: CheckContext):
     d = ctx.draft
-    pre, shapes, _ = weight_shapes(ctx.headers)
+    if not modelled(d):
+        return  # Laguna drafts size fc from the target's width; unknown families are DF005's
+    _, shapes, _ = weight_shapes(ctx.headers)
     got = shapes.get("fc.weight")
     ids = d.target_layer_ids if isinstance(d.target_layer_ids, list) else None
     if got is None or not ids:
@@ -24,7 +26,7 @@ def check(ctx: CheckContext):
         implied = f": the weights were trained on {got[1] // h} target layers, the config lists {len(ids)}"
     yield Violation(
         f"fc.weight is {got}, expected {want} (hidden {h} x {len(ids)} target_layer_ids){implied}",
-        [ctx.tensor_loc(pre + "fc.weight", ctx.headers.tensor_files.get(pre + "fc.weight", "model.safetensors")),
+        [ctx.tensor_loc(fc := source_name(ctx.headers, "fc.weight"), ctx.headers.tensor_files.get(fc, "model.safetensors")),
          ctx.dloc("target_layer_ids")],
     )
 

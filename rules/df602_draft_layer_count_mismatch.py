@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
 
-from ._draft_tensors import layer_index, weight_shapes
+from ._draft_tensors import layer_index, modelled, weight_shapes
 from ._sources import MLX_DRAFT_INIT, MLX_LOAD_WEIGHTS, REF_DRAFT_INIT
 
 
 def check(ctx: CheckContext):
     d = ctx.draft
-    if d.format == "speculators":
+    if not modelled(d):
         return
     _, shapes, _ = weight_shapes(ctx.headers)
     present = sorted({i for i in (layer_index(n) for n in shapes) if i is not None})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, EngineSource, Rule, Violation
 
-from ._draft_tensors import expected, layer_index, weight_shapes
+from ._draft_tensors import expected, expected_head, layer_index, modelled, source_name, weight_shapes
 from ._sources import MLX_ATTENTION, MLX_DRAFT_INIT, MLX_LOAD_WEIGHTS, REF_ATTENTION, REF_DRAFT_INIT
 
 REF_LAYER = EngineSource("dflash", "dflash/model.py", "423-431", "decoder layer: self_attn, mlp, two layernorms")
@@ -13,18 +13,19 @@ MLX_LAYER = EngineSource("dflash", "dflash/model_mlx.py", "210-216", "decoder la
 
 def check(ctx: CheckContext):
     d = ctx.draft
-    if d.format == "speculators":
+    if not modelled(d):
         return
-    pre, shapes, _ = weight_shapes(ctx.headers)
+    _, shapes, _ = weight_shapes(ctx.headers)
     # Layers absent altogether are DF602's; here: what a present layer (or the draft itself) lacks.
     layers = sorted({i for i in (layer_index(n) for n in shapes) if i is not None and i < d.num_hidden_layers})
-    missing = [n for n in expected(d, layers) if n not in shapes and not n.endswith(".bias")]
+    want = {**expected(d, layers), **expected_head(d)}
+    missing = [n for n in want if n not in shapes and not n.endswith(".bias")]
     if not missing:
         return
     shown = ", ".join(missing[:6]) + (f" and {len(missing) - 6} more" if len(missing) > 6 else "")
     yield Violation(
         f"{len(missing)} expected tensor(s) missing from the draft weights: {shown}",
-        [ctx.tensor_loc(pre + n, "*.safetensors") for n in missing[:3]],
+        [ctx.tensor_loc(source_name(ctx.headers, n), "*.safetensors") for n in missing[:3]],
     )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
 
-from ._draft_tensors import FLOAT_DTYPES, expected, layer_index, weight_shapes
+from ._draft_tensors import FLOAT_DTYPES, expected, expected_head, layer_index, modelled, source_name, weight_shapes
 from ._sources import MLX_ATTENTION, MLX_LOAD_WEIGHTS, REF_ATTENTION
 
 # The config field a wrong shape most likely contradicts, by tensor suffix.
@@ -14,16 +14,18 @@ _BLAME = {
     "q_norm": "head_dim", "k_norm": "head_dim",
     "gate_proj": "intermediate_size", "up_proj": "intermediate_size", "down_proj": "intermediate_size",
 }
+# Family heads: the config key that sizes them.
+_HEAD_BLAME = {"xpress_head.": "xpress_rank", "prefix_gru.": "gru_hidden_dim", "embed_proj.": "emb_dim"}
 
 
 def check(ctx: CheckContext):
     d = ctx.draft
-    if d.format == "speculators":
+    if not modelled(d):
         return
-    pre, shapes, dtypes = weight_shapes(ctx.headers)
+    _, shapes, dtypes = weight_shapes(ctx.headers)
     layers = sorted({i for i in (layer_index(n) for n in shapes) if i is not None})
     wrong = []
-    for name, want in expected(d, layers).items():
+    for name, want in {**expected(d, layers), **expected_head(d)}.items():
         got = shapes.get(name)
         # fc is DF601's; quantised (packed) tensors do not carry their logical shape.
         if name == "fc.weight" or want is None or got is None or dtypes.get(name) not in FLOAT_DTYPES:
@@ -33,11 +35,13 @@ def check(ctx: CheckContext):
     if not wrong:
         return
     name, got, want = wrong[0]
-    blame = next((f for part, f in _BLAME.items() if f".{part}." in name), "hidden_size")
+    blame = next((f for part, f in _BLAME.items() if f".{part}." in name), None) or next(
+        (f for pre, f in _HEAD_BLAME.items() if name.startswith(pre)), "hidden_size")
     more = f" (and {len(wrong) - 1} more)" if len(wrong) > 1 else ""
     yield Violation(
         f"{name} is {got}, the config implies {want}{more}: check {blame}",
-        [ctx.tensor_loc(pre + name, ctx.headers.tensor_files.get(pre + name, "model.safetensors")), ctx.dloc(blame)],
+        [ctx.tensor_loc(src := source_name(ctx.headers, name), ctx.headers.tensor_files.get(src, "model.safetensors")),
+         ctx.dloc(blame)],
     )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, EngineSource, Rule, Violation
 
-from ._draft_tensors import expected_v2, layer_index, normalise_v2, v2_name, weight_shapes
+from ._draft_tensors import expected_v2, layer_index, modelled, normalise_v2, source_name, v2_name, weight_shapes
 from ._sources import MLX_LOAD_WEIGHTS, REF_LOAD, REF_V2, REF_V2_INIT
 
 MLX_V2 = EngineSource("dflash", "dflash/model_mlx.py", "239-295", "DFlash 2 conv and selector modules (MLX)")
@@ -12,34 +12,37 @@ MLX_V2 = EngineSource("dflash", "dflash/model_mlx.py", "239-295", "DFlash 2 conv
 
 def check(ctx: CheckContext):
     d = ctx.draft
-    pre, shapes, _ = weight_shapes(ctx.headers)
+    if not modelled(d):
+        return
+    _, shapes, _ = weight_shapes(ctx.headers)
     present = {normalise_v2(n): s for n, s in shapes.items() if v2_name(n)}
-    if d.format == "zlab-v1":
-        if present:
-            first = sorted(present)[0]
-            yield Violation(
-                f"the config says DFlash v1 ({', '.join(d.architectures) or 'no DFlash2 architecture'}) but the weights "
-                f"hold {len(present)} DFlash 2 tensor(s) such as {first}: a v1 loader ignores them",
-                [ctx.dloc("architectures", "architectures"), ctx.tensor_loc(pre + first, "*.safetensors")],
-            )
-        return
-    if d.format != "zlab-v2":
-        return
     layers = sorted({i for i in (layer_index(n) for n in shapes) if i is not None})
     want = expected_v2(d, layers)
+    unread = sorted(n for n in present if n not in want)
+    if unread and not want:
+        first = unread[0]
+        what = "DFlash v1" if d.format == "zlab-v1" else f"a {d.family} draft without DFlash 2 layers"
+        yield Violation(
+            f"the config says {what} ({', '.join(d.architectures) or 'no DFlash2 architecture'}) but the weights "
+            f"hold {len(present)} DFlash 2 tensor(s) such as {first}: its loader ignores them",
+            [ctx.dloc("architectures", "architectures"), ctx.tensor_loc(source_name(ctx.headers, first), "*.safetensors")],
+        )
+        return
+    if not want:
+        return
     missing = [n for n in want if n not in present]
     wrong = [(n, present[n], w) for n, w in want.items() if n in present and w is not None and present[n] != w]
     if missing:
         yield Violation(
-            f"DFlash 2 draft lacks {len(missing)} tensor(s): {', '.join(missing[:4])}"
+            f"{d.family} draft lacks {len(missing)} tensor(s): {', '.join(missing[:4])}"
             f"{' ...' if len(missing) > 4 else ''}",
-            [ctx.tensor_loc(pre + n, "*.safetensors") for n in missing[:3]],
+            [ctx.tensor_loc(source_name(ctx.headers, n), "*.safetensors") for n in missing[:3]],
         )
     for name, got, w in wrong[:3]:
         yield Violation(
             f"{name} is {got}, the config (conv_kernel_size {d.conv_kernel_size}, conv_group_size "
             f"{d.conv_group_size}, selector_rank {d.selector_rank}, vocab {d.vocab_size}) implies {w}",
-            [ctx.tensor_loc(pre + name, "*.safetensors")],
+            [ctx.tensor_loc(source_name(ctx.headers, name), "*.safetensors")],
         )
 
 

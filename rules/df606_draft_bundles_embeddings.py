@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, EngineSource, Rule, Violation
 
-from ._draft_tensors import BUNDLED, weight_shapes
+from ._draft_tensors import BUNDLED, own_head, weight_shapes
 
 
 def check(ctx: CheckContext):
-    t = ctx.target
+    d, t = ctx.draft, ctx.target
     pre, shapes, _ = weight_shapes(ctx.headers)
-    found = [n for n in BUNDLED if n in shapes]
+    # A reduced draft vocabulary has its own head (speculators, vLLM's draft_vocab_size): not a copy.
+    found = [n for n in BUNDLED if n in shapes and not (n == "lm_head.weight" and own_head(d))]
     if not found:
         return
     notes = []

@@ -4,26 +4,23 @@ from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
 
-from ._draft_tensors import BUNDLED, is_quant_aux, known_v1, v2_name, weight_shapes
+from ._draft_tensors import known, modelled, source_name, weight_shapes
 from ._sources import MLX_LOAD_WEIGHTS, REF_LOAD
 
 
 def check(ctx: CheckContext):
     d = ctx.draft
-    if d.format == "speculators":
+    if not modelled(d):
         return
-    pre, shapes, _ = weight_shapes(ctx.headers)
-    odd = sorted(
-        n for n in shapes
-        if not (known_v1(d, n) or v2_name(n) or n in BUNDLED or is_quant_aux(n)
-                or n.endswith(".bias") or "rotary_emb" in n)
-    )
+    _, shapes, _ = weight_shapes(ctx.headers)
+    odd = sorted(n for n in shapes if not known(d, n))
     if not odd:
         return
     shown = ", ".join(odd[:5]) + (f" and {len(odd) - 5} more" if len(odd) > 5 else "")
     yield Violation(
         f"{len(odd)} tensor(s) no DFlash loader reads: {shown}",
-        [ctx.tensor_loc(pre + n, ctx.headers.tensor_files.get(pre + n, "model.safetensors")) for n in odd[:3]],
+        [ctx.tensor_loc(source_name(ctx.headers, n), ctx.headers.tensor_files.get(source_name(ctx.headers, n), "model.safetensors"))
+         for n in odd[:3]],
     )
 
 

@@ -26,7 +26,8 @@ PACKAGES = {"dflash_compat": ROOT / "dflash_compat", "dflash_compat.rules": ROOT
 # mlx_layout, the checked weight lookup and the mlx-lm layout readers, arrive with the runtime rework.)
 LAYERS = {
     "base": ("dflash_compat", "dflash_compat.contract", "dflash_compat.exceptions", "dflash_compat.options",
-             "dflash_compat.engine_support", "dflash_compat.mlx_layout"),
+             "dflash_compat.engine_support", "dflash_compat.mlx_layout", "dflash_compat.provenance",
+             "dflash_compat.family_support"),
     "resolve": ("dflash_compat.resolve", "dflash_compat.weightfiles"),
     "specs": ("dflash_compat.specs",),
     "facts": ("dflash_compat.facts",),
@@ -36,7 +37,9 @@ LAYERS = {
     "rules": ("dflash_compat.rules",),
     "report": ("dflash_compat.report",),
     "emitters": ("dflash_compat.emitters", "dflash_compat.console"),
-    "pipeline": ("dflash_compat.check",),
+    # check: the preflight pipeline; conversion + safetensors_stream: the convert pipeline (it names tensors as
+    # the DF6xx rules do, and streams tensors through the safetensors header reader)
+    "pipeline": ("dflash_compat.check", "dflash_compat.conversion", "dflash_compat.safetensors_stream"),
     "commands": ("dflash_compat.commands", "dflash_compat.cli", "dflash_compat.docs", "dflash_compat.__main__"),
     "side": ("dflash_compat.runtime", "dflash_compat.adapters"),
 }

@@ -6,6 +6,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "smoke_cmd",
         "Run DFlash speculative decoding end to end: lossless check, acceptance, speed-up.",
     ),
+    "convert": (
+        "dflash_compat.commands.convert",
+        "convert_cmd",
+        "Convert a DFlash draft between the z-lab and speculators formats, tensor by tensor.",
+    ),
     "adapt": (
         "dflash_compat.commands.adapt",
         "adapt_cmd",

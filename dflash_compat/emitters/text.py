@@ -89,6 +89,10 @@ def _render(report: Report, console: "Console") -> None:
         f"[bold]draft[/]  {escape(str(d.get('source')))}  ({d.get('format')}, block {d.get('block_size')}, "
         f"layer ids {d.get('target_layer_ids')}, mask {d.get('mask_token_id')})"
     )
+    for item in d.get("inherited") or ():
+        value = "the target's" if item.get("value") is None else repr(item.get("value"))
+        console.print(f"  [dim]not in the draft config:[/] {escape(str(item.get('field')))} = {escape(value)}: "
+                      f"{escape(str(item.get('detail')))}")
     for group in ["common", *report.backends]:
         rows = [f for f in report.findings if f.backend == group]
         if not rows:

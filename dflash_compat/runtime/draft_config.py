@@ -12,6 +12,7 @@ from typing import Optional
 from ..contract import DRAFT_LAYER_TYPES
 from ..exceptions import ConfigError, InputError, RuntimeUnsupportedError
 from ..specs import DraftSpec
+from ..specs.families import DFLASH_PACKAGE_FORMATS
 
 __all__ = [
     "DraftConfig",
@@ -60,9 +61,14 @@ class DraftConfig:
 def draft_config(spec: DraftSpec) -> DraftConfig:
     """Resolve a DraftSpec into a DraftConfig, with the reference runtime's defaults."""
     where = f"draft {spec.source}: {spec.config_file}"
-    if spec.format == "speculators":
+    if spec.is_speculators:
         raise RuntimeUnsupportedError(
-            f"{where}: speculators-format drafts are not supported by the reference runtime; use the z-lab checkpoint"
+            f"{where}: speculators-format drafts are not supported by the reference runtime; convert it with "
+            "`dflash-check convert DRAFT --to zlab -o OUT` and run that"
+        )
+    if spec.format not in DFLASH_PACKAGE_FORMATS:
+        raise RuntimeUnsupportedError(
+            f"{where}: the reference runtime runs z-lab DFlash v1 and v2 drafts only, not {spec.family} drafts"
         )
     if spec.hidden_act not in (None, "silu"):
         raise RuntimeUnsupportedError(f"{where}: hidden_act {spec.hidden_act!r} is not supported (silu only)")

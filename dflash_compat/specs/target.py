@@ -10,6 +10,7 @@ from ..contract import ATTENTION_LAYER_TYPES, RECURRENT_MODEL_TYPES, TEXT_CONFIG
 from ..exceptions import ConfigError
 from ._reader import MISSING, ConfigReader, get_dotted
 from .common import Number, RopeInfo, SizeInt, read_rope, validate_spec
+from .families import detect_format
 
 __all__ = ["TargetSpec", "parse_target_config"]
 
@@ -146,7 +147,9 @@ def parse_target_config(
     where = f"target {source}: {config_file}"
     if not isinstance(raw, dict):
         raise ConfigError(f"{where} is not a JSON object")
-    if isinstance(raw.get("dflash_config"), dict) or raw.get("speculators_model_type"):
+    if isinstance(raw.get("dflash_config"), dict) or raw.get("speculators_model_type") or detect_format(raw) not in (
+        None, "unknown"
+    ):
         raise ConfigError(f"{where} is a DFlash draft config, not a target; pass the target model as TARGET")
 
     prefix = next((k for k in TEXT_CONFIG_KEYS if isinstance(raw.get(k), dict)), "")

@@ -1,0 +1,196 @@
+"""`dflash-check convert`: rewrite a DFlash draft checkpoint between the z-lab and speculators formats."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+import click
+
+from ..exceptions import DFlashCompatError, InputError
+
+__all__ = ["convert_cmd", "convert_checkpoint", "Converted"]
+
+INDEX_FILE = "model.safetensors.index.json"
+# Files next to the weights that the engines read in both formats (vLLM: qwen3_dflash.py:894-931). Copied
+# as bytes; never unpickled here.
+COMPANION_FILES = ("mask_embedding.pt",)
+
+
+@dataclass
+class Converted:
+    """What convert wrote."""
+
+    source_format: str
+    target_format: str
+    files: list[str]
+    tensors: int
+    data_bytes: int
+    ids: tuple[str, list[Any], str, list[Any]]  # (key, ids) before and after
+    notes: list[str] = field(default_factory=list)
+
+
+def _paths(src: Path, out: Path, force: bool) -> tuple[Path, Path]:
+    if not (src / "config.json").is_file():
+        raise InputError(f"{src}: not a local draft folder with a config.json (convert reads local folders; "
+                         "download a Hub draft first, e.g. `hf download REPO --local-dir DIR`)")
+    s, o = src.resolve(), out.resolve()
+    if o == s or s in o.parents:
+        raise InputError(f"output {out} is inside the input folder {src}; write it somewhere else")
+    if o in s.parents:
+        raise InputError(f"output {out} contains the input folder {src}; write it somewhere else")
+    if not o.parent.is_dir():
+        raise InputError(f"output {out}: its parent folder does not exist")
+    if o.exists() or o.is_symlink():
+        if not force:
+            raise InputError(f"output {out} exists; pass --force to replace it")
+        if not o.is_dir() or o.is_symlink():
+            raise InputError(f"output {out} exists and is not a folder; remove it yourself")
+    return s, o
+
+
+def _read_source(src: Path):
+    from ..probe.safetensors_header import local_weight_files, read_local_headers
+    from ..safetensors_stream import read_tensors
+
+    files, wmap = local_weight_files(src)
+    if not files:
+        pickles = sorted(p.name for p in src.glob("*.bin"))
+        why = f" ({pickles[0]} is pickled, which convert never opens)" if pickles else ""
+        raise InputError(f"{src}: no .safetensors weights to convert{why}")
+    read_local_headers(src)  # validates every header and the index before anything is written
+    return files, wmap is not None, {f: read_tensors(src / f) for f in files}
+
+
+def _write(tmp: Path, plan, files: list[str], indexed: bool, per_file: dict) -> tuple[int, int]:
+    from ..safetensors_stream import write_tensors
+
+    weight_map: dict[str, str] = {}
+    total = count = 0
+    for fname in files:
+        metadata, tensors = per_file[fname]
+        items = [(plan.renames[t.name], t) for t in tensors if t.name not in plan.drop]
+        total += write_tensors(tmp / fname, items, metadata)
+        count += len(items)
+        weight_map.update({name: fname for name, _ in items})
+    if indexed:
+        index = {"metadata": {"total_size": total}, "weight_map": dict(sorted(weight_map.items()))}
+        (tmp / INDEX_FILE).write_text(json.dumps(index, indent=2) + "\n", encoding="utf-8")
+    (tmp / "config.json").write_text(json.dumps(plan.config, indent=2) + "\n", encoding="utf-8")
+    return count, total
+
+
+def _verify(tmp: Path, expect_formats: tuple[str, ...]) -> None:
+    """The output must read back: its config as the intended format, every header complete."""
+    from ..probe.safetensors_header import read_local_headers
+    from ..resolve import load_json
+    from ..specs import parse_draft_config
+
+    spec = parse_draft_config(load_json(tmp / "config.json"), str(tmp))
+    if spec.format not in expect_formats:  # pragma: no cover - a bug in the conversion table
+        raise DFlashCompatError(f"internal error: the converted config reads as {spec.format}")
+    for h in read_local_headers(tmp):
+        if h.data_bytes_present != h.data_bytes_declared:  # pragma: no cover - write_tensors writes exactly
+            raise DFlashCompatError(f"internal error: {h.name} was written incompletely")
+
+
+def _swap_in(tmp: Path, out: Path) -> None:
+    """Replace `out` by `tmp` with renames only: a failure leaves the old output (or none) in place."""
+    if out.exists():
+        backup = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
+        backup.rmdir()
+        out.rename(backup)
+        try:
+            tmp.rename(out)
+        except OSError:
+            backup.rename(out)
+            raise
+        shutil.rmtree(backup, ignore_errors=True)
+    else:
+        tmp.rename(out)
+
+
+def _verifier(name: Optional[str]) -> dict[str, Any]:
+    """speculators' verifier record: a local folder's config gives the architectures; a repo id is kept as is."""
+    if name is None:
+        return {"name_or_path": None, "architectures": []}
+    cfg = Path(name) / "config.json"
+    archs: list[str] = []
+    if cfg.is_file():
+        from ..resolve import load_json
+
+        raw = load_json(cfg)
+        archs = [a for a in raw.get("architectures") or [] if isinstance(a, str)] if isinstance(raw, dict) else []
+    return {"name_or_path": name, "architectures": archs}
+
+
+def convert_checkpoint(src: Path, out: Path, to: str, force: bool = False, verifier: Optional[str] = None) -> Converted:
+    """Convert the draft in folder `src` to format `to` ("zlab" / "speculators") in a new folder `out`."""
+    from ..conversion import plan_conversion
+    from ..resolve import load_json
+    from ..specs import parse_draft_config
+
+    s, o = _paths(src, out, force)
+    spec = parse_draft_config(load_json(s / "config.json"), str(src))
+    files, indexed, per_file = _read_source(s)
+    names = [t.name for f in files for t in per_file[f][1]]
+    plan = plan_conversion(spec, names, to, _verifier(verifier) if to == "speculators" else None)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{o.name}.tmp-", dir=o.parent))
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o777 & ~umask)  # mkdtemp makes it private; the output is an ordinary folder
+    try:
+        count, total = _write(tmp, plan, files, indexed, per_file)
+        for extra in COMPANION_FILES:
+            if (s / extra).is_file():
+                shutil.copyfile(s / extra, tmp / extra)
+                plan.notes.append(f"{extra} copied unchanged (vLLM and SGLang read it in both formats)")
+        _verify(tmp, ("speculators", "speculators-dflash2") if to == "speculators" else ("zlab-v1", "zlab-v2"))
+        _swap_in(tmp, o)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    new = parse_draft_config(plan.config, str(out))
+    ids = (spec.key("target_layer_ids"), spec.raw.get("aux_hidden_state_layer_ids", spec.target_layer_ids),
+           new.key("target_layer_ids"), new.raw.get("aux_hidden_state_layer_ids", new.target_layer_ids))
+    return Converted(spec.format, new.format, files + ([INDEX_FILE] if indexed else []), count, total, ids,
+                     plan.notes)
+
+
+@click.command("convert")
+@click.argument("draft", metavar="DRAFT")
+@click.option("--to", "to", type=click.Choice(("zlab", "speculators")), required=True,
+              help="The format to write: zlab (config.json with dflash_config) or speculators "
+              "(vllm-project/speculators, aux ids = z-lab ids + 1).")
+@click.option("--output", "-o", required=True, metavar="OUT",
+              help="The folder to create; it must not exist (see --force) and must lie outside DRAFT.")
+@click.option("--force", is_flag=True, help="Replace OUT if it exists (the old folder is removed only once the "
+              "new one is complete).")
+@click.option("--verifier", metavar="REPO_OR_FOLDER",
+              help="With --to speculators: the target model to record as speculators_config.verifier (a Hub repo "
+              "id, or a local folder whose config.json gives the architectures).")
+def convert_cmd(draft: str, to: str, output: str, force: bool, verifier: Optional[str]) -> None:
+    """Convert the DFlash draft in folder DRAFT between the z-lab and speculators formats.
+
+    The config is rewritten (layer ids shifted by one, keys moved) and the safetensors are copied
+    tensor by tensor, byte for byte, without loading the model. A draft that the other format cannot
+    describe exactly is refused with the reason (exit 2). The output is written to a temporary folder
+    next to OUT and renamed into place when complete.
+    """
+    try:
+        done = convert_checkpoint(Path(draft), Path(output), to, force=force, verifier=verifier)
+    except DFlashCompatError as exc:
+        message = str(exc).replace("\n", " ").strip()
+        click.echo(f"dflash-check: error: {message}", err=True)
+        sys.exit(exc.exit_code)
+    click.echo(f"converted {draft} ({done.source_format}) -> {output} ({done.target_format})")
+    click.echo(f"  {done.tensors} tensors, {done.data_bytes} bytes in {', '.join(done.files)}")
+    click.echo(f"  {done.ids[0]} {done.ids[1]} -> {done.ids[2]} {done.ids[3]}")
+    for note in done.notes:
+        click.echo(f"  note: {note}")

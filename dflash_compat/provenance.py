@@ -1,0 +1,23 @@
+"""`EngineSource`: where an engine decides something the checker says (engine, release, file:line)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["EngineSource"]
+
+
+@dataclass(frozen=True)
+class EngineSource:
+    """Where an engine decides what a rule says: a file and line range in that engine's release
+    (`contract.ENGINE_VERSIONS` names the version), relative to the wheel's top package."""
+
+    engine: str  # a key of contract.ENGINE_VERSIONS
+    path: str  # e.g. "vllm/config/speculative.py"
+    lines: str  # "1614" or "1614-1620"
+    note: str = ""  # what these lines decide, in a few words
+
+    def cite(self) -> str:
+        from .contract import ENGINE_VERSIONS
+
+        return f"{self.engine} {ENGINE_VERSIONS[self.engine]} {self.path}:{self.lines}"

@@ -1,0 +1,95 @@
+"""The tensors each draft family adds to the DFlash backbone, and the names engines accept for them.
+
+Each entry is read from the loader that builds the module (file:line in the engine release named in
+dflash_compat.contract.ENGINE_VERSIONS); shapes are computed from the draft's config.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+from dflash_compat.specs import DraftSpec
+
+__all__ = ["ALIASES", "canonical", "head_tensors", "head_prefixes", "VOCAB_MAPS", "COMPANIONS"]
+
+# Names other exports use for backbone tensors. vLLM maps all three for every family built on its
+# DFlash model (vllm/model_executor/models/qwen3_dflash.py:391-402); SGLang maps the two encoder names
+# (srt/models/dflash.py:900-903) and ignores `midlayer`; transformers' Muse-Glimmer assistant owns
+# `encoder.*` (models/muse_glimmer_assistant/modeling_muse_glimmer_assistant.py:294-301).
+ALIASES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"(?<![A-Za-z0-9_])encoder\.output_norm_enc(?=\.|$)"), "hidden_norm"),
+    (re.compile(r"(?<![A-Za-z0-9_])encoder\.fc(?=\.|$)"), "fc"),
+    (re.compile(r"(?<![A-Za-z0-9_])midlayer(?=\.|$)"), "layers.0"),
+)
+
+# A reduced draft vocabulary's maps: vLLM loads `d2t` as draft_id_to_target_id and skips `t2d`
+# (qwen3_dflash.py:861-865); speculators saves both (speculators/models/dflash/core.py:43-60).
+VOCAB_MAPS = ("d2t", "t2d")
+# Tensors some loaders accept next to the backbone: vLLM's separately trained mask row, loaded from
+# mask_embedding.pt (a pickle we never open) into the `mask_embedding` parameter (qwen3_dflash.py:437-447).
+COMPANIONS = ("mask_embedding",)
+
+
+def canonical(name: str) -> str:
+    """A tensor name with the alias spellings replaced by the z-lab ones."""
+    for pattern, new in ALIASES:
+        name = pattern.sub(new, name)
+    return name
+
+
+def _int(value: object) -> Optional[int]:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def head_prefixes(d: DraftSpec) -> tuple[str, ...]:
+    """Name prefixes of the family's extra head, every tensor under which the family's loader reads."""
+    return {
+        # LiLiCorr's correlator: vLLM lilicorr.py:526-535, SGLang srt/models/lilicorr.py:155-169.
+        "lilicorr": ("lilicorr.",),
+        "qwen3-xpress": ("xpress_head.",),
+        "domino": ("prefix_gru.", "embed_proj."),
+    }.get(d.format, ())
+
+
+def head_tensors(d: DraftSpec) -> dict[str, Optional[list[int]]]:
+    """The family head's required tensors -> expected shape (None: the config does not fix it)."""
+    if d.format == "qwen3-xpress":
+        return _xpress(d)
+    if d.format == "domino":
+        return _domino(d)
+    return {}  # LiLiCorr's head is checked by name prefix only: its layout depends on lilicorr_* keys
+
+
+def _xpress(d: DraftSpec) -> dict[str, Optional[list[int]]]:
+    # vLLM qwen3_xpress.py:22-60 (XPressRefinerHead) and 227-237 (checkpoint names -> parameters).
+    x = d.extras
+    h, v = d.hidden_size, d.vocab_size
+    r = _int(x.get("xpress_rank", 256))
+    m = _int(x.get("xpress_mlp_hidden", 512))
+    p = "xpress_head."
+    return {
+        p + "w1.weight": [v, r] if v and r else None,  # nn.Embedding(vocab, r)
+        p + "down_h.weight": [r, h] if r else None,
+        p + "down_g.weight": [r, h] if r else None,
+        p + "in_proj.weight": [r, 3 * r] if r else None,
+        p + "mix.L": None,  # the raw mixer, folded with the block's lower triangle at load (qwen3_xpress.py:84-94)
+        p + "mlp.gate_proj.weight": [m, r] if m and r else None,
+        p + "mlp.up_proj.weight": [m, r] if m and r else None,
+        p + "mlp.down_proj.weight": [r, m] if m and r else None,
+        p + "w2.weight": [v, r] if v and r else None,
+    }
+
+
+def _domino(d: DraftSpec) -> dict[str, Optional[list[int]]]:
+    # SGLang srt/models/dflash.py:784-800 builds them; 987-999 requires all four.
+    x = d.extras
+    g = _int(x.get("dflash_config.gru_hidden_dim", x.get("gru_hidden_dim")))
+    e = _int(x.get("dflash_config.emb_dim", x.get("emb_dim")))
+    h, v = d.hidden_size, d.vocab_size
+    return {
+        "prefix_gru.weight_ih_l0": [3 * g, h] if g else None,  # nn.GRU(hidden -> g), bias=False
+        "prefix_gru.weight_hh_l0": [3 * g, g] if g else None,
+        "embed_proj.0.weight": [e, h + g] if e and g else None,
+        "embed_proj.2.weight": [v, e] if v and e else None,
+    }

@@ -1,0 +1,64 @@
+"""DF009: an engine does not load this draft family, or needs something this draft or target lacks."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from dflash_compat.engine import BACKENDS, CheckContext, Rule, Violation
+from dflash_compat.family_support import ENGINE_NAMES, engines_loading, family_support
+
+from ._sources import DRAFT_REGISTRIES
+
+# The engine needs data/draft_families.json names as "checks": predicate(ctx) -> True when unmet.
+PREDICATES: dict[str, Callable[[CheckContext], bool]] = {
+    # vLLM fills 202048 only when the config gives no vocab_size (vllm/config/speculative.py:1159-1166).
+    "target_vocab_is_202048": lambda c: c.draft.vocab_size is None and c.target.vocab_size not in (None, 202048),
+    "sliding_layers_causal_by_default": lambda c: c.draft.is_causal is None
+    and "sliding_attention" in (c.draft.layer_types or []),
+}
+
+
+def check(ctx: CheckContext):
+    d = ctx.draft
+    for engine in BACKENDS:
+        support = family_support(d.format, engine)
+        if support is None:
+            continue  # an unknown family: DF005
+        if not support.loads:
+            others = [ENGINE_NAMES[e] for e in engines_loading(d.format)]
+            names = ", ".join(others[:-1]) + (" and " if len(others) > 1 else "") + (others[-1] if others else "")
+            elsewhere = f"{names} load{'s' if len(others) == 1 else ''} it" if others else "no engine we check does"
+            yield Violation(
+                f"{ENGINE_NAMES[engine]} does not load {d.family} drafts: {support.reason}; {elsewhere} "
+                f"({support.cite()})",
+                [ctx.dloc("architectures", "architectures")],
+                backends=(engine,),
+            )
+            continue
+        for need in support.checks:
+            if PREDICATES[need.check](ctx):
+                yield Violation(
+                    f"{need.message} ({'; '.join(s.cite() for s in need.sources)})",
+                    [ctx.dloc("architectures", "architectures")],
+                    fix=need.fix, severity=need.severity, backends=(engine,),
+                )
+
+
+RULE = Rule(
+    code="DF009",
+    name="draft-family-not-loadable",
+    severity="error",
+    backends=BACKENDS,
+    check=check,
+    what="The engine registers a loader for the draft's family (z-lab DFlash v1/v2, DFlash2-Beam, MiniMax DFlash2, "
+    "Muse-Glimmer assistant, Qwen3-XPress, LiLiCorr, Laguna DFlash, Domino, speculators dflash/dflash2), and the "
+    "draft and target meet what that loader needs. The verdicts and their engine sources are in "
+    "dflash_compat/data/draft_families.json (docs/families.md).",
+    why="Each family is served only by some engines: vLLM has no Domino projector and no MiniMax DFlash2 class, "
+    "SGLang has no XPress refiner and reads no speculators configs, the MLX port loads only z-lab v1/v2. An "
+    "unsupported family fails at start-up, or loads without its extra modules and drafts badly.",
+    example='draft {"architectures": ["Qwen3XPressModel"], ...} checked for SGLang',
+    fix="Serve the draft with an engine the finding names, or use a draft of a family this engine loads.",
+    # The registries; each finding cites the lines its own verdict rests on.
+    sources=DRAFT_REGISTRIES,
+)

@@ -1,0 +1,111 @@
+"""DF009: per-engine verdicts for each draft family, from data/draft_families.json, with their sources."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from dflash_compat.contract import ENGINE_VERSIONS
+from dflash_compat.engine import BACKENDS
+from dflash_compat.family_support import engines_loading, family_support
+from dflash_compat.specs.families import FAMILIES
+from tests.configs import merge, run_rule, target
+from tests.test_families import FAMILY_CONFIGS
+
+DATA = Path(__file__).resolve().parent.parent / "dflash_compat" / "data" / "draft_families.json"
+WHEELS = Path("/work/wheels/src")
+
+
+def verdicts(draft_cfg, target_cfg=None):
+    return {(f.backend, f.severity) for f in run_rule("DF009", target_cfg or target(), draft_cfg)}
+
+
+@pytest.mark.parametrize("fmt, refused", [
+    ("zlab-v1", set()),
+    ("zlab-v2", set()),
+    ("qwen3-xpress", {"transformers", "sglang", "mlx"}),
+    ("minimax-dflash2", {"transformers", "vllm", "mlx"}),
+    ("domino", {"transformers", "vllm", "mlx"}),
+    ("speculators", {"transformers", "sglang", "mlx"}),
+    ("speculators-dflash2", {"transformers", "sglang", "mlx"}),
+    ("lilicorr", {"transformers", "mlx"}),
+])
+def test_df009_refuses_exactly_the_engines_without_a_loader(fmt, refused):
+    assert verdicts(FAMILY_CONFIGS[fmt]) == {(b, "error") for b in refused}
+
+
+def test_df009_message_names_the_engines_that_do_load_it_and_cites_the_source():
+    (f,) = [f for f in run_rule("DF009", target(), FAMILY_CONFIGS["qwen3-xpress"]) if f.backend == "sglang"]
+    assert "SGLang does not load Qwen3-XPress" in f.message and "vLLM loads it" in f.message
+    assert "sglang 0.5.23 sglang/srt/models/dflash.py:1317-1324" in f.message
+
+
+def test_df009_only_reports_the_backends_asked_for():
+    got = run_rule("DF009", target(), FAMILY_CONFIGS["qwen3-xpress"], backends=("vllm",))
+    assert got == []
+
+
+def test_df009_assistant_needs_the_202048_vocabulary_on_vllm():
+    assistant = FAMILY_CONFIGS["muse-glimmer-assistant"]
+    assert ("vllm", "error") in verdicts(assistant)  # the Qwen3 target has 151936 tokens
+    assert ("vllm", "error") not in verdicts(assistant, target(vocab_size=202048))
+    assert ("vllm", "error") not in verdicts(merge(assistant, vocab_size=151936))
+
+
+def test_df009_assistant_sliding_layers_need_is_causal_on_sglang():
+    assistant = FAMILY_CONFIGS["muse-glimmer-assistant"]
+    assert ("sglang", "warning") in verdicts(assistant)
+    assert ("sglang", "warning") not in verdicts(merge(assistant, is_causal=False))
+
+
+def test_df009_is_silent_for_unknown_families():
+    assert verdicts(merge(FAMILY_CONFIGS["zlab-v1"], architectures=["DFlash3DraftModel"])) == set()
+
+
+def test_every_family_has_a_verdict_for_every_backend():
+    for fmt in FAMILIES:
+        if fmt == "unknown":
+            continue
+        for backend in BACKENDS:
+            s = family_support(fmt, backend)
+            assert s is not None and s.sources, (fmt, backend)
+            assert s.loads or s.reason, (fmt, backend)
+        assert engines_loading(fmt), fmt
+
+
+def test_every_source_names_a_released_engine_and_a_line():
+    data = json.loads(DATA.read_text())
+    for engines in data["families"].values():
+        for entry in engines.values():
+            for s in entry["sources"] + [x for c in entry.get("checks", ()) for x in c["sources"]]:
+                assert s["engine"] in ENGINE_VERSIONS, s
+                assert all(p.isdigit() for p in s["lines"].split("-")), s
+
+
+def _wheel_dir(engine: str) -> Path:
+    name = {"mlx-lm": "mlx_lm"}.get(engine, engine)
+    return WHEELS / f"{name}-{ENGINE_VERSIONS[engine]}"
+
+
+@pytest.mark.skipif(not WHEELS.is_dir(), reason="the engine sources are unpacked only on the development machine")
+def test_every_cited_line_exists_in_the_unpacked_wheel():
+    data = json.loads(DATA.read_text())
+    for engines in data["families"].values():
+        for entry in engines.values():
+            for s in entry["sources"] + [x for c in entry.get("checks", ()) for x in c["sources"]]:
+                path = _wheel_dir(s["engine"]) / s["path"]
+                assert path.is_file(), s
+                last = int(s["lines"].split("-")[-1])
+                assert last <= len(path.read_text().splitlines()), s
+
+
+def test_df301_and_df009_never_report_the_same_draft_twice_on_vllm():
+    # DF009 judges a known family per engine; DF301 judges the architecture name vLLM is asked for.
+    minimax = FAMILY_CONFIGS["minimax-dflash2"]  # a known family vLLM registers no class for
+    assert ("vllm", "error") in verdicts(minimax)
+    assert not run_rule("DF301", target(), minimax, backends=("vllm",))
+    unknown = merge(FAMILY_CONFIGS["zlab-v1"], architectures=["DFlash3DraftModel"])  # no family at all
+    assert not [f for f in run_rule("DF009", target(), unknown) if f.backend == "vllm"]
+    assert [f.code for f in run_rule("DF301", target(), unknown, backends=("vllm",))] == ["DF301"]
