@@ -15,7 +15,7 @@ from . import dflash, mlx, sglang, speculators, transformers, vllm
 from .facts import Section
 from .source import LayoutError, Loc, SourceTree
 
-__all__ = ["DATA", "PACKAGES", "SOURCES", "build", "locate", "render"]
+__all__ = ["DATA", "META_KEYS", "PACKAGES", "SOURCES", "build", "locate", "missing_sources", "render"]
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "engine_support.json"
 # The locations live in a second file: every check parses the facts, only citing a location needs these.
@@ -35,6 +35,32 @@ ABOUT = (
     "key (file and line, relative to the wheel's top package); its `where` key holds locations that back a "
     "statement rather than a list entry."
 )
+
+
+# Descriptive text in a section, not facts: they need no location.
+META_KEYS = frozenset({"source", "read", "interface"})
+
+
+def missing_sources(facts: dict[str, Any], sources: dict[str, Any]) -> list[str]:
+    """Every fact without a location: a list element or dict key missing from sources[section][key],
+    or a text fact missing from sources[section]["where"]. Empty when the data is complete."""
+    missing = []
+    for section, data in facts.items():
+        if section in ("about", "engines"):
+            continue
+        located = sources.get(section, {})
+        for key, value in data.items():
+            if key in META_KEYS:
+                continue
+            names = list(value) if isinstance(value, (list, dict)) else [key]
+            have = located.get(key if isinstance(value, (list, dict)) else "where", {})
+            missing += [f"{section}.{key}: {name}" for name in names if not _is_location(have.get(name))]
+    return missing
+
+
+def _is_location(entry: Any) -> bool:
+    return (isinstance(entry, dict) and isinstance(entry.get("file"), str) and entry["file"].split("/")[0] in
+            PACKAGES.values() and isinstance(entry.get("line"), int) and entry["line"] > 0)
 
 
 def locate(engine: str, wheels: Optional[Path], cache: Path) -> Path:
@@ -103,6 +129,9 @@ def build(trees: dict[str, SourceTree]) -> tuple[dict[str, Any], dict[str, Any]]
     facts.update({name: sec.facts_json() for name, sec in sections.items()})
     sources: dict[str, Any] = {"engines": dict(ENGINE_VERSIONS)}
     sources.update({name: sec.sources_json() for name, sec in sections.items()})
+    missing = missing_sources(facts, sources)
+    if missing:  # an extractor bug, but never write a fact we cannot cite
+        raise LayoutError(f"{len(missing)} facts without a source, e.g. {missing[0]}")
     return facts, sources
 
 

@@ -35,7 +35,7 @@ def torch_keys(tree: SourceTree) -> dict[str, tuple[str, Loc]]:
             out.setdefault(node.attr, ("top level", Loc(TORCH, node.lineno)))
     calls = {n.func for n in ast.walk(module) if isinstance(n, ast.Call)}
     out = {k: v for k, v in out.items() if not any(isinstance(f, ast.Attribute) and f.attr == k for f in calls)}
-    require(out, f"{TORCH} draft config keys", at_least=5)
+    require(out, f"{TORCH} draft config keys", anchor="dflash_config.target_layer_ids")
     return out
 
 
@@ -72,7 +72,7 @@ def mlx_keys(tree: SourceTree) -> dict[str, tuple[str, Loc]]:
         prev = out.get(name)
         if prev is None or (how == "required" and prev[0] != "required"):
             out[name] = (how, Loc(MLX, node.lineno))
-    require(out, f"{MLX} load_draft config keys", at_least=5)
+    require(out, f"{MLX} load_draft config keys", anchor="dflash_config.target_layer_ids")
     return out
 
 

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sized
+from typing import Any, Collection, Mapping
 
 from .source import LayoutError, Loc
 
 __all__ = ["Section", "require"]
 
 
-def require(items: Sized, what: str, at_least: int = 1) -> None:
-    """Fail loudly instead of writing an empty or truncated list."""
-    if len(items) < at_least:
-        raise LayoutError(f"{what}: found {len(items)}, expected at least {at_least}; has the engine's layout changed?")
+def require(items: Collection[str], what: str, anchor: str = "") -> None:
+    """Fail loudly instead of writing an empty or truncated list: the list must not be empty and must
+    hold `anchor`, an entry every release has had (a reader that misses it has lost its way)."""
+    if not items:
+        raise LayoutError(f"{what}: none found; has the engine's layout changed?")
+    if anchor and anchor not in items:
+        raise LayoutError(f"{what}: {anchor} not found among {len(items)}; has the engine's layout changed?")
 
 
 class Section:

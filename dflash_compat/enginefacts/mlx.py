@@ -79,7 +79,7 @@ class MlxFacts:
             ref = self.mods.class_named(module, "Model")
             if ref is not None and self.mods.lookup(module, "ModelArgs") is not None:
                 out[module.rsplit(".", 1)[1]] = (module, ref.loc().with_("mlx-lm model module"))
-        require(out, "mlx-lm model modules", at_least=20)
+        require(out, "mlx-lm model modules", anchor="llama")
         remap = assigned(self.tree.parse(UTILS).body, "MODEL_REMAPPING", UTILS)
         for alias, value, line in string_dict(remap, f"{UTILS} MODEL_REMAPPING"):
             target = string_value(value)
@@ -242,7 +242,7 @@ def extract(tree: SourceTree, dflash: SourceTree,
             which = rotating_lt if needs else rotating
             which[model_type] = loc.with_(f"builds {ROTATING}" + (" for layers config.layer_types marks sliding"
                                                                    if needs else ""))
-    require(replay, "mlx-lm model types replayed by dflash's MLX path")
+    require(replay, "mlx-lm model types replayed by dflash's MLX path", anchor="qwen3_5")
     for model_type in sorted(replay):
         for text_type, loc in text_types(model_type).items():
             replay.setdefault(text_type, loc.with_(f"the text model of {model_type}, replayed with it"))

@@ -55,7 +55,7 @@ def entry_classes(tree: SourceTree, mods: Modules) -> dict[str, tuple[ClassRef, 
                 unresolved.append(f"{path}:{expr.lineno}")
     if unresolved:
         raise LayoutError("SGLang EntryClass entries not resolved to a class: " + ", ".join(unresolved))
-    require(out, "SGLang EntryClass classes", at_least=20)
+    require(out, "SGLang EntryClass classes", anchor="LlamaForCausalLM")
     return out
 
 
@@ -71,7 +71,7 @@ def capture_support(mods: Modules, entries: dict[str, tuple[ClassRef, Loc]]):
             supported[arch] = owner.loc(stmt.lineno).with_(f"{ref.name} defines {HOOK}{via}", entry=str(entry), cls=cls)
         else:
             unsupported[arch] = ref.loc().with_(f"{ref.name} has no {HOOK}", entry=str(entry))
-    require(supported, f"SGLang classes defining {HOOK}")
+    require(supported, f"SGLang classes defining {HOOK}", anchor="LlamaForCausalLM")
     require(unsupported, f"SGLang classes without {HOOK}")
     return supported, unsupported
 
@@ -91,7 +91,7 @@ def draft_classes(mods: Modules, entries: dict[str, tuple[ClassRef, Loc]]):
         parent = next((b.name for _, b in mods.bases(ref) if isinstance(b, ClassRef)), "")
         note = "registered draft class" + (f", derived from {parent}" if ref != base else "")
         (dspark if mixin in mro else dflash)[arch] = (f"{ref.module}.{ref.name}", entry.with_(note))
-    require(dflash, f"SGLang classes derived from {DRAFT_BASE}", at_least=2)
+    require(dflash, f"SGLang classes derived from {DRAFT_BASE}", anchor=DRAFT_BASE)
     return dflash, dspark
 
 

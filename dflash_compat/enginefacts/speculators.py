@@ -33,7 +33,7 @@ def formats(tree: SourceTree) -> tuple[dict[str, Loc], dict[str, tuple[list[str]
                     default = _default_architectures(cls)
                     if default:
                         archs[name] = (default[0], Loc(path, default[1], f"{cls.name}.architectures default"))
-    require(found, "speculators registered formats", at_least=2)
+    require(found, "speculators registered formats", anchor="dflash")
     if "dflash" not in found:
         raise LayoutError(f"{MODELS}: no `dflash` format registered")
     return found, archs

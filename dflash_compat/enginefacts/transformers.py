@@ -35,7 +35,7 @@ def recurrent_layer_types(tree: SourceTree, mods: Modules) -> dict[str, Loc]:
         ref = mods.resolve(module, value)
         if isinstance(ref, ClassRef) and mixin in mods.mro(ref):
             out[layer_type] = Loc(CACHE_UTILS, line, f"DynamicCache layer {ref.name} keeps conv/recurrent state")
-    require(out, "transformers recurrent layer types")
+    require(out, "transformers recurrent layer types", anchor="linear_attention")
     return out
 
 
@@ -99,7 +99,7 @@ def stateful_model_types(tree: SourceTree, mods: Modules) -> dict[str, Loc]:
                 raise LayoutError(f"{path}: stateful {stmt.name} declares no config class with a model_type")
             owner, assign = flag
             out.setdefault(mt[0], owner.loc(assign.lineno).with_(f"{stmt.name} is stateful (_is_stateful)"))
-    require(out, "transformers stateful model types", at_least=5)
+    require(out, "transformers stateful model types", anchor="mamba")
     return out
 
 
@@ -119,7 +119,7 @@ def layer_type_model_types(tree: SourceTree, mods: Modules, recurrent: set[str])
             mt = _model_type(mods, ref) if (line and ref and not _tower(mods, ref)) else None
             if mt is not None:
                 out.setdefault(mt[0], Loc(path, line, f"{stmt.name} fills layer_types with recurrent layers"))
-    require(out, "transformers configs with recurrent layer types", at_least=3)
+    require(out, "transformers configs with recurrent layer types", anchor="qwen3_next")
     return out
 
 

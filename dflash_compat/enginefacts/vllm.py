@@ -27,6 +27,7 @@ SPEC_CONFIG = "vllm/config/speculative.py"
 V2_DISPATCH = "vllm/v1/worker/gpu/spec_decode/__init__.py"
 V1_RUNNER = "vllm/v1/worker/gpu_model_runner.py"
 V2_EAGLE3 = "vllm/v1/worker/gpu/spec_decode/eagle/eagle3_utils.py"
+SPECULATORS = "vllm/transformers_utils/configs/speculators/algos.py"
 
 
 @dataclass(frozen=True)
@@ -99,7 +100,7 @@ def eagle3_targets(tree: SourceTree, mods: Modules, registry: dict[str, list[Ent
                     f"{ref.name} does not implement SupportsEagle3", registry=str(e.loc), cls=cls)
     if unresolved:
         raise LayoutError("vLLM registry classes not found in the sources: " + "; ".join(unresolved))
-    require(supported, "vLLM target classes implementing SupportsEagle3")
+    require(supported, "vLLM target classes implementing SupportsEagle3", anchor="LlamaForCausalLM")
     require(unsupported, "vLLM target classes without SupportsEagle3")
     return supported, unsupported
 
@@ -163,7 +164,7 @@ def dflash_drafts(registry: dict[str, list[Entry]], rename: Rename) -> dict[str,
             continue
         how = "registered" if entry.arch == name else f"renamed to {entry.arch} by EAGLEConfig ({rename.loc})"
         out[name] = (f"{entry.module}.{entry.cls}", entry.loc.with_(f"{how}; loads {entry.cls}"))
-    require(out, "vLLM DFlash draft architectures")
+    require(out, "vLLM DFlash draft architectures", anchor="DFlashDraftModel")
     return out
 
 
@@ -176,13 +177,13 @@ def v1_refused(tree: SourceTree) -> dict[str, Loc]:
     for reason, check, names in (
         ("candidate-head draft", "_is_dflash_candidate_draft",
          [s for node in ast.walk(cand) if isinstance(node, ast.Set) for s in string_set(node)]),
-        ("XPress refiner", "is_xpress", _xpress(tree)),
+        ("XPress refiner draft", "is_xpress", _xpress(tree)),
     ):
         calls = calls_to(v1, check)
         if not calls or not names:
             raise LayoutError(f"{VLLM_CONFIG}: the V1 runner's {reason} refusal ({check}) was not found")
         for name, _ in names:
-            found[name] = Loc(VLLM_CONFIG, calls[0].lineno, f"V1 model runner refuses a {reason}")
+            found[name] = Loc(VLLM_CONFIG, calls[0].lineno, f"the V1 model runner refuses it ({reason})")
     return found
 
 
@@ -250,6 +251,27 @@ def interface_checks(tree: SourceTree) -> dict[str, Loc]:
     return out
 
 
+def speculators_formats(tree: SourceTree) -> tuple[dict[str, Loc], Loc]:
+    """speculators config formats vLLM converts (`@register_speculator("name")`), and where its
+    dflash reader turns aux_hidden_state_layer_ids back into z-lab ids (`i - 1`)."""
+    body = tree.parse(SPECULATORS).body
+    found = {}
+    for fn in (s for s in body if isinstance(s, ast.FunctionDef)):
+        for deco in fn.decorator_list:
+            if (isinstance(deco, ast.Call) and isinstance(deco.func, ast.Name) and deco.func.id == "register_speculator"
+                    and deco.args and (name := string_value(deco.args[0]))):
+                found[name] = Loc(SPECULATORS, deco.lineno, f"vLLM reads speculators_model_type {name!r} ({fn.name})")
+    if "dflash" not in found:
+        raise LayoutError(f"{SPECULATORS}: no register_speculator(\"dflash\")")
+    dflash_fn = function(body, "update_dflash", SPECULATORS)
+    minus = [n for n in ast.walk(dflash_fn) if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Sub)
+             and isinstance(n.right, ast.Constant) and n.right.value == 1]
+    if not minus:
+        raise LayoutError(f"{SPECULATORS}: update_dflash no longer subtracts 1 from the aux layer ids")
+    return found, Loc(SPECULATORS, minus[0].lineno, "speculators dflash: dflash_config.target_layer_ids = "
+                      "aux_hidden_state_layer_ids - 1 (the aux ids also become eagle_aux_hidden_state_layer_ids)")
+
+
 def extract(tree: SourceTree) -> Section:
     mods = Modules(tree)
     registry = read_registry(tree)
@@ -281,4 +303,7 @@ def extract(tree: SourceTree) -> Section:
         f"not one of {rename.keep} is looked up as {rename.prefix}<arch>"))
     for key, loc in interface_checks(tree).items():
         sec.where(key, loc)
+    formats, minus_one = speculators_formats(tree)
+    sec.names("speculators_formats", formats)
+    sec.where("speculators_dflash_ids", minus_one)
     return sec
