@@ -76,7 +76,7 @@ def _interface(mods: Modules) -> ClassRef:
     return ref
 
 
-def eagle3_targets(tree: SourceTree, mods: Modules, registry: dict[str, list[Entry]]):
+def eagle3_targets(mods: Modules, registry: dict[str, list[Entry]]):
     """(supported, unsupported, unresolved): registry names by whether their class has SupportsEagle3."""
     iface = _interface(mods)
     supported: dict[str, Loc] = {}
@@ -96,8 +96,8 @@ def eagle3_targets(tree: SourceTree, mods: Modules, registry: dict[str, list[Ent
                     f"{ref.name} implements SupportsEagle3" + (f" (through {owner.name})" if owner != ref else ""),
                     registry=str(e.loc), cls=cls)
             else:
-                unsupported[e.arch] = ref.loc().with_(
-                    f"{ref.name} does not implement SupportsEagle3", registry=str(e.loc), cls=cls)
+                unsupported[e.arch] = ref.loc().with_(f"{ref.name} does not implement SupportsEagle3",
+                                                      registry=str(e.loc))
     if unresolved:
         raise LayoutError("vLLM registry classes not found in the sources: " + "; ".join(unresolved))
     require(supported, "vLLM target classes implementing SupportsEagle3", anchor="LlamaForCausalLM")
@@ -275,7 +275,7 @@ def speculators_formats(tree: SourceTree) -> tuple[dict[str, Loc], Loc]:
 def extract(tree: SourceTree) -> Section:
     mods = Modules(tree)
     registry = read_registry(tree)
-    supported, unsupported = eagle3_targets(tree, mods, registry)
+    supported, unsupported = eagle3_targets(mods, registry)
     rename = dflash_rename(tree)
     drafts = dflash_drafts(registry, rename)
     sec = Section()
@@ -296,7 +296,7 @@ def extract(tree: SourceTree) -> Section:
     sec.mapping("draft_architectures_classes", drafts)
     sec.names("draft_architectures", {k: v[1] for k, v in drafts.items()})
     sec.names("draft_registry", {e.arch: e.loc.with_(f"{e.module}.{e.cls}") for e in registry[DRAFT_DICT]})
-    sec.names("draft_v1_refused", {k: v for k, v in v1_refused(tree).items()})
+    sec.names("draft_v1_refused", v1_refused(tree))
     sec.mapping("draft_v2_speculators", v2_speculators(tree, mods, drafts, rename))
     sec.where("dflash_architecture_rename", rename.loc.with_(
         f"method dflash: an architecture not starting with {rename.starts}, not ending with {rename.ends} and "
