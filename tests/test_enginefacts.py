@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 import time
 import zipfile
 from pathlib import Path
@@ -19,6 +21,7 @@ from dflash_compat.enginefacts import build, dflash, mlx, sglang, speculators, t
 from dflash_compat.enginefacts.__main__ import main
 from dflash_compat.enginefacts.source import LayoutError, SourceTree
 
+ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).parent / "fixtures" / "enginefacts"
 DIRS = {engine: FIXTURES / pkg for engine, pkg in build.PACKAGES.items()}
 
@@ -303,3 +306,17 @@ def test_the_committed_files_are_what_the_real_wheels_give():
     print(f"regenerated from {wheels} in {time.perf_counter() - start:.1f} s")
     assert facts == build.DATA.read_text(encoding="utf-8")
     assert srcs == build.SOURCES.read_text(encoding="utf-8")
+
+
+def test_a_config_check_reads_the_facts_but_not_the_locations():
+    # engine_sources.json is parsed only when something cites a line; a clean check cites none
+    probe = (
+        "import sys\nfrom dflash_compat.cli import main\n"
+        f"sys.argv = ['dflash-check', {str(ROOT / 'examples/qwen3-8b/target')!r}, '--draft', "
+        f"{str(ROOT / 'examples/qwen3-8b/draft')!r}, '--no-deep', '-f', 'json']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "from dflash_compat import engine_support as es\n"
+        "print('LOADED', es._load.cache_info().currsize, es._load_sources.cache_info().currsize, file=sys.stderr)\n"
+    )
+    res = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert "LOADED 1 0" in res.stderr, res.stderr[-2000:]
