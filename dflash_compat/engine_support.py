@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Support",
+    "draft_support",
     "engine_data",
     "engine_versions",
     "provenance",
@@ -96,6 +97,26 @@ def target_support(engine: str, architectures: Sequence[str]) -> tuple[Support, 
     if unsupported:
         return "unsupported", unsupported
     return "unknown", list(architectures)
+
+
+def draft_support(architecture: str) -> dict[str, dict[str, Any]]:
+    """What each engine does with a draft whose config.json `architectures` names this class:
+    {"vllm": {"loads", "cls", "v2_speculator", "v1_refuses"}, "sglang": {"loads", "cls"},
+    "dflash": {"loads"}}. Cite with source_of(engine, "draft_architectures", architecture)."""
+    vllm, sglang = engine_data("vllm"), engine_data("sglang")
+    return {
+        "vllm": {
+            "loads": architecture in _names("vllm", "draft_architectures"),
+            "cls": vllm["draft_architectures_classes"].get(architecture),
+            "v2_speculator": vllm["draft_v2_speculators"].get(architecture),
+            "v1_refuses": architecture in _names("vllm", "draft_v1_refused"),
+        },
+        "sglang": {
+            "loads": architecture in _names("sglang", "draft_architectures"),
+            "cls": sglang["draft_architectures_classes"].get(architecture),
+        },
+        "dflash": {"loads": architecture in _names("dflash", "draft_architectures")},
+    }
 
 
 @cache

@@ -16,7 +16,7 @@ import pytest
 
 from dflash_compat.contract import ENGINE_VERSIONS
 from dflash_compat.engine import EngineSource
-from dflash_compat.engine_support import engine_data, engine_versions, source_of, sources, where
+from dflash_compat.engine_support import draft_support, engine_data, engine_versions, source_of, sources, where
 from dflash_compat.enginefacts import build, dflash, mlx, sglang, speculators, transformers, vllm
 from dflash_compat.enginefacts.__main__ import main
 from dflash_compat.enginefacts.source import LayoutError, SourceTree
@@ -271,6 +271,15 @@ def test_accessors_cite_the_engine_and_version():
     assert set(sources("speculators", "formats")) == set(engine_data("speculators")["formats"])
     with pytest.raises(KeyError):
         source_of("vllm", "supported", "NoSuchForCausalLM")
+
+
+def test_draft_support_per_engine():
+    v2 = draft_support("DFlash2DraftModel")
+    assert v2["vllm"]["loads"] and v2["vllm"]["v1_refuses"] and v2["vllm"]["v2_speculator"] == "DFlash2Speculator"
+    assert v2["sglang"]["loads"] and v2["dflash"]["loads"]
+    xpress = draft_support("Qwen3XPressModel")
+    assert xpress["vllm"]["loads"] and not xpress["sglang"]["loads"] and not xpress["dflash"]["loads"]
+    assert not any(e["loads"] for e in draft_support("Eagle3LlamaForCausalLM").values())
 
 
 def test_the_recurrent_list_is_the_derived_one():
