@@ -1,7 +1,8 @@
 """Constants of the draft/target contract that specs, probes, adapters, rules and runtimes share.
 
 One copy of each: a module that needs one of these imports it from here. Pure data, no imports,
-so any layer of the pipeline may depend on it.
+so any layer of the pipeline may depend on it; the one list derived from the engines' code
+(RECURRENT_MODEL_TYPES) is read from data/engine_support.json on first use.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ __all__ = [
     "TEXT_CONFIG_KEYS",
     "ATTENTION_LAYER_TYPES",
     "DRAFT_LAYER_TYPES",
-    "RECURRENT_MODEL_TYPES",
+    "RECURRENT_MODEL_TYPES",  # noqa: F822 (module __getattr__, read on first use)
     "FINAL_NORM_NAMES",
     "REFERENCE_CALL_ARGS",
     "MLX_REFERENCE_EMBED_PATHS",
@@ -46,15 +47,12 @@ ATTENTION_LAYER_TYPES = frozenset(
 # The layer types a DFlash draft may declare (every engine's draft loader knows only these two).
 DRAFT_LAYER_TYPES = ("full_attention", "sliding_attention")
 
-# Model types whose layers are wholly or partly recurrent / state-space / linear attention, by the
-# names transformers and mlx-lm use: cropping a KV cache cannot remove rejected tokens from their
-# state. A per-layer `layer_types` list refines this when present.
-RECURRENT_MODEL_TYPES = frozenset({
-    "mamba", "mamba2", "falcon_mamba", "jamba", "bamba", "zamba", "zamba2", "falcon_h1",
-    "nemotron_h", "lfm2", "lfm2_moe", "qwen3_next", "qwen3_5", "qwen3_5_moe", "qwen3_5_text",
-    "qwen3_5_moe_text", "recurrent_gemma", "rwkv", "rwkv6", "rwkv7", "xlstm", "granitemoehybrid",
-    "minimax", "kimi_linear", "olmo_hybrid", "plamo2",
-})
+# RECURRENT_MODEL_TYPES (a frozenset, read on first use by the module __getattr__ below): model
+# types whose layers are wholly or partly recurrent / state-space / linear attention / conv, or that
+# transformers marks stateful, by the names transformers and mlx-lm use: cropping a KV cache cannot
+# remove rejected tokens from their state. A per-layer `layer_types` list refines this when present.
+# Derived from the engines' code (data/engine_support.json "common", docs/engine-facts.md).
+
 
 # Attribute names of a decoder's final norm (Llama/Qwen `norm`, GPT-2 `ln_f`, OPT `final_layer_norm`).
 FINAL_NORM_NAMES = ("norm", "final_layernorm", "final_layer_norm", "ln_f", "norm_f", "final_norm")
@@ -75,3 +73,15 @@ MLX_RUNTIME_REPLAY_MODULES = MLX_REFERENCE_REPLAY_MODULES + ("mlx_lm.models.qwen
 # mlx-lm cache classes whose entries are per-position keys/values: cutting them is exact.
 MLX_CROP_CACHES = frozenset({"KVCache", "QuantizedKVCache", "ConcatenateKVCache", "ChunkedKVCache"})
 MLX_ROTATING_CACHES = frozenset({"RotatingKVCache"})
+
+
+def __getattr__(name: str):
+    # PEP 562: `from dflash_compat.contract import RECURRENT_MODEL_TYPES` reads the engine facts on
+    # first use only, so importing the contract stays free of I/O.
+    if name == "RECURRENT_MODEL_TYPES":
+        from .engine_support import recurrent_model_types
+
+        value = recurrent_model_types()
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

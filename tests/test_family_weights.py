@@ -45,20 +45,21 @@ def all_findings(target_cfg: dict, d, w) -> list:
 
 MUSE_TARGET = fixture("muse-glimmer-target-config.json")
 # The only findings the real pairs may get, each true (or another helper's open rule), none about the weights.
-# No DF301: vLLM registers both drafts (registry.py:664-696), the assistant under its own name.
+# No DF301: vLLM registers both drafts (registry.py:664-696), the assistant under its own name. No DF302 /
+# DF402: both engines serve the Muse Glimmer target (vLLM registry.py:555, SGLang muse_glimmer.py:1041).
 EXPECTED = {
     "assistant": {
         "DF009",  # MLX cannot load the family; SGLang runs its sliding layers causally (see test_df009)
         "DF501",  # MLX: the dflash MLX loader needs vocab_size / num_target_layers / nested ids (true)
         "DF202",  # transformers: the target's sliding-window cache needs past recording (target fact)
-        "DF302", "DF402",  # the Muse Glimmer target is not on our engine target lists
+        "DF504",  # MLX: mlx-lm builds RotatingKVCache for the target's sliding layers (muse_glimmer.py:273-281)
         "DF311",  # info: old vLLM builds read ids off by one
         "DF312",  # info: no --num-speculative-tokens given, which vLLM needs
         # Open for the rule owners: DF121 (the target soft-caps; no engine reads the assistant's softcap key).
         "DF121",
     },
     # DF203: transformers' generate() reads the ids at the top level; DF310: V2 runner only (both infos)
-    "dflash2": {"DF202", "DF302", "DF402", "DF311", "DF312", "DF203", "DF310"},
+    "dflash2": {"DF202", "DF504", "DF311", "DF312", "DF203", "DF310"},
 }
 
 

@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
 
 from dflash_compat.contract import ENGINE_VERSIONS
 from dflash_compat.engine import BACKENDS
+from dflash_compat.engine_support import draft_support
 from dflash_compat.family_support import engines_loading, family_support
-from dflash_compat.specs.families import FAMILIES
+from dflash_compat.specs.families import DFLASH_PACKAGE_FORMATS, FAMILIES
 from tests.configs import merge, run_rule, target
 from tests.test_families import FAMILY_CONFIGS
 
 DATA = Path(__file__).resolve().parent.parent / "dflash_compat" / "data" / "draft_families.json"
-WHEELS = Path("/work/wheels/src")
+WHEELS = Path(os.environ.get("DFLASH_ENGINE_SRC", "/work/wheels/src"))
 
 
 def verdicts(draft_cfg, target_cfg=None):
@@ -109,3 +111,27 @@ def test_df301_and_df009_never_report_the_same_draft_twice_on_vllm():
     unknown = merge(FAMILY_CONFIGS["zlab-v1"], architectures=["DFlash3DraftModel"])  # no family at all
     assert not [f for f in run_rule("DF009", target(), unknown) if f.backend == "vllm"]
     assert [f.code for f in run_rule("DF301", target(), unknown, backends=("vllm",))] == ["DF301"]
+
+
+# The hand-verified family verdicts (draft_families.json) against the facts the extractor reads from the
+# registries (engine_support.json, `python -m dflash_compat.enginefacts refresh`), where both speak:
+# the families told apart by their architecture name (Domino, speculators and unknown drafts are not).
+NAMED = {fmt: f.architectures for fmt, f in FAMILIES.items() if f.architectures and f.layout == "zlab"}
+
+
+@pytest.mark.parametrize("fmt", sorted(NAMED))
+def test_draft_families_agree_with_the_extracted_registries(fmt):
+    facts = [draft_support(a) for a in NAMED[fmt]]
+    vllm, sglang = family_support(fmt, "vllm"), family_support(fmt, "sglang")
+    assert vllm.loads == any(f["vllm"]["loads"] for f in facts), fmt
+    assert sglang.loads == any(f["sglang"]["loads"] for f in facts), fmt
+    if vllm.loads:
+        # "V2 model runner only" exactly where vLLM's V1 runner refuses the class, with the speculator it names
+        assert ("V2 model runner only" in vllm.runner) == any(f["vllm"]["v1_refuses"] for f in facts), fmt
+        speculators = {f["vllm"]["v2_speculator"] for f in facts} - {None}
+        assert speculators and all(s in vllm.runner for s in speculators), (fmt, speculators)
+    # The dflash package (the transformers reference and the MLX port) builds only the classes it defines.
+    by_dflash = any(f["dflash"]["loads"] for f in facts)
+    assert family_support(fmt, "mlx").loads == by_dflash, fmt
+    cls = family_support(fmt, "transformers").cls or ""
+    assert cls.startswith("dflash.") == by_dflash == (fmt in DFLASH_PACKAGE_FORMATS), (fmt, cls)

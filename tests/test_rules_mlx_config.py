@@ -69,9 +69,11 @@ def test_df504_catches_rotating_cache_targets():
     [f] = run_rule("DF504", gpt_oss, draft(), backends=M)
     assert "RotatingKVCache" in f.message and "128" in f.message
     assert f.severity == "warning"  # dflash 0.1.0 and our runtime roll rotating caches back exactly
-    mistral3 = target(model_type="mistral3", sliding_window=4096, use_sliding_window=DELETE,
-                      layer_types=["sliding_attention"] * 36)
-    assert catches("DF504", mistral3, draft(), backends=M)
+    # mlx-lm 0.32.2: ministral3's make_cache builds a RotatingKVCache for layers layer_types marks sliding
+    # (the mistral3 VLM wrapper has no make_cache of its own: mlx-lm gives it plain KVCaches)
+    ministral3 = target(model_type="ministral3", sliding_window=4096, use_sliding_window=DELETE,
+                        layer_types=["sliding_attention"] * 36)
+    assert catches("DF504", ministral3, draft(), backends=M)
 
 
 def test_df504_passes_qwen35_plain_and_mistral_without_layer_types():

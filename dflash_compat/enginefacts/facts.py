@@ -1,0 +1,53 @@
+"""One engine section of engine_support.json: facts, each with the file and line it was read from."""
+
+from __future__ import annotations
+
+from typing import Any, Collection, Mapping
+
+from .source import LayoutError, Loc
+
+__all__ = ["Section", "require"]
+
+
+def require(items: Collection[str], what: str, anchor: str = "") -> None:
+    """Fail loudly instead of writing an empty or truncated list: the list must not be empty and must
+    hold `anchor`, an entry every release has had (a reader that misses it has lost its way)."""
+    if not items:
+        raise LayoutError(f"{what}: none found; has the engine's layout changed?")
+    if anchor and anchor not in items:
+        raise LayoutError(f"{what}: {anchor} not found among {len(items)}; has the engine's layout changed?")
+
+
+class Section:
+    """Facts of one section. Every list element and dict key gets a source under `sources[kind]`;
+    locations that back a statement rather than a list entry go to `sources["where"]`."""
+
+    def __init__(self) -> None:
+        self.data: dict[str, Any] = {}
+        self.sources: dict[str, dict[str, dict[str, Any]]] = {}
+
+    def meta(self, key: str, value: Any) -> None:
+        """Descriptive text (`source`, `read`, `interface`): not a fact that needs a location."""
+        self.data[key] = value
+
+    def names(self, kind: str, found: Mapping[str, Loc]) -> None:
+        """A sorted list of names, each with its location."""
+        self.data[kind] = sorted(found)
+        self.sources[kind] = {name: found[name].as_json() for name in sorted(found)}
+
+    def mapping(self, kind: str, found: Mapping[str, tuple[Any, Loc]]) -> None:
+        """A dict name -> value, each with its location."""
+        self.data[kind] = {name: found[name][0] for name in sorted(found)}
+        self.sources[kind] = {name: found[name][1].as_json() for name in sorted(found)}
+
+    def where(self, name: str, loc: Loc, value: Any = None) -> None:
+        """A located statement; `value` (text) also goes to the section under the same key."""
+        if value is not None:
+            self.data[name] = value
+        self.sources.setdefault("where", {})[name] = loc.as_json()
+
+    def facts_json(self) -> dict[str, Any]:
+        return dict(self.data)
+
+    def sources_json(self) -> dict[str, dict[str, dict[str, Any]]]:
+        return {kind: self.sources[kind] for kind in sorted(self.sources)}

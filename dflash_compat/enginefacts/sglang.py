@@ -1,0 +1,134 @@
+"""SGLang: registered classes that can capture DFlash layers, and the DFlash draft classes it loads."""
+
+from __future__ import annotations
+
+import ast
+
+from ..contract import ENGINE_VERSIONS
+from .astutil import assigned, calls_to, function
+from .facts import Section, require
+from .pymod import ClassRef, Modules, string_value
+from .source import LayoutError, Loc, SourceTree
+
+__all__ = ["extract"]
+
+MODELS = "sglang/srt/models"
+REGISTRY = f"{MODELS}/registry.py"
+HOOK = "set_dflash_layers_to_capture"
+CAPTURE = "sglang/srt/model_executor/model_runner_components/attention_backend_setup.py"
+DRAFT_MODULE = "sglang.srt.models.dflash"
+DRAFT_BASE = "DFlashDraftModel"
+# DSpark drafts reuse the DFlash draft body but are served by --speculative-algorithm DSPARK.
+DSPARK_MODULE = "sglang.srt.models.dspark"
+DSPARK_MIXIN = "DSparkDraftMixin"
+DFLASH_UTILS = "sglang/srt/speculative/dflash_utils.py"
+
+
+def _check_registry(tree: SourceTree) -> None:
+    """SGLang registers every top-level module of sglang.srt.models by its `EntryClass`; the class's
+    own name is the architecture. Refuse to guess if that mechanism changed."""
+    body = tree.parse(REGISTRY).body
+    fn = function(body, "import_model_classes", REGISTRY)
+    if not any(isinstance(n, ast.Attribute) and n.attr == "EntryClass" for n in ast.walk(fn)):
+        raise LayoutError(f"{REGISTRY}: import_model_classes no longer reads EntryClass")
+    if not any(isinstance(n, ast.Attribute) and n.attr == "__name__" for n in ast.walk(fn)):
+        raise LayoutError(f"{REGISTRY}: architectures are no longer the classes' __name__")
+
+
+def entry_classes(tree: SourceTree, mods: Modules) -> dict[str, tuple[ClassRef, Loc]]:
+    """Architecture name -> (class, EntryClass line), over sglang/srt/models/*.py."""
+    _check_registry(tree)
+    out: dict[str, tuple[ClassRef, Loc]] = {}
+    unresolved = []
+    for path in tree.files(MODELS):
+        module = path[:-3].replace("/", ".")
+        try:
+            value = assigned(mods.module_body(module), "EntryClass", path)
+        except LayoutError:
+            continue
+        exprs = value.elts if isinstance(value, (ast.List, ast.Tuple)) else [value]
+        for expr in exprs:
+            ref = mods.resolve(module, expr)
+            if isinstance(ref, ClassRef):
+                out[ref.name] = (ref, Loc(path, expr.lineno))
+            else:
+                unresolved.append(f"{path}:{expr.lineno}")
+    if unresolved:
+        raise LayoutError("SGLang EntryClass entries not resolved to a class: " + ", ".join(unresolved))
+    require(out, "SGLang EntryClass classes", anchor="LlamaForCausalLM")
+    return out
+
+
+def capture_support(mods: Modules, entries: dict[str, tuple[ClassRef, Loc]]):
+    supported: dict[str, Loc] = {}
+    unsupported: dict[str, Loc] = {}
+    for arch, (ref, entry) in entries.items():
+        found = mods.find_member(ref, HOOK)
+        cls = f"{ref.path}:{ref.node.lineno}"
+        if found:
+            owner, stmt = found
+            via = f" (inherited from {owner.name})" if owner != ref else ""
+            supported[arch] = owner.loc(stmt.lineno).with_(f"{ref.name} defines {HOOK}{via}", entry=str(entry), cls=cls)
+        else:
+            unsupported[arch] = ref.loc().with_(f"{ref.name} has no {HOOK}", entry=str(entry))
+    require(supported, f"SGLang classes defining {HOOK}", anchor="LlamaForCausalLM")
+    require(unsupported, f"SGLang classes without {HOOK}")
+    return supported, unsupported
+
+
+def draft_classes(mods: Modules, entries: dict[str, tuple[ClassRef, Loc]]):
+    """Registered DFlash draft classes (DFlashDraftModel and classes derived from it), and the DSpark
+    ones among them (derived from DSparkDraftMixin too), as two dicts arch -> (module.Class, loc)."""
+    base = mods.class_named(DRAFT_MODULE, DRAFT_BASE)
+    mixin = mods.class_named(DSPARK_MODULE, DSPARK_MIXIN)
+    if base is None or mixin is None:
+        raise LayoutError(f"{DRAFT_MODULE}.{DRAFT_BASE} or {DSPARK_MODULE}.{DSPARK_MIXIN} not found")
+    dflash, dspark = {}, {}
+    for arch, (ref, entry) in entries.items():
+        mro = list(mods.mro(ref))
+        if base not in mro:
+            continue
+        parent = next((b.name for _, b in mods.bases(ref) if isinstance(b, ClassRef)), "")
+        note = "registered draft class" + (f", derived from {parent}" if ref != base else "")
+        (dspark if mixin in mro else dflash)[arch] = (f"{ref.module}.{ref.name}", entry.with_(note))
+    require(dflash, f"SGLang classes derived from {DRAFT_BASE}", anchor=DRAFT_BASE)
+    return dflash, dspark
+
+
+def _capture_call(tree: SourceTree) -> Loc:
+    calls = calls_to(tree.parse(CAPTURE), HOOK)
+    if not calls:
+        raise LayoutError(f"{CAPTURE}: the DFLASH layer-capture call was not found")
+    return Loc(CAPTURE, calls[0].lineno, f"DFLASH calls the target's {HOOK}; a class without it raises ValueError")
+
+
+def _domino(tree: SourceTree) -> Loc:
+    for node in ast.walk(tree.parse(DFLASH_UTILS)):
+        if isinstance(node, ast.Compare) and "domino" in [string_value(c) for c in node.comparators]:
+            return Loc(DFLASH_UTILS, node.lineno, "dflash_config.projector_type == \"domino\" selects the Domino "
+                       "projector (read from dflash_config, else top level)")
+    raise LayoutError(f"{DFLASH_UTILS}: the Domino projector_type check was not found")
+
+
+def extract(tree: SourceTree) -> Section:
+    mods = Modules(tree)
+    entries = entry_classes(tree, mods)
+    supported, unsupported = capture_support(mods, entries)
+    sec = Section()
+    sec.meta("source", f"SGLang: EntryClass classes of sglang/srt/models that define {HOOK} (directly or "
+             "through a base class)")
+    sec.meta("read", f"sglang {ENGINE_VERSIONS['sglang']} wheel")
+    sec.meta("interface", HOOK)
+    sec.names("supported", supported)
+    sec.names("unsupported", unsupported)
+    fallback = mods.class_named("sglang.srt.models.transformers", "TransformersForCausalLM")
+    if fallback is not None and mods.find_member(fallback, HOOK) is None:
+        sec.where("fallback_without_hook", fallback.loc().with_(
+            f"TransformersForCausalLM (SGLang's fallback for unlisted classes) has no {HOOK}"))
+    drafts, dspark = draft_classes(mods, entries)
+    sec.mapping("draft_architectures_classes", drafts)
+    sec.names("draft_architectures", {k: v[1] for k, v in drafts.items()})
+    sec.mapping("dspark_architectures_classes", dspark)
+    sec.where("capture_call", _capture_call(tree))
+    sec.where("domino_projector", _domino(tree))
+    return sec

@@ -1,0 +1,309 @@
+"""vLLM: target classes with the EAGLE-3 aux-hidden-state interface, DFlash draft architectures, runners."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from ..contract import ENGINE_VERSIONS
+from .astutil import assigned, calls_to, function, method, string_dict, string_set
+from .facts import Section, require
+from .pymod import ClassRef, Modules, string_value
+from .source import LayoutError, Loc, SourceTree
+
+__all__ = ["extract"]
+
+REGISTRY = "vllm/model_executor/models/registry.py"
+INTERFACES = "vllm.model_executor.models.interfaces"
+# Registry dicts whose classes can be a DFlash target; the others hold pooling models, drafts and the
+# bare transformers-backend entry points.
+TARGET_DICTS = ("_TEXT_GENERATION_MODELS", "_MULTIMODAL_MODELS", "_TRANSFORMERS_SUPPORTED_MODELS")
+DRAFT_DICT = "_SPECULATIVE_DECODING_MODELS"
+BACKEND_DICT = "_TRANSFORMERS_BACKEND_MODELS"
+ALL_DICT = "_VLLM_MODELS"
+EAGLE_CONFIG = "vllm/transformers_utils/configs/eagle.py"
+VLLM_CONFIG = "vllm/config/vllm.py"
+SPEC_CONFIG = "vllm/config/speculative.py"
+V2_DISPATCH = "vllm/v1/worker/gpu/spec_decode/__init__.py"
+V1_RUNNER = "vllm/v1/worker/gpu_model_runner.py"
+V2_EAGLE3 = "vllm/v1/worker/gpu/spec_decode/eagle/eagle3_utils.py"
+SPECULATORS = "vllm/transformers_utils/configs/speculators/algos.py"
+
+
+@dataclass(frozen=True)
+class Entry:
+    arch: str
+    module: str  # dotted, resolved as vLLM resolves it
+    cls: str
+    loc: Loc
+
+
+def _module_prefix(body: list[ast.stmt]) -> str:
+    """The package vLLM puts in front of a relative registry module name (`_resolve_module_name`)."""
+    fn = function(body, "_resolve_module_name", REGISTRY)
+    for node in ast.walk(fn):
+        if isinstance(node, ast.JoinedStr) and node.values and (s := string_value(node.values[0])):
+            return s
+    raise LayoutError(f"{REGISTRY}: _resolve_module_name no longer builds an f-string module name")
+
+
+def read_registry(tree: SourceTree) -> dict[str, list[Entry]]:
+    body = tree.parse(REGISTRY).body
+    prefix = _module_prefix(body)
+    spread = assigned(body, ALL_DICT, REGISTRY)
+    parts = [v.id for k, v in zip(spread.keys, spread.values) if k is None and isinstance(v, ast.Name)] if isinstance(
+        spread, ast.Dict) else []
+    out: dict[str, list[Entry]] = {}
+    for name in (*TARGET_DICTS, DRAFT_DICT, BACKEND_DICT):
+        if name not in parts:
+            raise LayoutError(f"{REGISTRY}: {ALL_DICT} no longer includes {name}")
+        entries = []
+        for arch, value, line in string_dict(assigned(body, name, REGISTRY), f"{REGISTRY} {name}"):
+            pair = [string_value(e) for e in value.elts] if isinstance(value, ast.Tuple) else []
+            if len(pair) != 2 or None in pair:
+                raise LayoutError(f"{REGISTRY}:{line}: {arch} is not a (module, class) pair")
+            module = pair[0] if pair[0].startswith("vllm.") else prefix + pair[0]
+            entries.append(Entry(arch, module, pair[1], Loc(REGISTRY, line)))
+        require(entries, f"vLLM registry {name}")
+        out[name] = entries
+    return out
+
+
+def _interface(mods: Modules) -> ClassRef:
+    ref = mods.class_named(INTERFACES, "SupportsEagle3")
+    if ref is None:
+        raise LayoutError(f"{INTERFACES}: class SupportsEagle3 not found")
+    return ref
+
+
+def eagle3_targets(mods: Modules, registry: dict[str, list[Entry]]):
+    """(supported, unsupported, unresolved): registry names by whether their class has SupportsEagle3."""
+    iface = _interface(mods)
+    supported: dict[str, Loc] = {}
+    unsupported: dict[str, Loc] = {}
+    unresolved: list[str] = []
+    for dict_name in TARGET_DICTS:
+        for e in registry[dict_name]:
+            ref = mods.class_named(e.module, e.cls)
+            if ref is None:
+                unresolved.append(f"{e.arch} -> {e.module}.{e.cls} ({e.loc})")
+                continue
+            found = mods.declares_base(ref, iface)
+            cls = f"{ref.path}:{ref.node.lineno}"
+            if found:
+                owner, expr = found
+                supported[e.arch] = owner.loc(expr.lineno).with_(
+                    f"{ref.name} implements SupportsEagle3" + (f" (through {owner.name})" if owner != ref else ""),
+                    registry=str(e.loc), cls=cls)
+            else:
+                unsupported[e.arch] = ref.loc().with_(f"{ref.name} does not implement SupportsEagle3",
+                                                      registry=str(e.loc))
+    if unresolved:
+        raise LayoutError("vLLM registry classes not found in the sources: " + "; ".join(unresolved))
+    require(supported, "vLLM target classes implementing SupportsEagle3", anchor="LlamaForCausalLM")
+    require(unsupported, "vLLM target classes without SupportsEagle3")
+    return supported, unsupported
+
+
+@dataclass(frozen=True)
+class Rename:
+    """EAGLEConfig's dflash rule: an architecture is kept when it starts/ends with one of these
+    strings or equals one of `keep`; otherwise `prefix` is put in front."""
+
+    prefix: str
+    starts: tuple[str, ...]
+    ends: tuple[str, ...]
+    keep: tuple[str, ...]
+    loc: Loc
+
+    def apply(self, arch: str) -> str:
+        if arch.startswith(self.starts) or arch.endswith(self.ends) or arch in self.keep:
+            return arch
+        return self.prefix + arch
+
+
+def dflash_rename(tree: SourceTree) -> Rename:
+    body = tree.parse(EAGLE_CONFIG)
+    for node in ast.walk(body):
+        if not (isinstance(node, ast.If) and isinstance(node.test, ast.Compare)
+                and [string_value(c) for c in node.test.comparators] == ["dflash"]):
+            continue
+        for sub in ast.walk(ast.Module(body=node.body, type_ignores=[])):
+            if isinstance(sub, ast.ListComp) and isinstance(sub.elt, ast.IfExp):
+                return _rename_from(sub.elt, sub.lineno)
+    raise LayoutError(f"{EAGLE_CONFIG}: the `method == \"dflash\"` architecture rename was not found")
+
+
+def _rename_from(expr: ast.IfExp, line: int) -> Rename:
+    starts, ends, keep = [], [], []
+    for sub in ast.walk(expr.test):
+        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and sub.args:
+            text = string_value(sub.args[0])
+            if text is not None and sub.func.attr == "startswith":
+                starts.append(text)
+            elif text is not None and sub.func.attr == "endswith":
+                ends.append(text)
+        elif isinstance(sub, ast.Compare) and isinstance(sub.ops[0], ast.Eq):
+            keep += [s for c in sub.comparators if (s := string_value(c)) is not None]
+    prefix = None
+    if isinstance(expr.orelse, ast.JoinedStr) and expr.orelse.values:
+        prefix = string_value(expr.orelse.values[0])
+    if not prefix or not starts:
+        raise LayoutError(f"{EAGLE_CONFIG}:{line}: the dflash rename changed shape")
+    return Rename(prefix, tuple(starts), tuple(ends), tuple(keep), Loc(EAGLE_CONFIG, line))
+
+
+def dflash_drafts(registry: dict[str, list[Entry]], rename: Rename) -> dict[str, tuple[str, Loc]]:
+    """Draft names vLLM serves under method "dflash" (those whose renamed form is a registry key),
+    mapped to the `module.Class` it loads."""
+    keys = {e.arch: e for entries in registry.values() for e in entries}
+    out = {}
+    for name in sorted(keys):  # a name no registry entry spells is not a name a published draft uses
+        entry = keys.get(rename.apply(name))
+        if entry is None:
+            continue
+        how = "registered" if entry.arch == name else f"renamed to {entry.arch} by EAGLEConfig ({rename.loc})"
+        out[name] = (f"{entry.module}.{entry.cls}", entry.loc.with_(f"{how}; loads {entry.cls}"))
+    require(out, "vLLM DFlash draft architectures", anchor="DFlashDraftModel")
+    return out
+
+
+def v1_refused(tree: SourceTree) -> dict[str, Loc]:
+    """Draft names the V1 model runner refuses: candidate-head drafts and XPress refiners."""
+    body = tree.parse(VLLM_CONFIG).body
+    cand = method(body, None, "_is_dflash_candidate_draft", VLLM_CONFIG)
+    v1 = method(body, None, "_get_v1_model_runner_unsupported_features", VLLM_CONFIG)
+    found: dict[str, Loc] = {}
+    for reason, check, names in (
+        ("candidate-head draft", "_is_dflash_candidate_draft",
+         [s for node in ast.walk(cand) if isinstance(node, ast.Set) for s in string_set(node)]),
+        ("XPress refiner draft", "is_xpress", _xpress(tree)),
+    ):
+        calls = calls_to(v1, check)
+        if not calls or not names:
+            raise LayoutError(f"{VLLM_CONFIG}: the V1 runner's {reason} refusal ({check}) was not found")
+        for name, _ in names:
+            found[name] = Loc(VLLM_CONFIG, calls[0].lineno, f"the V1 model runner refuses it ({reason})")
+    return found
+
+
+def _xpress(tree: SourceTree) -> list[tuple[str, int]]:
+    names = string_set(assigned(tree.parse(SPEC_CONFIG).body, "XPRESS_ARCHITECTURES", SPEC_CONFIG))
+    require(names, f"{SPEC_CONFIG} XPRESS_ARCHITECTURES")
+    return names
+
+
+def v2_speculators(tree: SourceTree, mods: Modules, drafts: dict, rename: Rename) -> dict[str, tuple[str, Loc]]:
+    """The V2 runner's speculator class for each DFlash draft name (init_speculator's dispatch)."""
+    fn = function(tree.parse(V2_DISPATCH).body, "init_speculator", V2_DISPATCH)
+    branch = next((n for n in ast.walk(fn) if isinstance(n, ast.If) and isinstance(n.test, ast.Compare)
+                   and [string_value(c) for c in n.test.comparators] == ["dflash"]), None)
+    if branch is None:
+        raise LayoutError(f"{V2_DISPATCH}: init_speculator has no `method == \"dflash\"` branch")
+    rules: list[tuple[set[str], str, int]] = []
+    default = None
+    for stmt in branch.body:
+        if isinstance(stmt, ast.If):
+            rules.append((_names_in_test(mods, stmt.test), _imported_class(stmt.body), stmt.lineno))
+        elif isinstance(stmt, ast.ImportFrom):
+            default = (stmt.names[0].name, stmt.lineno)
+    if default is None or not rules or any(not names or not cls for names, cls, _ in rules):
+        raise LayoutError(f"{V2_DISPATCH}:{branch.lineno}: the dflash speculator dispatch changed shape")
+    out = {}
+    for name in drafts:
+        seen = {name, rename.apply(name)}
+        cls, line = next(((c, ln) for names, c, ln in rules if names & seen), default)
+        out[name] = (cls, Loc(V2_DISPATCH, line, f"V2 model runner drafts with {cls}"))
+    return out
+
+
+def _names_in_test(mods: Modules, test: ast.expr) -> set[str]:
+    names = {s for node in ast.walk(test) if (s := string_value(node)) is not None}
+    for node in ast.walk(test):
+        if isinstance(node, ast.Name) and node.id.isupper():
+            ref_mod = _constant_module(mods, V2_DISPATCH, node.id)
+            names |= {s for s, _ in string_set(assigned(mods.module_body(ref_mod), node.id, ref_mod))}
+    return names
+
+
+def _constant_module(mods: Modules, path: str, name: str) -> str:
+    """The module a module-level constant imported into `path` comes from."""
+    for stmt in mods.tree.parse(path).body:
+        if isinstance(stmt, ast.ImportFrom) and any(a.name == name for a in stmt.names):
+            return stmt.module or ""
+    raise LayoutError(f"{path}: constant {name} is not imported by name")
+
+
+def _imported_class(body: list[ast.stmt]) -> str:
+    for stmt in body:
+        if isinstance(stmt, ast.ImportFrom) and stmt.names:
+            return stmt.names[0].name
+    return ""
+
+
+def interface_checks(tree: SourceTree) -> dict[str, Loc]:
+    out = {}
+    for key, path, runner in (("eagle3_interface_v1", V1_RUNNER, "V1"), ("eagle3_interface_v2", V2_EAGLE3, "V2")):
+        calls = calls_to(tree.parse(path), "supports_eagle3")
+        if not calls:
+            raise LayoutError(f"{path}: the {runner} runner no longer checks supports_eagle3")
+        out[key] = Loc(path, calls[0].lineno, f"{runner} model runner: the target must implement SupportsEagle3")
+    return out
+
+
+def speculators_formats(tree: SourceTree) -> tuple[dict[str, Loc], Loc]:
+    """speculators config formats vLLM converts (`@register_speculator("name")`), and where its
+    dflash reader turns aux_hidden_state_layer_ids back into z-lab ids (`i - 1`)."""
+    body = tree.parse(SPECULATORS).body
+    found = {}
+    for fn in (s for s in body if isinstance(s, ast.FunctionDef)):
+        for deco in fn.decorator_list:
+            if (isinstance(deco, ast.Call) and isinstance(deco.func, ast.Name) and deco.func.id == "register_speculator"
+                    and deco.args and (name := string_value(deco.args[0]))):
+                found[name] = Loc(SPECULATORS, deco.lineno, f"vLLM reads speculators_model_type {name!r} ({fn.name})")
+    if "dflash" not in found:
+        raise LayoutError(f"{SPECULATORS}: no register_speculator(\"dflash\")")
+    dflash_fn = function(body, "update_dflash", SPECULATORS)
+    minus = [n for n in ast.walk(dflash_fn) if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Sub)
+             and isinstance(n.right, ast.Constant) and n.right.value == 1]
+    if not minus:
+        raise LayoutError(f"{SPECULATORS}: update_dflash no longer subtracts 1 from the aux layer ids")
+    return found, Loc(SPECULATORS, minus[0].lineno, "speculators dflash: dflash_config.target_layer_ids = "
+                      "aux_hidden_state_layer_ids - 1 (the aux ids also become eagle_aux_hidden_state_layer_ids)")
+
+
+def extract(tree: SourceTree) -> Section:
+    mods = Modules(tree)
+    registry = read_registry(tree)
+    supported, unsupported = eagle3_targets(mods, registry)
+    rename = dflash_rename(tree)
+    drafts = dflash_drafts(registry, rename)
+    sec = Section()
+    sec.meta("source", "vLLM: registry target classes implementing SupportsEagle3 (the EAGLE-3 aux-hidden-state "
+             "interface DFlash uses), read from vllm/model_executor/models/registry.py and the model sources")
+    sec.meta("read", f"vllm {ENGINE_VERSIONS['vllm']} wheel")
+    sec.meta("interface", "SupportsEagle3")
+    sec.names("supported", supported)
+    sec.names("unsupported", unsupported)
+    backend = {e.arch: e for e in registry[BACKEND_DICT]}.get("TransformersForCausalLM")
+    ref = mods.class_named(backend.module, backend.cls) if backend else None
+    found = mods.declares_base(ref, _interface(mods)) if ref else None
+    if found:
+        owner, expr = found
+        sec.where("fallback", owner.loc(expr.lineno).with_("TransformersForCausalLM implements SupportsEagle3"),
+                  "vLLM's transformers backend (`--model-impl transformers`, TransformersForCausalLM) implements "
+                  "the interface for classes the registry does not list")
+    sec.mapping("draft_architectures_classes", drafts)
+    sec.names("draft_architectures", {k: v[1] for k, v in drafts.items()})
+    sec.names("draft_registry", {e.arch: e.loc.with_(f"{e.module}.{e.cls}") for e in registry[DRAFT_DICT]})
+    sec.names("draft_v1_refused", v1_refused(tree))
+    sec.mapping("draft_v2_speculators", v2_speculators(tree, mods, drafts, rename))
+    sec.where("dflash_architecture_rename", rename.loc.with_(
+        f"method dflash: an architecture not starting with {rename.starts}, not ending with {rename.ends} and "
+        f"not one of {rename.keep} is looked up as {rename.prefix}<arch>"))
+    for key, loc in interface_checks(tree).items():
+        sec.where(key, loc)
+    formats, minus_one = speculators_formats(tree)
+    sec.names("speculators_formats", formats)
+    sec.where("speculators_dflash_ids", minus_one)
+    return sec
