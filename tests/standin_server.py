@@ -20,7 +20,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Optional
 
-MODES = ("vllm", "sglang", "vllm-lossy", "vllm-nospec", "hang", "garbage")
+MODES = ("vllm", "sglang", "vllm-lossy", "vllm-nospec", "plain", "hang", "garbage")
 
 
 class StandIn:
@@ -104,7 +104,7 @@ class StandIn:
 
         ids = list(prompt) if isinstance(prompt, list) else rf.encode(self.ref, prompt)
         with self.lock:
-            if self.mode == "vllm-nospec":
+            if self.mode in ("vllm-nospec", "plain"):
                 out = rf.greedy(self.ref, ids, max_tokens)
                 self.gen_tokens.inc(len(out))
                 return ids, out, {}
@@ -189,7 +189,7 @@ def _handler(server: StandIn):
         def do_GET(self) -> None:
             if not self._gate():
                 return
-            if self.path == "/metrics" and (server.mode != "sglang" or server.sglang_metrics):
+            if self.path == "/metrics" and server.mode != "plain" and (server.mode != "sglang" or server.sglang_metrics):
                 self._send(200, server.metrics_text(), "text/plain; version=0.0.4; charset=utf-8")
             elif self.path == "/v1/models":
                 self._json(200, {"object": "list", "data": [{"id": server.model, "object": "model"}]})

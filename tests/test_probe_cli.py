@@ -104,6 +104,13 @@ def test_speculation_off_is_reported_and_fails(pair, server):
     assert probe_exit_code(payload, None) == 1
 
 
+def test_server_without_any_counters_is_not_active(server):
+    """An OpenAI-compatible server with no /metrics and no /server_info: no counters, speculation not active."""
+    res = _cli(server("plain").url, "--model", "tiny", "--max-tokens", 8, "--timeout", SLOW)
+    assert res.exit_code == 1, res.output
+    assert "speculation NOT active" in res.output and "exports no speculative-decoding counters" in res.output
+
+
 def test_lossy_server_fails_through_the_cli(server, tmp_path):
     srv = server("vllm-lossy")
     prompts = tmp_path / "p.jsonl"

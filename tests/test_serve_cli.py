@@ -148,10 +148,11 @@ def test_hostile_paths_stay_single_arguments(tmp_path):
 
 
 @pytest.mark.parametrize("engine, extra, message", [
-    ("vllm", ("--prompt", "hi"), "--prompt has no meaning"),
-    ("mlx", ("--tp", 2), "--tp has no meaning"),
-    ("sglang", ("--draft-tp", 1), "--draft-tp has no meaning"),
-    ("vllm", ("--num-draft-tokens", 16), "--num-draft-tokens has no meaning"),
+    ("vllm", ("--prompt", "hi"), "--prompt: not an option of `serve --engine vllm`"),
+    ("mlx", ("--tp", 2), "--tp: not an option"),
+    ("sglang", ("--draft-tp", 1), "--draft-tp: not an option"),
+    ("vllm", ("--num-draft-tokens", 16), "--num-draft-tokens: not an option"),
+    ("vllm", ("--quantization", "fp8"), "--quantization: not an option"),
     ("transformers", ("--revision", "abc"), "takes no revision"),
 ])
 def test_bad_input_is_one_line_exit_2(engine, extra, message):
@@ -164,16 +165,21 @@ def test_missing_draft_is_exit_2():
     assert res.exit_code == 2 and res.output.startswith("dflash-check: error:")
 
 
-@pytest.mark.parametrize("flags, field", [
-    (("--attn-dp-size", 2), "sglang_attn_dp_size"),
-    (("--pp-size", 2), "pp_size"),
-    (("--draft-window-size", 8), "sglang_draft_window_size"),
+@pytest.mark.parametrize("flags, field, when_checked", [
+    (("--attn-dp-size", 2), "sglang_attn_dp_size", 1),  # DFLASH with attention DP needs --enable-dp-lm-head
+    (("--attn-dp-size", 2, "--enable-dp-lm-head"), "sglang_attn_dp_size", 0),
+    (("--pp-size", 2), "pp_size", 1),  # DFLASH needs pp_size == 1
+    (("--draft-window-size", 8), "sglang_draft_window_size", 1),  # the window must hold the block (16)
+    (("--draft-window-size", 64), "sglang_draft_window_size", 0),
 ])
-def test_sglang_options_are_checked_or_refused(flags, field):
+def test_sglang_options_are_checked_or_refused(flags, field, when_checked):
     """Before the rules that judge an SGLang option exist, serve refuses it (exit 2) instead of printing
-    an unchecked command; with them, these settings are errors SGLang raises at start-up (exit 1)."""
+    an unchecked command; with them, the command is judged like any other (speculative_hook.py:303-434)."""
     res = _serve("sglang", *flags)
     if option_supported(field):
-        assert res.exit_code == 1, res.output
+        assert res.exit_code == when_checked, res.output
+        if when_checked == 0:
+            engine_flag = {"--attn-dp-size": "--attn-dp-size", "--draft-window-size": "--speculative-draft-window-size"}
+            assert engine_flag[flags[0]] in json.loads(res.output)["argv"]
     else:
         assert res.exit_code == 2 and "cannot check it yet" in res.output

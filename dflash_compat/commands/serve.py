@@ -79,6 +79,8 @@ def render_serve_text(plan, report, errors) -> str:
 @click.option("--pp-size", type=click.IntRange(min=1), help="SGLang pipeline-parallel size (DFLASH needs 1).")
 @click.option("--dflash-block-size", type=click.IntRange(min=1), help="SGLang --speculative-dflash-block-size (must equal the draft-token count).")
 @click.option("--draft-window-size", type=click.IntRange(min=1), help="SGLang --speculative-draft-window-size (at least the block).")
+@click.option("--quantization", help="SGLang --quantization of the target (the draft follows it unless --draft-quantization says otherwise).")
+@click.option("--draft-quantization", help="SGLang --speculative-draft-model-quantization (e.g. unquant).")
 @click.option("--served-model-name", help="The model name the server answers to (vLLM / SGLang).")
 @click.option("--port", type=click.IntRange(min=1, max=65535), help="The server's port (vLLM default 8000, SGLang 30000).")
 @click.option("--prompt", default=None, help="MLX / transformers: the prompt the dflash command generates from.")
@@ -93,7 +95,7 @@ def render_serve_text(plan, report, errors) -> str:
               help="text: a shell script (comments + the command); json: engine, argv, env, findings.")
 def serve_cmd(target, draft, engine, num_speculative_tokens, num_draft_tokens, tp, draft_tp, max_num_seqs,
               max_num_batched_tokens, attn_dp_size, enable_dp_lm_head, pp_size, dflash_block_size, draft_window_size,
-              served_model_name, port, prompt, revision, draft_revision, token, no_deep, trust_remote_code, framework,
+              quantization, draft_quantization, served_model_name, port, prompt, revision, draft_revision, token, no_deep, trust_remote_code, framework,
               fmt) -> None:
     """Print the command that serves TARGET with DRAFT on one engine, with every value derived from
     the draft (K = block_size - 1 for vLLM, block_size draft tokens for SGLang, the token budget, TP).
@@ -111,7 +113,8 @@ def serve_cmd(target, draft, engine, num_speculative_tokens, num_draft_tokens, t
         num_speculative_tokens=num_speculative_tokens, num_draft_tokens=num_draft_tokens, tp=tp, draft_tp=draft_tp,
         max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens, attn_dp_size=attn_dp_size,
         enable_dp_lm_head=enable_dp_lm_head, pp_size=pp_size, dflash_block_size=dflash_block_size,
-        draft_window_size=draft_window_size, served_model_name=served_model_name, port=port,
+        draft_window_size=draft_window_size, quantization=quantization, draft_quantization=draft_quantization,
+        served_model_name=served_model_name, port=port,
         trust_remote_code=trust_remote_code, prompt=prompt or DEFAULT_PROMPT,
     )
     pair = pipeline.PairRef(target=target, draft=draft, revision=revision, draft_revision=draft_revision, token=token,
@@ -120,7 +123,7 @@ def serve_cmd(target, draft, engine, num_speculative_tokens, num_draft_tokens, t
         if prompt is not None and engine not in ("mlx", "transformers"):
             from ..exceptions import InputError
 
-            raise InputError(f"--prompt has no meaning for --engine {engine}")
+            raise InputError(f"--prompt: not an option of `serve --engine {engine}`")
         plan = build_plan(req, pipeline.draft_facts(pair))
         options = pipeline.make_options(options_from_argv(engine, plan.argv), pair, OPTION_FLAGS)
         report = pipeline.check_for_engine(pair, engine, options)

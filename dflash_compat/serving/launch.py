@@ -37,6 +37,7 @@ OPTION_FLAGS = {
     "max_num_batched_tokens": "--max-num-batched-tokens", "sglang_attn_dp_size": "--attn-dp-size",
     "sglang_enable_dp_lm_head": "--enable-dp-lm-head", "pp_size": "--pp-size",
     "sglang_dflash_block_size": "--dflash-block-size", "sglang_draft_window_size": "--draft-window-size",
+    "sglang_quantization": "--quantization", "sglang_draft_quantization": "--draft-quantization",
 }
 
 
@@ -60,6 +61,8 @@ class LaunchRequest:
     pp_size: Optional[int] = None
     dflash_block_size: Optional[int] = None
     draft_window_size: Optional[int] = None
+    quantization: Optional[str] = None
+    draft_quantization: Optional[str] = None
     served_model_name: Optional[str] = None
     port: Optional[int] = None
     trust_remote_code: bool = False
@@ -92,10 +95,11 @@ def _refuse(req: LaunchRequest, allowed: set[str]) -> None:
         "--enable-dp-lm-head": req.enable_dp_lm_head or None, "--pp-size": req.pp_size,
         "--dflash-block-size": req.dflash_block_size, "--draft-window-size": req.draft_window_size,
         "--tp": req.tp if req.tp != 1 else None, "--port": req.port, "--served-model-name": req.served_model_name,
+        "--quantization": req.quantization, "--draft-quantization": req.draft_quantization,
     }
     bad = [flag for flag, value in given.items() if value is not None and flag not in allowed]
     if bad:
-        raise InputError(f"{', '.join(bad)} has no meaning for --engine {req.engine}")
+        raise InputError(f"{', '.join(bad)}: not an option of `serve --engine {req.engine}`")
 
 
 def build_plan(req: LaunchRequest, draft: dict[str, Any]) -> LaunchPlan:
@@ -145,7 +149,8 @@ def _sglang(req: LaunchRequest, bs: int) -> LaunchPlan:
     with `-` (srt/arg_groups/arg_utils.py:288-290): spec fields srt/arg_groups/fields/spec.py:31-70,165;
     parallel fields srt/arg_groups/fields/parallel.py:45-81,199; --enable-metrics observability.py:70."""
     _refuse(req, {"--num-draft-tokens", "--max-num-seqs", "--tp", "--attn-dp-size", "--enable-dp-lm-head",
-                  "--pp-size", "--dflash-block-size", "--draft-window-size", "--port", "--served-model-name"})
+                  "--pp-size", "--dflash-block-size", "--draft-window-size", "--port", "--served-model-name",
+                  "--quantization", "--draft-quantization"})
     target, rev = _split(req.target, req.revision)
     draft, draft_rev = _split(req.draft, req.draft_revision)
     n = req.num_draft_tokens or req.dflash_block_size or bs  # counts the anchor: = block_size
@@ -162,6 +167,10 @@ def _sglang(req: LaunchRequest, bs: int) -> LaunchPlan:
         argv.append("--enable-dp-lm-head")
     if req.pp_size is not None:
         argv += ["--pp-size", str(req.pp_size)]
+    if req.quantization is not None:  # the draft follows it unless told otherwise (srt/arg_groups/fields/model.py:177)
+        argv += ["--quantization", req.quantization]
+    if req.draft_quantization is not None:  # srt/arg_groups/fields/spec.py:216
+        argv += ["--speculative-draft-model-quantization", req.draft_quantization]
     if req.max_num_seqs is not None:
         argv += ["--max-running-requests", str(req.max_num_seqs)]
     else:
@@ -257,7 +266,8 @@ def _sglang_parser() -> _Parser:
                  "--attn-dp-size", "--pp-size", "--max-running-requests"):
         p.add_argument(flag, type=int)
     p.add_argument("--tp-size", "--tensor-parallel-size", type=int, default=1)
-    for flag in ("--speculative-draft-model-revision", "--revision", "--served-model-name", "--port"):
+    for flag in ("--speculative-draft-model-revision", "--revision", "--served-model-name", "--port", "--quantization",
+                 "--speculative-draft-model-quantization"):
         p.add_argument(flag)
     for flag in ("--enable-dp-lm-head", "--enable-metrics", "--trust-remote-code"):
         p.add_argument(flag, action="store_true")
@@ -286,7 +296,9 @@ def options_from_argv(engine: str, argv: list[str]) -> dict[str, Any]:
                 "max_num_seqs": ns.max_running_requests, "sglang_attn_dp_size": ns.attn_dp_size,
                 "sglang_enable_dp_lm_head": ns.enable_dp_lm_head or None, "pp_size": ns.pp_size,
                 "sglang_dflash_block_size": ns.speculative_dflash_block_size,
-                "sglang_draft_window_size": ns.speculative_draft_window_size}
+                "sglang_draft_window_size": ns.speculative_draft_window_size,
+                "sglang_quantization": ns.quantization,
+                "sglang_draft_quantization": ns.speculative_draft_model_quantization}
     if engine in ("mlx", "transformers"):
         if argv[:3] != ["dflash", "generate", engine]:
             raise InputError(f"a {engine} command starts with `dflash generate {engine}`")
