@@ -230,6 +230,17 @@ def _server_info(client: Client) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
+_NO_COUNTERS = {
+    "vllm": "no vllm:spec_decode_* counters: the server runs without a speculative config "
+            "(vllm/v1/spec_decode/metrics.py:211-213), or with --disable-log-stats, which turns the "
+            "Prometheus stat logger off (vllm/v1/engine/async_llm.py:205)",
+    "sglang": "no spec_tokens_details in the answers and no sglang:spec_verify_calls counter at /metrics "
+              "(launch with --enable-metrics, srt/arg_groups/fields/observability.py:70)",
+    "unknown": "the server exports no speculative-decoding counters (neither vLLM's /metrics nor SGLang's "
+               "/server_info answered as those engines do)",
+}
+
+
 def _report(req, client, engine, info, served, before, after, results) -> dict[str, Any]:
     details = [(r["spec_details"], r["completion_tokens"]) for r in results if r["spec_details"] is not None]
     source = "none"
@@ -240,6 +251,8 @@ def _report(req, client, engine, info, served, before, after, results) -> dict[s
     else:
         delta = None
     summary = m.summarize_acceptance(delta)
+    if delta is None:
+        summary["convention"] = _NO_COUNTERS.get(engine, _NO_COUNTERS["unknown"])
     tokens = sum(r["completion_tokens"] for r in results)
     seconds = sum(r["seconds"] for r in results)
     verdicts = [r["lossless"] for r in results]

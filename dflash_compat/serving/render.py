@@ -53,7 +53,7 @@ def render_probe(payload: dict[str, Any], console: "Console", min_acceptance: Op
     console.print(table)
     if not s["speculation_active"]:
         console.print("[bold red]speculation NOT active[/]: " + escape(
-            "no draft steps were counted" if s["counters_source"] != "none" else "the server exports no speculative-decoding counters"))
+            "no draft steps were counted" if s["counters_source"] != "none" else s["convention"]))
     else:
         console.print(f"speculation active: {s['steps']} verify steps, mean acceptance length tau "
                       f"{s['mean_acceptance']:.2f}")
