@@ -78,8 +78,10 @@ def recommend_cmd(profile_path, draft_cost, verify_cost_per_token, draft_name, p
     model, recommend the best K and print the engine flags that launch it.
 
     \b
-    Model: E(K) = 1 + p_1 + ... + p_K tokens per step; cost per step = draft + verify(K+1);
-    speed-up = E(K) x plain step / cost per step (docs/serving.md).
+    Model (docs/serving.md):
+      E(K) = 1 + p_1 + ... + p_K      tokens per step
+      c(K) = draft + verify(K+1)      cost per step
+      S(K) = E(K) x plain step / c(K) modelled speed-up
     Exit codes: 0 done; 2 bad input.
     """
     from ..serving.profile import DEFAULT_COST, read_profile

@@ -96,10 +96,11 @@ def render_recommend(doc: dict[str, Any], console: "Console") -> None:
     table = Table(show_header=True, header_style="bold", expand=False, pad_edge=False, box=None)
     for name in ("K", "E(K) tokens/step", "cost/step", "modelled speed-up"):
         table.add_column(name, justify="right", no_wrap=True)
+    table.add_column("", no_wrap=True)
     for row in doc["table"]:
-        mark = "  <- recommended" if row["k"] == doc["recommended_k"] else ""
+        mark = "<- recommended" if row["k"] == doc["recommended_k"] else ""
         table.add_row(str(row["k"]), f"{row['expected_tokens']:.2f}", f"{row['step_cost']:.2f}",
-                      f"{row['speedup']:.2f}x{mark}")
+                      f"{row['speedup']:.2f}x", mark)
     console.print(table)
     measured = prof.get("measured")
     line = f"recommended K = {doc['recommended_k']} (modelled speed-up {doc['modelled_speedup']:.2f}x)"
