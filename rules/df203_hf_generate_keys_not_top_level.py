@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, EngineSource, Rule, Violation
 from dflash_compat.specs._reader import MISSING, get_dotted
+from dflash_compat.specs.families import DFLASH_PACKAGE_FORMATS
 
 from ._sources import HF_NATIVE_KEYS, HF_NATIVE_SETUP, REF_DRAFT_VALUE
 
@@ -29,7 +30,9 @@ def check(ctx: CheckContext):
         filled = ", ".join(f"{k}={ASSISTANT_DEFAULTS[k]}" for k in missing)
         yield Violation(f"top-level {', '.join(missing)} absent: transformers' MuseGlimmerAssistantConfig fills "
                         f"in {filled} without a word", [ctx.dloc(k, k) for k in missing], severity="warning")
-    elif missing:
+    elif missing and d.format not in DFLASH_PACKAGE_FORMATS:
+        # z-lab drafts run through the dflash package, which reads dflash_config; generate() cannot call their
+        # class anyway (HF_ASSISTANT_CALL), so nested keys are how they are meant to be. Say it for the others.
         yield Violation(
             f"the draft config has no top-level {', '.join(missing)}: transformers' "
             "generate(speculation_type='dflash') reads only assistant_model.config.<key> and raises AttributeError "
@@ -50,9 +53,10 @@ RULE = Rule(
     severity="info",
     backends=("transformers",),
     check=check,
-    what="Notes a draft config whose `target_layer_ids`, `block_size` and `mask_token_id` are not all top-level "
-    "keys, as transformers' own generate(speculation_type='dflash') needs them (and any top-level copy agrees with "
-    "dflash_config).",
+    what="A draft meant for transformers' own generate(speculation_type='dflash') (the Muse-Glimmer assistant, or a "
+    "draft of no known family) has `target_layer_ids`, `block_size` and `mask_token_id` as top-level keys, as "
+    "generate() reads them; and any draft's top-level id list agrees with dflash_config's. z-lab DFlash v1 / v2 "
+    "drafts keep the keys nested on purpose: they run through the dflash package.",
     why="transformers 5.24 drives a DFlash assistant itself: DFlashTokenCandidateGenerator reads "
     "assistant_model.config.target_layer_ids / block_size / mask_token_id as plain attributes, so a z-lab config "
     "that keeps them in dflash_config fails with AttributeError; its only DFlash assistant class "

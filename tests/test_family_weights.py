@@ -58,8 +58,8 @@ EXPECTED = {
         # Open for the rule owners: DF121 (the target soft-caps; no engine reads the assistant's softcap key).
         "DF121",
     },
-    # DF203: transformers' generate() reads the ids at the top level; DF310: V2 runner only (both infos)
-    "dflash2": {"DF202", "DF504", "DF311", "DF312", "DF203", "DF310"},
+    # DF310: vLLM serves DFlash 2 with its V2 runner only (info)
+    "dflash2": {"DF202", "DF504", "DF311", "DF312", "DF310"},
 }
 
 

@@ -40,9 +40,10 @@ LAYERS = {
     # check: the preflight pipeline; conversion + safetensors_stream: the convert pipeline (it names tensors as
     # the DF6xx rules do, and streams tensors through the safetensors header reader)
     "pipeline": ("dflash_compat.check", "dflash_compat.conversion", "dflash_compat.safetensors_stream"),
+    # serving: serve / probe / recommend (it runs the check pipeline and the reference runtime);
     # enginefacts: the maintainers' command that reads the engine wheels into data/engine_support.json
     "commands": ("dflash_compat.commands", "dflash_compat.cli", "dflash_compat.docs", "dflash_compat.__main__",
-                 "dflash_compat.enginefacts"),
+                 "dflash_compat.enginefacts", "dflash_compat.serving"),
     "side": ("dflash_compat.runtime", "dflash_compat.adapters"),
 }
 ORDER = [name for name in LAYERS if name != "side"]

@@ -44,6 +44,12 @@ def _loaded(args: list[str]) -> list[str]:
         ["rule", "DF101"],
         [str(ROOT / "examples/qwen3-8b/target"), "--draft", str(ROOT / "examples/qwen3-8b/draft"), "--no-deep"],
         [str(ROOT / "examples/qwen3-8b/target"), "--draft", str(ROOT / "examples/qwen3-8b/draft"), "--no-deep", "-f", "json"],
+        ["serve", "--help"],
+        ["probe", "--help"],
+        ["recommend", "--help"],
+        ["serve", str(ROOT / "examples/qwen3-8b/target"), "--draft", str(ROOT / "examples/qwen3-8b/draft"),
+         "--engine", "vllm", "--no-deep", "-f", "json"],
+        ["probe", "http://127.0.0.1:9", "--model", "m", "--timeout", "1"],
     ],
 )
 def test_no_heavy_imports(args):

@@ -1,8 +1,13 @@
 """DF2xx: the transformers paths (the dflash reference and transformers' own generate), decided from configs."""
 
+import json
+from pathlib import Path
+
 import pytest
 
-from tests.configs import DELETE, catches, draft, run_rule, speculators_draft, target
+from tests.configs import DELETE, catches, draft, merge, run_rule, speculators_draft, target
+
+FAMILIES = Path(__file__).resolve().parent / "fixtures" / "families"
 
 NEXT_TYPES = ["linear_attention", "linear_attention", "linear_attention", "full_attention"] * 9
 
@@ -58,10 +63,29 @@ def test_df201_points_at_the_text_model_type_of_a_wrapper():
 
 
 # --- DF203 transformers' own generate(speculation_type="dflash")
-def test_df203_notes_nested_only_keys_of_the_published_qwen3_draft():
-    [f] = run_rule("DF203", target(), draft())
+def test_df203_notes_nested_only_keys_of_a_draft_of_no_known_family():
+    [f] = run_rule("DF203", target(), draft(architectures=["DFlash3DraftModel"]))
     assert f.backend == "transformers" and f.severity == "info" and "AttributeError" in f.message
     assert [loc.key for loc in f.locations] == ["target_layer_ids", "mask_token_id"]  # block_size is top-level
+
+
+def test_df203_is_silent_on_nested_keys_of_z_lab_drafts():
+    # z-lab drafts run through the dflash package (it reads dflash_config), never through generate(), which
+    # calls the assistant with noise_embeds= / context_hidden_states= (candidate_generator.py:1636-1642).
+    assert not catches("DF203", target(), draft())
+    assert not catches("DF203", target(), draft(architectures=["DFlash2DraftModel"]))
+
+
+def test_df203_warns_when_the_assistant_leaves_a_key_to_its_config_class():
+    assistant = json.loads((FAMILIES / "assistant-config.json").read_text())
+    assert not catches("DF203", target(), assistant)  # the published assistant config has all three
+    [f] = run_rule("DF203", target(), merge(assistant, block_size=DELETE))
+    assert f.severity == "warning" and "block_size=16" in f.message
+
+
+def test_df204_is_for_the_drafts_the_dflash_package_builds():
+    assistant = json.loads((FAMILIES / "assistant-config.json").read_text())  # no num_target_layers: not needed
+    assert not catches("DF204", target(), assistant)  # transformers builds it with its own class
 
 
 def test_df203_warns_when_the_top_level_ids_differ():

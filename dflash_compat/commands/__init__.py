@@ -16,4 +16,19 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "adapt_cmd",
         "Write a Python adapter shim that makes a non-conforming target fit the contract.",
     ),
+    "serve": (
+        "dflash_compat.commands.serve",
+        "serve_cmd",
+        "Print the launch command for a pair on vLLM, SGLang, MLX or transformers, checked by the rules.",
+    ),
+    "probe": (
+        "dflash_compat.commands.probe",
+        "probe_cmd",
+        "Measure a running vLLM / SGLang server: speculation engaged, acceptance, losslessness.",
+    ),
+    "recommend": (
+        "dflash_compat.commands.recommend",
+        "recommend_cmd",
+        "Estimate the speed-up for each K from an acceptance profile and recommend K.",
+    ),
 }

@@ -38,6 +38,8 @@ class SmokeRequest:
     trust_remote_code: bool = False
     token: Optional[str] = None
     adapter: Optional[str] = None  # --adapter FILE_OR_NAME (None: chosen by model_type)
+    # --profile-out: also time speculative steps at this shorter block size, for the cost model
+    profile_block_size: Optional[int] = None
 
 
 @dataclass
@@ -47,6 +49,7 @@ class PromptRun:
     prompt_tokens: list[int]
     spec: Any
     baseline: Any
+    short: Any = None  # the speculative run at SmokeRequest.profile_block_size, when asked for
 
 
 @dataclass
@@ -134,7 +137,11 @@ def run_prompts(rt, draft, target, prompts: list[list[int]], req: "SmokeRequest"
         step()
         base = rt.greedy_generate(target, ids, max_new_tokens=req.max_new_tokens, stop_token_ids=stops)
         step()
-        runs.append(PromptRun(ids, spec, base))
+        short = None
+        if req.profile_block_size is not None and req.profile_block_size < bs:
+            short = rt.spec_generate(draft, target, ids, max_new_tokens=req.max_new_tokens,
+                                     block_size=req.profile_block_size, stop_token_ids=stops, seed=req.seed, **sampling)
+        runs.append(PromptRun(ids, spec, base, short))
     return bs, runs
 
 
@@ -284,11 +291,14 @@ def _fail(exc: DFlashCompatError) -> None:
 @click.option("--backend", type=click.Choice(("torch", "mlx")), default="torch", show_default=True, help="Which reference runtime runs the models.")
 @click.option("--trust-remote-code", is_flag=True, help="Allow the target repo's own Python code (never needed for standard architectures).")
 @click.option("--token", envvar="HF_TOKEN", help="Hugging Face token for private or gated repos (default: HF_TOKEN or the saved login).")
+@click.option("--profile-out", type=click.Path(dir_okay=False),
+              help="Write the acceptance profile (per-position acceptance and the measured draft / verify costs) "
+              "to this JSON file, for `dflash-check recommend`.")
 @click.option("--adapter", metavar="FILE_OR_NAME",
               help="Run the target through this adapter: a shim file written by `dflash-check adapt` (it is imported, "
               "i.e. run) or a built-in adapter name such as gpt2. Default: chosen by the model_type.")
 def smoke_cmd(target, draft, prompts, prompts_file, prompt_ids, max_new_tokens, block_size, temperature, top_p, top_k,
-              seed, device, dtype, min_acceptance, fmt, backend, trust_remote_code, token, adapter) -> None:
+              seed, device, dtype, min_acceptance, fmt, backend, trust_remote_code, token, profile_out, adapter) -> None:
     """Run DFlash speculative decoding of TARGET with DRAFT on a few prompts, next to plain greedy
     decoding of TARGET alone, and report losslessness, acceptance lengths and the speed-up.
 
@@ -305,12 +315,17 @@ def smoke_cmd(target, draft, prompts, prompts_file, prompt_ids, max_new_tokens, 
             target=target, draft=draft, texts=texts, prompt_ids=ids, max_new_tokens=max_new_tokens,
             block_size=block_size, temperature=temperature, top_p=top_p, top_k=top_k, seed=seed,
             device=device, dtype=dtype, trust_remote_code=trust_remote_code, token=token, adapter=adapter,
+            profile_block_size=2 if profile_out else None,
         )
         run = _run_with_progress(backend, req)
+        payload = build_payload(run, temperature)
+        if profile_out:
+            from ..serving.profile import profile_from_smoke, write_profile
+
+            write_profile(profile_out, profile_from_smoke(run, payload["summary"]["speedup"]))
     except DFlashCompatError as exc:
         _fail(exc)
         return
-    payload = build_payload(run, temperature)
     if fmt == "json":
         click.echo(json.dumps(payload, indent=2))
     else:

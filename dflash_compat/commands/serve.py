@@ -1,0 +1,143 @@
+"""`dflash-check serve`: the launch command for a pair on one engine, checked by the rules before it is printed."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+import textwrap
+
+import click
+
+from ..exceptions import EXIT_FAIL, EXIT_OK
+
+__all__ = ["serve_cmd", "serve_payload", "render_serve_text"]
+
+
+
+def serve_payload(plan, report, errors) -> dict:
+    """The JSON document: the command as argv (never a shell string), its environment, the findings."""
+    return {
+        "engine": plan.engine,
+        "servable": not errors,
+        "argv": list(plan.argv) if not errors else [],
+        "env": dict(plan.env),
+        "block_size": plan.block_size,
+        "notes": list(plan.notes),
+        "findings": [dataclasses.asdict(f) for f in report.findings],
+    }
+
+
+def _comment(text: str, width: int = 80) -> list[str]:
+    return textwrap.wrap(text, width=width, initial_indent="# ", subsequent_indent="#   ",
+                         break_long_words=False, break_on_hyphens=False) or ["#"]
+
+
+def render_serve_text(plan, report, errors) -> str:
+    """A shell script: `#` comment lines (verdict, notes, findings) and, when servable, the command."""
+    from ..serving.launch import shell_command
+
+    s = report.summary
+    counts = ", ".join(f"{n} {word}{'' if n == 1 else 's'}" for n, word in
+                       ((s.errors, "error"), (s.warnings, "warning"), (s.infos, "info")))
+    lines = []
+    if errors:
+        lines += _comment(f"dflash-check serve: this pair cannot be served on {plan.engine} ({counts}):")
+    else:
+        lines += _comment(f"dflash-check serve: {plan.engine} launch command, checked by the rules ({counts})")
+    for f in report.findings:
+        lines += _comment(f"{f.code} {f.severity} [{f.backend}]: {f.message}")
+        if f.severity != "info":
+            lines += _comment(f"  fix: {f.fix}")
+    if errors:
+        return "\n".join(lines) + "\n"
+    lines += [_c for note in plan.notes for _c in _comment(note)]
+    return "\n".join(lines + [shell_command(plan)]) + "\n"
+
+
+@click.command("serve", context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("target")
+@click.option("--draft", "-d", required=True, help="The DFlash draft: a local folder or a Hub repo id.")
+@click.option("--engine", "-e", required=True, type=click.Choice(("vllm", "sglang", "mlx", "transformers")),
+              help="The engine to launch: vLLM, SGLang, or the dflash package's MLX / transformers entry point.")
+@click.option("--num-speculative-tokens", type=click.IntRange(min=1),
+              help="vLLM num_speculative_tokens K (default: the draft's block_size - 1).")
+@click.option("--num-draft-tokens", type=click.IntRange(min=1),
+              help="SGLang --speculative-num-draft-tokens (default: the draft's block_size, anchor included).")
+@click.option("--tp", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Tensor-parallel size of the target.")
+@click.option("--draft-tp", type=click.IntRange(min=1),
+              help="vLLM: tensor-parallel size of the draft (1 or the target's).")
+@click.option("--max-num-seqs", type=click.IntRange(min=1),
+              help="Concurrent sequences: vLLM --max-num-seqs (default 256, or budget // (K+1)); SGLang "
+              "--max-running-requests.")
+@click.option("--max-num-batched-tokens", type=click.IntRange(min=1),
+              help="vLLM token budget per step (default: max-num-seqs x (K+1), at least 2048).")
+@click.option("--attn-dp-size", type=click.IntRange(min=1),
+              help="SGLang attention data-parallel size (--attn-dp-size).")
+@click.option("--enable-dp-lm-head", is_flag=True,
+              help="SGLang --enable-dp-lm-head (required by DFLASH with attention DP).")
+@click.option("--pp-size", type=click.IntRange(min=1), help="SGLang pipeline-parallel size (DFLASH needs 1).")
+@click.option("--dflash-block-size", type=click.IntRange(min=1),
+              help="SGLang --speculative-dflash-block-size (must equal the draft-token count).")
+@click.option("--draft-window-size", type=click.IntRange(min=1),
+              help="SGLang --speculative-draft-window-size (at least the block).")
+@click.option("--quantization",
+              help="SGLang --quantization of the target (the draft follows it unless --draft-quantization says "
+                   "otherwise).")
+@click.option("--draft-quantization", help="SGLang --speculative-draft-model-quantization (e.g. unquant).")
+@click.option("--served-model-name", help="The model name the server answers to (vLLM / SGLang).")
+@click.option("--port", type=click.IntRange(min=1, max=65535),
+              help="The server's port (vLLM default 8000, SGLang 30000).")
+@click.option("--prompt", default=None, help="MLX / transformers: the prompt the dflash command generates from.")
+@click.option("--revision", help="Hub revision of TARGET (also TARGET@revision).")
+@click.option("--draft-revision", help="Hub revision of DRAFT (also DRAFT@revision).")
+@click.option("--token", envvar="HF_TOKEN",
+              help="Hugging Face token for private or gated repos (default: HF_TOKEN or the saved login).")
+@click.option("--no-deep", is_flag=True,
+              help="Check configs only: do not build the module tree or read weight headers.")
+@click.option("--trust-remote-code", is_flag=True,
+              help="Allow the target repo's own Python code (checks and the launched engine).")
+@click.option("--framework", type=click.Choice(("auto", "torch", "mlx")), default="auto", show_default=True,
+              help="How to inspect the target's modules: transformers (torch) or mlx-lm; auto-detected.")
+@click.option("--format", "-f", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True,
+              help="text: a shell script (comments + the command); json: engine, argv, env, findings.")
+def serve_cmd(target, draft, engine, num_speculative_tokens, num_draft_tokens, tp, draft_tp, max_num_seqs,
+              max_num_batched_tokens, attn_dp_size, enable_dp_lm_head, pp_size, dflash_block_size, draft_window_size,
+              quantization, draft_quantization, served_model_name, port, prompt, revision, draft_revision, token,
+              no_deep, trust_remote_code, framework, fmt) -> None:
+    """Print the command that serves TARGET with DRAFT on one engine, with every value derived from
+    the draft (K = block_size - 1 for vLLM, block_size draft tokens for SGLang, the token budget, TP).
+    The command's options are read back and checked by the same rules as `dflash-check`; a pairing
+    the engine cannot serve prints the findings instead.
+
+    \b
+    Exit codes: 0 servable (warnings allowed); 1 the engine cannot serve this pair; 2 bad input.
+    """
+    from ..serving import pipeline
+    from ..serving.launch import DEFAULT_PROMPT, OPTION_FLAGS, LaunchRequest, build_plan, options_from_argv
+
+    req = LaunchRequest(
+        engine=engine, target=target, draft=draft, revision=revision, draft_revision=draft_revision,
+        num_speculative_tokens=num_speculative_tokens, num_draft_tokens=num_draft_tokens, tp=tp, draft_tp=draft_tp,
+        max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens, attn_dp_size=attn_dp_size,
+        enable_dp_lm_head=enable_dp_lm_head, pp_size=pp_size, dflash_block_size=dflash_block_size,
+        draft_window_size=draft_window_size, quantization=quantization, draft_quantization=draft_quantization,
+        served_model_name=served_model_name, port=port,
+        trust_remote_code=trust_remote_code, prompt=prompt or DEFAULT_PROMPT,
+    )
+    pair = pipeline.PairRef(target=target, draft=draft, revision=revision, draft_revision=draft_revision, token=token,
+                            framework=framework, deep=not no_deep, trust_remote_code=trust_remote_code)
+    if prompt is not None and engine not in ("mlx", "transformers"):
+        from ..exceptions import InputError
+
+        raise InputError(f"--prompt: not an option of `serve --engine {engine}`")
+    plan = build_plan(req, pipeline.draft_facts(pair))
+    options = pipeline.make_options(options_from_argv(engine, plan.argv), pair, OPTION_FLAGS)
+    report = pipeline.check_for_engine(pair, engine, options)
+    errors = pipeline.blocking_findings(report)
+    if fmt == "json":
+        click.echo(json.dumps(serve_payload(plan, report, errors), indent=2))
+    else:
+        click.echo(render_serve_text(plan, report, errors), nl=False)
+    sys.exit(EXIT_FAIL if errors else EXIT_OK)

@@ -1,0 +1,306 @@
+"""Launch commands for a DFlash pair on each engine, derived from the draft's config, and their argv
+parsed back into checker options (so the rules judge exactly what is printed).
+
+Every flag name below was read from the engine's own argument parser (cited per engine; versions in
+`contract.ENGINE_VERSIONS`). Pure standard library.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from ..exceptions import InputError
+
+__all__ = ["ENGINES", "OPTION_FLAGS", "LaunchRequest", "LaunchPlan", "build_plan", "options_from_argv", "shell_command",
+           "DEFAULT_PROMPT", "DEFAULT_BLOCK_SIZE"]
+
+ENGINES = ("vllm", "sglang", "mlx", "transformers")
+# The reference's default when a draft states no block_size (dflash/model.py; our DF115 says so too).
+DEFAULT_BLOCK_SIZE = 16
+DEFAULT_PROMPT = "Write a short story about a robot who learns to paint."
+# vLLM's max_num_seqs default for its API server on GPUs below 70 GiB (vllm/engine/arg_utils.py:2999-3006);
+# the larger tiers default to 1024. serve states a value so the command does not depend on the GPU.
+VLLM_DEFAULT_MAX_NUM_SEQS = 256
+# vLLM's smallest API-server token budget on a GPU (vllm/engine/arg_utils.py:2999-3001): prefill chunks
+# below it get slow, so a derived budget never goes under it.
+VLLM_MIN_BATCHED_TOKENS = 2048
+# SGLang sets max_running_requests to 48 for DFLASH unless given (sglang srt/arg_groups/speculative_hook.py:437-445).
+SGLANG_DFLASH_DEFAULT_RUNNING = 48
+# checker option name -> the `serve` flag that sets it (for messages)
+OPTION_FLAGS = {
+    "num_speculative_tokens": "--num-speculative-tokens", "sglang_num_draft_tokens": "--num-draft-tokens",
+    "tp": "--tp", "draft_tp": "--draft-tp", "max_num_seqs": "--max-num-seqs",
+    "max_num_batched_tokens": "--max-num-batched-tokens", "sglang_attn_dp_size": "--attn-dp-size",
+    "sglang_enable_dp_lm_head": "--enable-dp-lm-head", "pp_size": "--pp-size",
+    "sglang_dflash_block_size": "--dflash-block-size", "sglang_draft_window_size": "--draft-window-size",
+    "sglang_quantization": "--quantization", "sglang_draft_quantization": "--draft-quantization",
+}
+
+
+@dataclass(frozen=True)
+class LaunchRequest:
+    """What the user asked for (None: derive it). Model refs are as given (folder or org/name[@rev])."""
+
+    engine: str
+    target: str
+    draft: str
+    revision: Optional[str] = None
+    draft_revision: Optional[str] = None
+    num_speculative_tokens: Optional[int] = None
+    num_draft_tokens: Optional[int] = None
+    tp: int = 1
+    draft_tp: Optional[int] = None
+    max_num_seqs: Optional[int] = None
+    max_num_batched_tokens: Optional[int] = None
+    attn_dp_size: Optional[int] = None
+    enable_dp_lm_head: bool = False
+    pp_size: Optional[int] = None
+    dflash_block_size: Optional[int] = None
+    draft_window_size: Optional[int] = None
+    quantization: Optional[str] = None
+    draft_quantization: Optional[str] = None
+    served_model_name: Optional[str] = None
+    port: Optional[int] = None
+    trust_remote_code: bool = False
+    prompt: str = DEFAULT_PROMPT
+
+
+@dataclass
+class LaunchPlan:
+    engine: str
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    block_size: int = DEFAULT_BLOCK_SIZE
+
+
+def _split(ref: str, revision: Optional[str]) -> tuple[str, Optional[str]]:
+    """`org/name@rev` -> (org/name, rev); an explicit --revision wins; local paths stay whole."""
+    from ..resolve import _split_revision
+
+    name, rev = _split_revision(ref)
+    return name, revision or rev
+
+
+def _refuse(req: LaunchRequest, allowed: set[str]) -> None:
+    """Options that mean nothing on this engine are input errors, not silently dropped flags."""
+    given = {
+        "--num-speculative-tokens": req.num_speculative_tokens, "--num-draft-tokens": req.num_draft_tokens,
+        "--draft-tp": req.draft_tp, "--max-num-seqs": req.max_num_seqs,
+        "--max-num-batched-tokens": req.max_num_batched_tokens, "--attn-dp-size": req.attn_dp_size,
+        "--enable-dp-lm-head": req.enable_dp_lm_head or None, "--pp-size": req.pp_size,
+        "--dflash-block-size": req.dflash_block_size, "--draft-window-size": req.draft_window_size,
+        "--tp": req.tp if req.tp != 1 else None, "--port": req.port, "--served-model-name": req.served_model_name,
+        "--quantization": req.quantization, "--draft-quantization": req.draft_quantization,
+    }
+    bad = [flag for flag, value in given.items() if value is not None and flag not in allowed]
+    if bad:
+        raise InputError(f"{', '.join(bad)}: not an option of `serve --engine {req.engine}`")
+
+
+def build_plan(req: LaunchRequest, draft: dict[str, Any]) -> LaunchPlan:
+    """The launch command for `req.engine`, from the draft's config facts (a DraftSpec dump)."""
+    block = draft.get("block_size")
+    bs = block if isinstance(block, int) and block >= 1 else DEFAULT_BLOCK_SIZE
+    builder = {"vllm": _vllm, "sglang": _sglang, "mlx": _dflash_cli, "transformers": _dflash_cli}[req.engine]
+    plan = builder(req, bs)
+    plan.block_size = bs
+    if not isinstance(block, int):
+        plan.notes.append(f"the draft states no block_size: the default {DEFAULT_BLOCK_SIZE} is assumed")
+    return plan
+
+
+def _vllm(req: LaunchRequest, bs: int) -> LaunchPlan:
+    """`vllm serve` (usage: vllm/entrypoints/cli/serve.py:169) with --speculative-config as JSON
+    (vllm/engine/arg_utils.py:1860-1867; keys: vllm/config/speculative.py:413-455)."""
+    _refuse(req, {"--num-speculative-tokens", "--draft-tp", "--max-num-seqs", "--max-num-batched-tokens", "--tp",
+                  "--port", "--served-model-name"})
+    target, rev = _split(req.target, req.revision)
+    draft, draft_rev = _split(req.draft, req.draft_revision)
+    k = req.num_speculative_tokens or max(bs - 1, 1)  # required for DFlash: config/speculative.py:1614-1618
+    spec: dict[str, Any] = {"method": "dflash", "model": draft, "num_speculative_tokens": k}
+    if req.draft_tp is not None:
+        spec["draft_tensor_parallel_size"] = req.draft_tp
+    if draft_rev:
+        spec["revision"] = draft_rev
+    seqs = req.max_num_seqs
+    budget = req.max_num_batched_tokens
+    notes = []
+    if seqs is None:
+        # vLLM caps concurrency at budget // (K+1) (config/vllm.py:2380-2395): derive the one from the other
+        seqs = max(budget // (k + 1), 1) if budget is not None else VLLM_DEFAULT_MAX_NUM_SEQS
+    if budget is None:
+        budget = max(seqs * (k + 1), VLLM_MIN_BATCHED_TOKENS)
+        notes.append(f"--max-num-batched-tokens {budget} lets all {seqs} sequences verify K+1 = {k + 1} "
+                     "tokens in one step (vLLM caps concurrency at max_num_batched_tokens // (K+1))")
+    argv = ["vllm", "serve", target, "--speculative-config", json.dumps(spec),
+            "--tensor-parallel-size", str(req.tp), "--max-num-seqs", str(seqs), "--max-num-batched-tokens", str(budget)]
+    argv += _common_tail(rev, req, "--revision")
+    notes.append(f"K = num_speculative_tokens = {k} (block_size {bs} - 1: the anchor is not drafted)")
+    return LaunchPlan("vllm", argv, notes=notes)
+
+
+def _sglang(req: LaunchRequest, bs: int) -> LaunchPlan:
+    """`python -m sglang.launch_server` (sglang/launch_server.py). Flags are the ServerArgs field names
+    with `-` (srt/arg_groups/arg_utils.py:288-290): spec fields srt/arg_groups/fields/spec.py:31-70,165;
+    parallel fields srt/arg_groups/fields/parallel.py:45-81,199; --enable-metrics observability.py:70."""
+    _refuse(req, {"--num-draft-tokens", "--max-num-seqs", "--tp", "--attn-dp-size", "--enable-dp-lm-head",
+                  "--pp-size", "--dflash-block-size", "--draft-window-size", "--port", "--served-model-name",
+                  "--quantization", "--draft-quantization"})
+    target, rev = _split(req.target, req.revision)
+    draft, draft_rev = _split(req.draft, req.draft_revision)
+    n = req.num_draft_tokens or req.dflash_block_size or bs  # counts the anchor: = block_size
+    argv = ["python", "-m", "sglang.launch_server", "--model-path", target, "--speculative-algorithm", "DFLASH",
+            "--speculative-draft-model-path", draft, "--speculative-num-draft-tokens", str(n), "--tp-size", str(req.tp)]
+    notes = [f"--speculative-num-draft-tokens {n} = block_size (SGLang counts the anchor token)"]
+    if req.dflash_block_size is not None:
+        argv += ["--speculative-dflash-block-size", str(req.dflash_block_size)]
+    if req.draft_window_size is not None:
+        argv += ["--speculative-draft-window-size", str(req.draft_window_size)]
+    if req.attn_dp_size is not None:
+        argv += ["--attn-dp-size", str(req.attn_dp_size)]
+    if req.enable_dp_lm_head:
+        argv.append("--enable-dp-lm-head")
+    if req.pp_size is not None:
+        argv += ["--pp-size", str(req.pp_size)]
+    if req.quantization is not None:  # the draft follows it unless told otherwise (srt/arg_groups/fields/model.py:177)
+        argv += ["--quantization", req.quantization]
+    if req.draft_quantization is not None:  # srt/arg_groups/fields/spec.py:216
+        argv += ["--speculative-draft-model-quantization", req.draft_quantization]
+    if req.max_num_seqs is not None:
+        argv += ["--max-running-requests", str(req.max_num_seqs)]
+    else:
+        notes.append(f"SGLang limits DFLASH to {SGLANG_DFLASH_DEFAULT_RUNNING} running requests unless "
+                     "--max-running-requests is given (pass --max-num-seqs to set it)")
+    if draft_rev:
+        argv += ["--speculative-draft-model-revision", draft_rev]
+    argv += _common_tail(rev, req, "--revision")
+    argv.append("--enable-metrics")  # the Prometheus counters `dflash-check probe` reads
+    return LaunchPlan("sglang", argv, notes=notes)
+
+
+def _common_tail(rev: Optional[str], req: LaunchRequest, revision_flag: str) -> list[str]:
+    out: list[str] = []
+    if rev:
+        out += [revision_flag, rev]
+    if req.trust_remote_code:
+        out.append("--trust-remote-code")
+    if req.served_model_name:
+        out += ["--served-model-name", req.served_model_name]
+    if req.port is not None:
+        out += ["--port", str(req.port)]
+    return out
+
+
+def _dflash_cli(req: LaunchRequest, bs: int) -> LaunchPlan:
+    """The dflash package's own entry point: `dflash generate mlx|transformers --model --draft --block-size
+    PROMPT` (dflash/cli.py:6-33; console script `dflash = dflash.cli:main`)."""
+    _refuse(req, set())
+    if _split(req.target, req.revision)[1] or _split(req.draft, req.draft_revision)[1]:
+        raise InputError("the dflash CLI takes no revision (dflash/cli.py:6-23): download that revision "
+                         "and pass its folder")
+    argv = ["dflash", "generate", req.engine, "--model", req.target, "--draft", req.draft, "--block-size", str(bs),
+            req.prompt]
+    notes = [f"--block-size {bs} = the draft's block_size (the anchor included)"]
+    if req.engine == "transformers":
+        notes.append("the dflash transformers path runs on cuda:0 in bfloat16 (dflash/cli.py:63, "
+                     "dflash/benchmark.py:87); `dflash-check smoke` runs the same pair on CPU")
+        notes.append("transformers 5.24's own generate(assistant_model=..., speculation_type=\"dflash\") reads "
+                     "top-level target_layer_ids / block_size / mask_token_id from the assistant config "
+                     "(transformers/generation/candidate_generator.py:1535-1539): z-lab drafts keep them nested")
+    return LaunchPlan(req.engine, argv, notes=notes)
+
+
+def shell_command(plan: LaunchPlan, width: int = 80) -> str:
+    """The argv as one shell command, every argument quoted by shlex (a hostile path stays one
+    argument), broken with backslash-newlines before each flag when it would pass `width`."""
+    env = [f"{k}={shlex.quote(v)}" for k, v in sorted(plan.env.items())]
+    words = env + [shlex.quote(a) for a in plan.argv]
+    line = " ".join(words)
+    if len(line) <= width:
+        return line
+    lines, current = [], ""
+    for word, raw in zip(words, [None] * len(env) + plan.argv):
+        if current and raw is not None and raw.startswith("--"):
+            lines.append(current)
+            current = "    " + word
+        else:
+            current = f"{current} {word}" if current else word
+    lines.append(current)
+    return " \\\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------
+# argv -> checker options (the round trip)
+# ---------------------------------------------------------------------------------------------
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # never exit: the caller reports one line
+        raise InputError(f"cannot read the launch command back: {message}")
+
+
+def _vllm_parser() -> _Parser:
+    p = _Parser(prog="vllm serve", add_help=False)
+    p.add_argument("model")
+    p.add_argument("--speculative-config", "-sc", type=json.loads, required=True)
+    p.add_argument("--tensor-parallel-size", "-tp", type=int, default=1)
+    p.add_argument("--max-num-seqs", type=int)
+    p.add_argument("--max-num-batched-tokens", type=int)
+    for flag in ("--revision", "--served-model-name", "--port"):
+        p.add_argument(flag)
+    p.add_argument("--trust-remote-code", action="store_true")
+    return p
+
+
+def _sglang_parser() -> _Parser:
+    p = _Parser(prog="sglang.launch_server", add_help=False)
+    p.add_argument("--model-path", "--model", required=True)
+    p.add_argument("--speculative-algorithm", required=True)
+    p.add_argument("--speculative-draft-model-path", "--speculative-draft-model", required=True)
+    for flag in ("--speculative-num-draft-tokens", "--speculative-dflash-block-size", "--speculative-draft-window-size",
+                 "--attn-dp-size", "--pp-size", "--max-running-requests"):
+        p.add_argument(flag, type=int)
+    p.add_argument("--tp-size", "--tensor-parallel-size", type=int, default=1)
+    for flag in ("--speculative-draft-model-revision", "--revision", "--served-model-name", "--port", "--quantization",
+                 "--speculative-draft-model-quantization"):
+        p.add_argument(flag)
+    for flag in ("--enable-dp-lm-head", "--enable-metrics", "--trust-remote-code"):
+        p.add_argument(flag, action="store_true")
+    return p
+
+
+def options_from_argv(engine: str, argv: list[str]) -> dict[str, Any]:
+    """Read a launch command back into the checker's option names (what the rules will judge)."""
+    if engine == "vllm":
+        if argv[:2] != ["vllm", "serve"]:
+            raise InputError("a vLLM command starts with `vllm serve`")
+        ns = _vllm_parser().parse_args(argv[2:])
+        spec = ns.speculative_config
+        if not isinstance(spec, dict) or spec.get("method") != "dflash" or not spec.get("model"):
+            raise InputError("--speculative-config must name method dflash and a draft model")
+        return {"num_speculative_tokens": spec.get("num_speculative_tokens"), "tp": ns.tensor_parallel_size,
+                "draft_tp": spec.get("draft_tensor_parallel_size"), "max_num_seqs": ns.max_num_seqs,
+                "max_num_batched_tokens": ns.max_num_batched_tokens}
+    if engine == "sglang":
+        if argv[:3] != ["python", "-m", "sglang.launch_server"]:
+            raise InputError("an SGLang command starts with `python -m sglang.launch_server`")
+        ns = _sglang_parser().parse_args(argv[3:])
+        if ns.speculative_algorithm != "DFLASH":
+            raise InputError("--speculative-algorithm must be DFLASH")
+        return {"sglang_num_draft_tokens": ns.speculative_num_draft_tokens, "tp": ns.tp_size,
+                "max_num_seqs": ns.max_running_requests, "sglang_attn_dp_size": ns.attn_dp_size,
+                "sglang_enable_dp_lm_head": ns.enable_dp_lm_head or None, "pp_size": ns.pp_size,
+                "sglang_dflash_block_size": ns.speculative_dflash_block_size,
+                "sglang_draft_window_size": ns.speculative_draft_window_size,
+                "sglang_quantization": ns.quantization,
+                "sglang_draft_quantization": ns.speculative_draft_model_quantization}
+    if engine in ("mlx", "transformers"):
+        if argv[:3] != ["dflash", "generate", engine]:
+            raise InputError(f"a {engine} command starts with `dflash generate {engine}`")
+        return {}
+    raise InputError(f"unknown engine {engine!r}")
