@@ -10,7 +10,7 @@ import click
 
 from . import __version__
 
-__all__ = ["main", "cli", "fail"]
+__all__ = ["main", "cli", "fail", "pair_options"]
 
 # pydantic scans every installed package's entry points for plugins on first use (~35 ms);
 # the CLI uses none, so skip the scan unless the user asked for plugins explicitly.
@@ -65,6 +65,29 @@ def _split(values: tuple[str, ...]) -> list[str]:
     for v in values:
         out.extend(p.strip() for p in v.split(",") if p.strip())
     return out
+
+
+def pair_options(trust_help: str):
+    """The options that say where TARGET and DRAFT come from and how deeply they are inspected: one
+    definition for every command that checks a pair (check, serve)."""
+    options = [
+        click.option("--revision", help="Hub revision of TARGET (also TARGET@revision)."),
+        click.option("--draft-revision", help="Hub revision of DRAFT (also DRAFT@revision)."),
+        click.option("--token", envvar="HF_TOKEN",
+                     help="Hugging Face token for private or gated repos (default: HF_TOKEN or the saved login)."),
+        click.option("--no-deep", is_flag=True,
+                     help="Check configs only: do not build the module tree or read weight headers."),
+        click.option("--trust-remote-code", is_flag=True, help=trust_help),
+        click.option("--framework", type=click.Choice(("auto", "torch", "mlx")), default="auto", show_default=True,
+                     help="How to inspect the target's modules: transformers (torch) or mlx-lm; auto-detected."),
+    ]
+
+    def decorate(command):
+        for option in reversed(options):
+            command = option(command)
+        return command
+
+    return decorate
 
 
 @click.group(cls=DefaultCommandGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -128,18 +151,7 @@ def cli() -> None:
 @click.option("--draft-quantization", metavar="METHOD",
               help="SGLang --speculative-draft-model-quantization you will launch with (unquant keeps the draft "
               "unquantised).")
-@click.option("--revision", help="Hub revision of TARGET (also TARGET@revision).")
-@click.option("--draft-revision", help="Hub revision of DRAFT (also DRAFT@revision).")
-@click.option("--token", envvar="HF_TOKEN",
-              help="Hugging Face token for private or gated repos (default: HF_TOKEN or the saved login).")
-@click.option("--no-deep", is_flag=True,
-              help="Check configs only: do not build the module tree or read weight headers.")
-@click.option("--trust-remote-code", is_flag=True,
-              help="Allow importing the target repo's own Python code for the module checks.")
-@click.option(
-    "--framework", type=click.Choice(("auto", "torch", "mlx")), default="auto", show_default=True,
-    help="How to inspect the target's modules: transformers (torch) or mlx-lm; auto-detected.",
-)
+@pair_options(trust_help="Allow importing the target repo's own Python code for the module checks.")
 @click.option(
     "--adapter", metavar="FILE_OR_NAME",
     help="Check the target as wrapped by this adapter: a shim file written by `dflash-check adapt` "

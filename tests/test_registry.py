@@ -65,3 +65,12 @@ def test_a_violation_can_speak_for_some_of_its_rules_engines():
     found = {(f.backend, f.message, f.severity) for f in run_rules(ctx, [rule], ("vllm", "sglang"))}
     assert found == {("vllm", "fails here", "error"), ("sglang", "guesses there", "info"),
                      ("vllm", "everywhere", "error"), ("sglang", "everywhere", "error")}
+    # the per-backend counts follow the filtered findings; a common rule's finding is for every engine
+    from dflash_compat.engine import COMMON, check_rules
+
+    counts = check_rules(ctx, [rule], ("vllm", "sglang")).counts
+    assert (counts["vllm"].errors, counts["vllm"].infos, counts["sglang"].errors, counts["sglang"].infos) == (2, 0, 1, 1)
+    common = Rule(code="DF998", name="common-example", severity="warning", backends=(COMMON,), check=check,
+                  what="-" * 10, why="-" * 10, example="-" * 10, fix="-" * 10)
+    assert {f.backend for f in run_rules(ctx, [common], ("vllm", "sglang"))} == {COMMON}
+    assert len(run_rules(ctx, [common], ("vllm", "sglang"))) == 3

@@ -9,6 +9,7 @@ import textwrap
 
 import click
 
+from ..cli import pair_options
 from ..exceptions import EXIT_FAIL, EXIT_OK
 
 __all__ = ["serve_cmd", "serve_payload", "render_serve_text"]
@@ -90,16 +91,7 @@ def render_serve_text(plan, report, errors) -> str:
 @click.option("--port", type=click.IntRange(min=1, max=65535),
               help="The server's port (vLLM default 8000, SGLang 30000).")
 @click.option("--prompt", default=None, help="MLX / transformers: the prompt the dflash command generates from.")
-@click.option("--revision", help="Hub revision of TARGET (also TARGET@revision).")
-@click.option("--draft-revision", help="Hub revision of DRAFT (also DRAFT@revision).")
-@click.option("--token", envvar="HF_TOKEN",
-              help="Hugging Face token for private or gated repos (default: HF_TOKEN or the saved login).")
-@click.option("--no-deep", is_flag=True,
-              help="Check configs only: do not build the module tree or read weight headers.")
-@click.option("--trust-remote-code", is_flag=True,
-              help="Allow the target repo's own Python code (checks and the launched engine).")
-@click.option("--framework", type=click.Choice(("auto", "torch", "mlx")), default="auto", show_default=True,
-              help="How to inspect the target's modules: transformers (torch) or mlx-lm; auto-detected.")
+@pair_options(trust_help="Allow the target repo's own Python code (checks and the launched engine).")
 @click.option("--format", "-f", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True,
               help="text: a shell script (comments + the command); json: engine, argv, env, findings.")
 def serve_cmd(target, draft, engine, num_speculative_tokens, num_draft_tokens, tp, draft_tp, max_num_seqs,
