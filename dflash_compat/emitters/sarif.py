@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
-
 from ..findings import RuleRun
 from ..report import Report
 from ._paths import artifact_path
+from ._safe import dumps
 
 __all__ = ["render"]
 
@@ -70,4 +69,4 @@ def render(report: Report) -> str:
             }
         ],
     }
-    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    return dumps(doc)
