@@ -190,8 +190,10 @@ def _render(report, fmt: str, output: Optional[str]) -> str:
         return render(report)
     if output:
         return render(report, width=120)
-    # on a terminal: its width and colour; piped: the width rich detects (COLUMNS, else 80), no colour
-    return render(report, width=None, color=sys.stdout.isatty())
+    from .console import color_enabled, terminal_width
+
+    # on a terminal: its width and colour; piped or in a CI log: COLUMNS, else 80, and no colour
+    return render(report, width=terminal_width(sys.stdout), color=color_enabled(sys.stdout))
 
 
 def _write(text: str, output: Optional[str]) -> None:
@@ -203,8 +205,8 @@ def _write(text: str, output: Optional[str]) -> None:
                 fh.write(text)
         except OSError as exc:
             raise InputError(f"cannot write {output}: {exc.strerror or exc}") from None
-    else:
-        click.echo(text, nl=False)
+    else:  # color=True: click must not strip what we decided (styles only when color_enabled said so)
+        click.echo(text, nl=False, color=True)
 
 
 @cli.command("rules")
