@@ -55,7 +55,10 @@ def fail(exc: Exception) -> NoReturn:
             hint = f" (see `{exc.ctx.command_path} --help`)"
     else:
         message, code = str(exc), exc.exit_code if isinstance(exc, DFlashCompatError) else 2
-    message = " ".join(message.split()) or f"{type(exc).__name__} (no message)"
+    from .emitters._safe import printable
+
+    # one line, and no control bytes from a hostile config value reach the terminal
+    message = printable(" ".join(message.split())) or f"{type(exc).__name__} (no message)"
     click.echo(f"dflash-check: error: {message}{hint}", err=True)
     sys.exit(code)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from urllib.parse import quote
+
 from ..findings import RuleRun
 from ..report import Report
 from ._paths import artifact_path
@@ -41,7 +43,8 @@ def render(report: Report) -> str:
             entry: dict = {"logicalLocations": [{"fullyQualifiedName": f"{loc.artifact}:{loc.key}", "kind": "member"}]}
             path = artifact_path(report, loc)
             if path is not None:
-                entry["physicalLocation"] = {"artifactLocation": {"uri": path}}
+                # a URI reference: anything outside RFC 3986's characters is percent-encoded
+                entry["physicalLocation"] = {"artifactLocation": {"uri": quote(path, safe="/", errors="replace")}}
             locations.append(entry)
         result = {
             "ruleId": f.code,
