@@ -9,6 +9,7 @@ from typing import Any, NoReturn, Optional
 import click
 
 from . import __version__
+from .commands.config_file import ConfigCommand
 
 __all__ = ["main", "cli", "fail"]
 
@@ -26,8 +27,17 @@ class DefaultCommandGroup(click.Group):
     default_command = "check"
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not args:  # plain `dflash-check` runs the check a settings file describes, else shows the help
+            from pathlib import Path
+
+            from .commands.config_file import find_config
+
+            if find_config(Path.cwd()) is not None:
+                args = [self.default_command]
         if args and args[0] not in self.commands and args[0] not in ("--help", "-h", "--version"):
-            near = _mistyped_command(args[0], list(self.commands))
+            from .commands.suggest import mistyped_command
+
+            near = mistyped_command(args[0], list(self.commands))
             if near is not None:
                 raise click.UsageError(f"no such command {args[0]!r}; did you mean {near!r}?", ctx)
             args = [self.default_command, *args]
@@ -41,33 +51,6 @@ class DefaultCommandGroup(click.Group):
             return super().invoke(ctx)
         except (DFlashCompatError, click.UsageError) as exc:
             fail(exc)
-
-
-def _edit_distance(a: str, b: str) -> int:
-    """Optimal string alignment distance: insertions, deletions, substitutions and swaps of two
-    neighbours each cost 1 (`smoek` is one step from `smoke`)."""
-    prev2: list[int] = []
-    prev = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        row = [i]
-        for j, cb in enumerate(b, 1):
-            cost = min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (ca != cb))
-            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
-                cost = min(cost, prev2[j - 2] + 1)
-            row.append(cost)
-        prev2, prev = prev, row
-    return prev[-1]
-
-
-def _mistyped_command(word: str, commands: list[str]) -> Optional[str]:
-    """The command `word` is a typo of, or None when it reads as `check`'s TARGET. A TARGET is a path
-    that exists or a Hub id; a plain word one or two edits from a command name (one for short
-    words) and not on disk is a typo: Hub ids of that shape (`org/name`) carry a slash."""
-    if not word or word.startswith("-") or any(c in word for c in "/\\.@~:") or os.path.exists(word):
-        return None
-    limit = 1 if len(word) <= 4 else 2
-    scored = sorted((_edit_distance(word.lower(), name), abs(len(name) - len(word)), name) for name in commands)
-    return scored[0][2] if scored and scored[0][0] <= limit else None
 
 
 def fail(exc: Exception) -> NoReturn:
@@ -116,7 +99,7 @@ def cli() -> None:
     """
 
 
-@cli.command("check")
+@cli.command("check", cls=ConfigCommand)
 @click.argument("target")
 @click.option("--draft", "-d", required=True, help="The DFlash draft: a local folder or a Hub repo id.")
 @click.option(
@@ -126,6 +109,9 @@ def cli() -> None:
 @click.option("--select", multiple=True,
               help="Run only rules whose code matches this code or prefix (e.g. DF1, DF303).")
 @click.option("--ignore", multiple=True, help="Skip rules whose code matches this code or prefix.")
+@click.option("--severity", "severity", multiple=True, metavar="CODE=LEVEL",
+              help="Report a rule (a code or prefix) at this level: error, warning, info, or ignore to leave it "
+              "out; repeat for several (e.g. --severity DF113=error).")
 @click.option("--strict", is_flag=True, help="Treat warnings as failures for the exit code.")
 @click.option(
     "--format", "-f", "fmt", type=click.Choice(FORMAT_CHOICES), default="text", show_default=True,
@@ -161,19 +147,28 @@ def cli() -> None:
     help="Check the target as wrapped by this adapter: a shim file written by `dflash-check adapt` "
     "(it is imported, i.e. run) or a built-in adapter name such as gpt2.",
 )
+@click.option("--config", "config_file", metavar="FILE",
+              help="Read settings from this file (a pyproject.toml with [tool.dflash-check], or a dflash-check.toml) "
+              "instead of the nearest one found from the current folder upward. Flags given here win.")
+@click.option("--no-config", is_flag=True, help="Ignore settings files.")
 def check_cmd(fmt: str, output: Optional[str], **params: Any) -> None:
-    """Check TARGET against DRAFT for every selected backend."""
+    """Check TARGET against DRAFT for every selected backend.
+
+    Settings (target, draft, backends, select / ignore, severity, engine options, strict, format,
+    output) can live in [tool.dflash-check] of a pyproject.toml or in a dflash-check.toml, found from
+    the current folder upward; command-line flags win over them.
+    """
     from .check import run_check
 
-    req = _request(params)
+    req = _request(params, click.get_current_context().meta.get("dflash_check.severity"))
     with _progress(req):
         report = run_check(req)
     _write(_render(report, fmt, output), output)
     sys.exit(report.exit_code())
 
 
-def _request(params: dict[str, Any]):
-    """The CheckRequest for `check`'s command-line options."""
+def _request(params: dict[str, Any], file_severity: Optional[dict[str, str]] = None):
+    """The CheckRequest for `check`'s command-line options (and a settings file's severity table)."""
     from .check import CheckRequest
     from .engine import BACKENDS
     from .exceptions import InputError
@@ -194,13 +189,33 @@ def _request(params: dict[str, Any]):
         token=params["token"],
     )
     backends = params["backends"]
+    severity = _severity(params.get("severity", ()), file_severity or {})
     return CheckRequest(
         target=params["target"], draft=params["draft"],
         backends=[b for b in BACKENDS if b in backends] if backends else list(BACKENDS),
         select=_split(params["select"]), ignore=_split(params["ignore"]), options=options,
         revision=params["revision"], draft_revision=params["draft_revision"], token=params["token"],
-        framework=params["framework"], strict=params["strict"],
+        framework=params["framework"], strict=params["strict"], severity=severity,
     )
+
+
+def _severity(values: tuple[str, ...], file_severity: dict[str, str]) -> dict[str, str]:
+    """The settings file's severity table, then --severity CODE=LEVEL on top of it."""
+    from .commands.config_file import parse_severity
+    from .exceptions import InputError
+
+    out = dict(file_severity)
+    entries = {}
+    for value in _split(values):
+        code, sep, level = value.partition("=")
+        if not sep:
+            raise InputError(f"--severity {value!r}: expected CODE=LEVEL (e.g. DF113=error)")
+        entries[code.strip()] = level.strip()
+    if entries:
+        from .rules import ALL_RULES
+
+        out.update(parse_severity(entries, [r.code for r in ALL_RULES], "--severity "))
+    return out
 
 
 def _progress(req):

@@ -304,6 +304,6 @@ def test_a_folder_named_like_a_command_is_a_target(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("word", ["distilgpt2", "org/smoek", "./chek", "llama"])
 def test_a_word_far_from_every_command_is_left_to_check(word):
-    from dflash_compat.cli import _mistyped_command
+    from dflash_compat.commands.suggest import mistyped_command
 
-    assert _mistyped_command(word, ["check", "smoke", "adapt", "rules", "rule", "schema"]) is None
+    assert mistyped_command(word, ["check", "smoke", "adapt", "rules", "rule", "schema"]) is None
