@@ -126,13 +126,17 @@ def _convert_one(param: click.Parameter, key: str, value: Any, ctx: click.Contex
 
 
 def _local(value: str, folder: Path, always: bool) -> str:
-    """A path from the file, relative to the file's folder; a Hub id (`org/name`) stays as it is."""
+    """A path from the file, relative to the file's folder; a Hub id (`org/name`) stays as it is. Inside
+    the current folder it is given relative to it, so that reports name files as the checkout does
+    (SARIF and annotations point into the repository)."""
     if value.startswith("~"):
         return os.path.expanduser(value)
     candidate = folder / value
-    if always or value.startswith((".", "/")) or candidate.exists():
-        return os.path.normpath(candidate)
-    return value
+    if not (always or value.startswith((".", "/")) or candidate.exists()):
+        return value
+    path = os.path.normpath(candidate.absolute())
+    relative = os.path.relpath(path)
+    return path if relative.startswith("..") else relative
 
 
 def load_settings(path: Path, command: click.Command, ctx: click.Context) -> tuple[dict[str, Any], dict[str, str]]:
