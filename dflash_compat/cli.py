@@ -90,11 +90,13 @@ def cli() -> None:
 
     \b
       dflash-check TARGET --draft DRAFT      preflight check (the default command)
+      dflash-check                           the check a settings file describes
       dflash-check rules                     list every rule
       dflash-check rule DF101                explain one rule
       dflash-check schema                    JSON Schema of the specs and the report
 
     TARGET and DRAFT are local folders or Hugging Face Hub repo ids (org/name[@revision]).
+    Settings files: `dflash-check check --help`.
     Exit codes: 0 compatible, 1 incompatible for a selected backend, 2 bad input.
     """
 
@@ -257,7 +259,7 @@ def _write(text: str, output: Optional[str]) -> None:
         click.echo(text, nl=False, color=True)
 
 
-@cli.command("rules")
+@cli.command("rules", short_help="List every rule, one line each.")
 @click.option("--format", "-f", "fmt", type=click.Choice(("text", "json", "markdown")), default="text",
               show_default=True,
               help="text: a table; json: every rule with its documentation; markdown: the README table.")
@@ -276,7 +278,7 @@ def rules_cmd(fmt: str) -> None:
         render_rules(ALL_RULES, make_console())
 
 
-@cli.command("rule")
+@cli.command("rule", short_help="Explain one rule: what it checks, why, an example, the fix.")
 @click.argument("code")
 def rule_cmd(code: str) -> None:
     """Explain one rule (e.g. `dflash-check rule DF101`): what it checks, why, an example, the fix."""
@@ -291,7 +293,7 @@ def rule_cmd(code: str) -> None:
     render_rule(rule, make_console())
 
 
-@cli.command("schema")
+@cli.command("schema", short_help="Print the JSON Schema of the specs and the report.")
 @click.option("--model", "which", type=click.Choice(("all", "draft", "target", "report")), default="all",
               show_default=True,
               help="Which schema to print.")

@@ -49,7 +49,7 @@ def _read_toml(path: Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: cannot read it ({getattr(exc, 'strerror', None) or exc})") from None
     except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"{path}: not valid TOML ({exc})") from None
+        raise InputError(f"{path}: not valid TOML ({exc}); --no-config ignores settings files") from None
 
 
 def _table(path: Path, data: dict[str, Any]) -> Optional[dict[str, Any]]:
