@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional, Sequence
+from typing import Mapping, Optional, Sequence
 
 from .engine import BACKENDS, CheckContext, Rule, check_rules, select_rules
 from .exceptions import ConfigError
@@ -30,6 +30,8 @@ class CheckRequest:
     token: Optional[str] = None
     framework: str = "auto"  # how the deep check builds the target: auto, torch (transformers) or mlx
     strict: bool = False  # a warning fails its backend too
+    # per-rule levels (code or prefix -> error / warning / info / ignore), e.g. from [tool.dflash-check]
+    severity: Mapping[str, str] = field(default_factory=dict)
 
 
 def load_target(resolved: Resolved) -> TargetSpec:
@@ -75,5 +77,5 @@ def run_check(req: CheckRequest, rules: Optional[Sequence[Rule]] = None) -> Repo
         ctx = CheckContext(target=target, draft=draft, options=req.options,
                            weights=inspect_draft(d_res, token=req.options.token),
                            modules=inspect_target(t_res, target, req.options, req.framework))
-    results = check_rules(ctx, chosen, req.backends)
+    results = check_rules(ctx, chosen, req.backends, severity=req.severity)
     return build_report(target, draft, ctx.modules, ctx.weights, results, strict=req.strict)

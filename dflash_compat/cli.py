@@ -9,6 +9,7 @@ from typing import Any, NoReturn, Optional
 import click
 
 from . import __version__
+from .commands.config_file import ConfigCommand
 
 __all__ = ["main", "cli", "fail", "pair_options"]
 
@@ -26,7 +27,19 @@ class DefaultCommandGroup(click.Group):
     default_command = "check"
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not args:  # plain `dflash-check` runs the check a settings file describes, else shows the help
+            from pathlib import Path
+
+            from .commands.config_file import find_config
+
+            if find_config(Path.cwd()) is not None:
+                args = [self.default_command]
         if args and args[0] not in self.commands and args[0] not in ("--help", "-h", "--version"):
+            from .commands.suggest import mistyped_command
+
+            near = mistyped_command(args[0], list(self.commands))
+            if near is not None:
+                raise click.UsageError(f"no such command {args[0]!r}; did you mean {near!r}?", ctx)
             args = [self.default_command, *args]
         return super().parse_args(ctx, args)
 
@@ -55,7 +68,10 @@ def fail(exc: Exception) -> NoReturn:
             hint = f" (see `{exc.ctx.command_path} --help`)"
     else:
         message, code = str(exc), exc.exit_code if isinstance(exc, DFlashCompatError) else 2
-    message = " ".join(message.split()) or f"{type(exc).__name__} (no message)"
+    from .emitters._safe import printable
+
+    # one line, and no control bytes from a hostile config value reach the terminal
+    message = printable(" ".join(message.split())) or f"{type(exc).__name__} (no message)"
     click.echo(f"dflash-check: error: {message}{hint}", err=True)
     sys.exit(code)
 
@@ -97,16 +113,18 @@ def cli() -> None:
 
     \b
       dflash-check TARGET --draft DRAFT      preflight check (the default command)
+      dflash-check                           the check a settings file describes
       dflash-check rules                     list every rule
       dflash-check rule DF101                explain one rule
       dflash-check schema                    JSON Schema of the specs and the report
 
     TARGET and DRAFT are local folders or Hugging Face Hub repo ids (org/name[@revision]).
+    Settings files: `dflash-check check --help`.
     Exit codes: 0 compatible, 1 incompatible for a selected backend, 2 bad input.
     """
 
 
-@cli.command("check")
+@cli.command("check", cls=ConfigCommand)
 @click.argument("target")
 @click.option("--draft", "-d", required=True, help="The DFlash draft: a local folder or a Hub repo id.")
 @click.option(
@@ -116,6 +134,9 @@ def cli() -> None:
 @click.option("--select", multiple=True,
               help="Run only rules whose code matches this code or prefix (e.g. DF1, DF303).")
 @click.option("--ignore", multiple=True, help="Skip rules whose code matches this code or prefix.")
+@click.option("--severity", "severity", multiple=True, metavar="CODE=LEVEL",
+              help="Report a rule (a code or prefix) at this level: error, warning, info, or ignore to leave it "
+              "out; repeat for several (e.g. --severity DF113=error).")
 @click.option("--strict", is_flag=True, help="Treat warnings as failures for the exit code.")
 @click.option(
     "--format", "-f", "fmt", type=click.Choice(FORMAT_CHOICES), default="text", show_default=True,
@@ -157,19 +178,28 @@ def cli() -> None:
     help="Check the target as wrapped by this adapter: a shim file written by `dflash-check adapt` "
     "(it is imported, i.e. run) or a built-in adapter name such as gpt2.",
 )
+@click.option("--config", "config_file", metavar="FILE",
+              help="Read settings from this file (a pyproject.toml with [tool.dflash-check], or a dflash-check.toml) "
+              "instead of the nearest one found from the current folder upward. Flags given here win.")
+@click.option("--no-config", is_flag=True, help="Ignore settings files.")
 def check_cmd(fmt: str, output: Optional[str], **params: Any) -> None:
-    """Check TARGET against DRAFT for every selected backend."""
+    """Check TARGET against DRAFT for every selected backend.
+
+    Settings (target, draft, backends, select / ignore, severity, engine options, strict, format,
+    output) can live in [tool.dflash-check] of a pyproject.toml or in a dflash-check.toml, found from
+    the current folder upward; command-line flags win over them.
+    """
     from .check import run_check
 
-    req = _request(params)
+    req = _request(params, click.get_current_context().meta.get("dflash_check.severity"))
     with _progress(req):
         report = run_check(req)
     _write(_render(report, fmt, output), output)
     sys.exit(report.exit_code())
 
 
-def _request(params: dict[str, Any]):
-    """The CheckRequest for `check`'s command-line options."""
+def _request(params: dict[str, Any], file_severity: Optional[dict[str, str]] = None):
+    """The CheckRequest for `check`'s command-line options (and a settings file's severity table)."""
     from .check import CheckRequest
     from .engine import BACKENDS
     from .exceptions import InputError
@@ -197,13 +227,33 @@ def _request(params: dict[str, Any]):
         token=params["token"],
     )
     backends = params["backends"]
+    severity = _severity(params.get("severity", ()), file_severity or {})
     return CheckRequest(
         target=params["target"], draft=params["draft"],
         backends=[b for b in BACKENDS if b in backends] if backends else list(BACKENDS),
         select=_split(params["select"]), ignore=_split(params["ignore"]), options=options,
         revision=params["revision"], draft_revision=params["draft_revision"], token=params["token"],
-        framework=params["framework"], strict=params["strict"],
+        framework=params["framework"], strict=params["strict"], severity=severity,
     )
+
+
+def _severity(values: tuple[str, ...], file_severity: dict[str, str]) -> dict[str, str]:
+    """The settings file's severity table, then --severity CODE=LEVEL on top of it."""
+    from .commands.config_file import parse_severity
+    from .exceptions import InputError
+
+    out = dict(file_severity)
+    entries = {}
+    for value in _split(values):
+        code, sep, level = value.partition("=")
+        if not sep:
+            raise InputError(f"--severity {value!r}: expected CODE=LEVEL (e.g. DF113=error)")
+        entries[code.strip()] = level.strip()
+    if entries:
+        from .rules import ALL_RULES
+
+        out.update(parse_severity(entries, [r.code for r in ALL_RULES], "--severity "))
+    return out
 
 
 def _progress(req):
@@ -226,8 +276,10 @@ def _render(report, fmt: str, output: Optional[str]) -> str:
         return render(report)
     if output:
         return render(report, width=120)
-    # on a terminal: its width and colour; piped: the width rich detects (COLUMNS, else 80), no colour
-    return render(report, width=None, color=sys.stdout.isatty())
+    from .console import color_enabled, terminal_width
+
+    # on a terminal: its width and colour; piped or in a CI log: COLUMNS, else 80, and no colour
+    return render(report, width=terminal_width(sys.stdout), color=color_enabled(sys.stdout))
 
 
 def _write(text: str, output: Optional[str]) -> None:
@@ -239,11 +291,11 @@ def _write(text: str, output: Optional[str]) -> None:
                 fh.write(text)
         except OSError as exc:
             raise InputError(f"cannot write {output}: {exc.strerror or exc}") from None
-    else:
-        click.echo(text, nl=False)
+    else:  # color=True: click must not strip what we decided (styles only when color_enabled said so)
+        click.echo(text, nl=False, color=True)
 
 
-@cli.command("rules")
+@cli.command("rules", short_help="List every rule, one line each.")
 @click.option("--format", "-f", "fmt", type=click.Choice(("text", "json", "markdown")), default="text",
               show_default=True,
               help="text: a table; json: every rule with its documentation; markdown: the README table.")
@@ -262,7 +314,7 @@ def rules_cmd(fmt: str) -> None:
         render_rules(ALL_RULES, make_console())
 
 
-@cli.command("rule")
+@cli.command("rule", short_help="Explain one rule: what it checks, why, an example, the fix.")
 @click.argument("code")
 def rule_cmd(code: str) -> None:
     """Explain one rule (e.g. `dflash-check rule DF101`): what it checks, why, an example, the fix."""
@@ -277,7 +329,7 @@ def rule_cmd(code: str) -> None:
     render_rule(rule, make_console())
 
 
-@cli.command("schema")
+@cli.command("schema", short_help="Print the JSON Schema of the specs and the report.")
 @click.option("--model", "which", type=click.Choice(("all", "draft", "target", "report")), default="all",
               show_default=True,
               help="Which schema to print.")

@@ -1,84 +1,217 @@
-"""Rich rendering of the rule docs and the smoke results, with an injected Console (testable at a fixed
-width). The check report's text format is dflash_compat.emitters.text."""
+"""Terminal output: whether to colour and how wide to wrap (one policy for every command), and the
+rule docs and smoke results, rendered with an injected Console (testable at a fixed width, no colour).
+The check report's text format is dflash_compat.emitters.text.
+
+Colour only on a terminal: never in a pipe or a CI log unless FORCE_COLOR asks; NO_COLOR and
+TERM=dumb turn it off (NO_COLOR wins). The width is COLUMNS when set, else the terminal's, else 80.
+Every layout fits 80 columns; below that, lines wrap at words and tables turn into lists.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional, Sequence
+import os
+import sys
+import textwrap
+from typing import IO, TYPE_CHECKING, Iterator, Optional, Sequence
 
 if TYPE_CHECKING:  # rich is imported lazily: `--help` must not pay for it
     from rich.console import Console
+    from rich.text import Text
 
     from .engine import Rule
 
-__all__ = ["make_console", "render_rules", "render_rule", "render_smoke"]
+__all__ = ["color_enabled", "terminal_width", "make_console", "render_rules", "render_rule", "render_smoke"]
+
+_MIN_WIDTH = 40
+
+
+def color_enabled(stream: IO) -> bool:
+    """ANSI styles for `stream`: NO_COLOR (set, non-empty) or TERM=dumb say no, FORCE_COLOR (set,
+    non-empty, not 0) says yes, otherwise only when the stream is a terminal."""
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR", "") not in ("", "0"):
+        return True
+    if os.environ.get("TERM") == "dumb":
+        return False
+    return _isatty(stream)
+
+
+def _isatty(stream: IO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # a closed or stand-in stream
+        return False
+
+
+def terminal_width(stream: IO) -> int:
+    """COLUMNS when it is a positive number, else the terminal's width, else 80 (pipes, CI logs)."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return max(int(columns), _MIN_WIDTH)
+    if _isatty(stream):
+        try:
+            return max(os.get_terminal_size(stream.fileno()).columns, _MIN_WIDTH)
+        except (OSError, ValueError):
+            pass
+    return 80
 
 
 def make_console(stderr: bool = False, width: Optional[int] = None, no_color: bool = False) -> "Console":
+    """A Console on stdout (or stderr) that follows `color_enabled` and `terminal_width`."""
     from rich.console import Console
 
-    return Console(stderr=stderr, width=width, no_color=no_color, highlight=False, soft_wrap=False)
+    stream = sys.stderr if stderr else sys.stdout
+    color = color_enabled(stream) and not no_color
+    return Console(file=stream, width=width or terminal_width(stream), force_terminal=True if color else None,
+                   no_color=not color, color_system="standard" if color else None, highlight=False,
+                   soft_wrap=False)
+
+
+def wrap(text: str, width: int, indent: int = 0, first: Optional[int] = None) -> list[str]:
+    """`text` in lines of at most `width` columns with a hanging `indent` (the first line starts at
+    column `first`, default `indent`; indents are included). Words are never split: a config key
+    or a path longer than a line stays whole and overflows it."""
+    first = indent if first is None else first
+    wrapper = textwrap.TextWrapper(width=max(width, indent + 10), initial_indent=" " * first,
+                                   subsequent_indent=" " * indent, break_long_words=False,
+                                   break_on_hyphens=False)
+    return wrapper.wrap(text) or [" " * first]
+
+
+def _print(console: "Console", line: "Text | str") -> None:
+    console.print(line, soft_wrap=True, crop=False, markup=False)  # lines come wrapped already
+
+
+# ---- rules -----------------------------------------------------------------------------------
 
 
 def render_rules(rules: Sequence["Rule"], console: "Console") -> None:
-    from rich.markup import escape
-    from rich.table import Table
+    """One line per rule: code, severity, name, backends (wrapped under their column when a line
+    would pass the width; below about 70 columns the columns give way to one paragraph per rule);
+    `rule DFxxx` has the rest."""
+    from rich.text import Text
 
-    table = Table(show_header=True, header_style="bold")
-    table.add_column("code", no_wrap=True)
-    table.add_column("name", no_wrap=True)
-    table.add_column("severity", no_wrap=True)
-    table.add_column("backends")
-    table.add_column("what it checks", overflow="fold")
+    width, w_name = console.width, max(len(r.name) for r in rules)
+    at = 5 + 2 + 8 + 2 + w_name + 2  # column of the backends
+    columns = at + len("transformers") <= width
+    if columns:
+        _print(console, Text(f"{'code':<5}  {'severity':<8}  {'name':<{w_name}}  backends", style="bold"))
     for r in rules:
-        table.add_row(r.code, r.name, r.severity, ", ".join(r.backends), escape(r.what))
-    console.print(table)
+        severity = Text(f"{r.severity:<8}", style=_SEVERITY_STYLE[r.severity])
+        if columns:
+            backends = wrap(", ".join(r.backends), width, indent=at)
+            _print(console, Text.assemble(r.code, "  ", severity, "  ", f"{r.name:<{w_name}}  ", backends[0][at:]))
+        else:
+            backends = wrap(f"{r.name} ({', '.join(r.backends)})", width, indent=17, first=17)
+            _print(console, Text.assemble(r.code, "  ", severity, "  ", backends[0][17:]))
+        for line in backends[1:]:
+            _print(console, line)
+    _print(console, "")
+    tail = (f"{len(rules)} rules. `dflash-check rule DF101` explains one: what it checks, why it matters, "
+            "an example and the fix.")
+    for line in wrap(tail, width):
+        _print(console, line)
+
+
+_SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
 
 def render_rule(rule: "Rule", console: "Console") -> None:
-    console.print(f"[bold]{rule.code} {rule.name}[/]  ({rule.severity}; {', '.join(rule.backends)})")
-    for title, text in (
-        ("What it checks", rule.what),
-        ("Why it matters", rule.why),
-        ("Example", rule.example),
-        ("How to fix", rule.fix),
-    ):
-        console.print()
-        console.print(f"[bold]{title}[/]")
-        console.print(text, markup=False)
+    """The rule's four documentation sections, each wrapped to the width under its title."""
+    from rich.text import Text
+
+    deep = "; deep: " + ", ".join(rule.needs) if rule.needs else ""
+    head = f"{rule.code} {rule.name}"
+    about = f"({rule.severity}; {', '.join(rule.backends)}{deep})"
+    lines = wrap(about, console.width, indent=2, first=len(head) + 2)
+    _print(console, Text.assemble((head, "bold"), lines[0][len(head):]))
+    for line in lines[1:]:
+        _print(console, line)
+    for title, text in (("What it checks", rule.what), ("Why it matters", rule.why),
+                        ("Example", rule.example), ("How to fix", rule.fix)):
+        _print(console, "")
+        _print(console, Text(title, style="bold"))
+        for paragraph in text.split("\n"):
+            for line in wrap(paragraph, console.width, indent=2):
+                _print(console, line)
+
+
+# ---- smoke -----------------------------------------------------------------------------------
+
+_SMOKE_COLUMNS = ("prompt", "in", "out", "lossless", "differs at", "tau", "tok/s", "baseline tok/s")
+
+
+def _smoke_rows(payload: dict, divergence: Sequence) -> list[tuple[str, ...]]:
+    rows = []
+    for i, r in enumerate(payload["results"]):
+        div = divergence[i] if i < len(divergence) else None
+        lossless = "n/a (sampled)" if r["lossless"] is None else ("yes" if r["lossless"] else "NO")
+        rows.append((str(r["prompt_index"]), str(len(r["prompt_tokens"])), str(len(r["output_tokens"])), lossless,
+                     "" if div is None else f"token {div}", f"{r['mean_acceptance']:.2f}",
+                     f"{r['decode_tokens_per_s']:.1f}", f"{r['baseline_tokens_per_s']:.1f}"))
+    return rows
+
+
+def _lossless_style(cell: str) -> str:
+    return {"yes": "green", "NO": "bold red"}.get(cell, "dim")
+
+
+def _smoke_table(rows: list[tuple[str, ...]], widths: list[int]) -> Iterator["Text"]:
+    """Aligned columns; numbers to the right, the lossless verdict to the left."""
+    from rich.text import Text
+
+    def cells(row: tuple[str, ...]) -> list[str]:
+        return [c.ljust(w) if j in (3, 4) else c.rjust(w) for j, (c, w) in enumerate(zip(row, widths))]
+
+    yield Text("  ".join(cells(_SMOKE_COLUMNS)).rstrip(), style="bold")
+    for row in rows:
+        text = Text()
+        for j, cell in enumerate(cells(row)):
+            text.append(("  " if j else "") + cell, style=_lossless_style(row[3]) if j == 3 else "")
+        text.rstrip()
+        yield text
+
+
+def _smoke_list(rows: list[tuple[str, ...]], width: int) -> Iterator[str]:
+    """Below the table's width: one wrapped paragraph per prompt."""
+    for p, n_in, n_out, lossless, differs, tau, rate, base in rows:
+        where = f" (differs at {differs})" if differs else ""
+        text = (f"prompt {p}: {n_in} tokens in, {n_out} out; lossless {lossless}{where}; tau {tau}; "
+                f"{rate} tok/s, baseline {base} tok/s")
+        yield from wrap(text, width, indent=4, first=0)
 
 
 def render_smoke(payload: dict, console: "Console", divergence: Sequence = (),
                  min_acceptance: Optional[float] = None) -> None:
-    """`dflash-check smoke`: one row per prompt, the acceptance histogram and the verdict."""
-    from rich.table import Table
+    """`dflash-check smoke`: one row per prompt, the acceptance histogram and the verdict. A table
+    when it fits the width, else a list (the differing token and tau are never cut off)."""
+    from rich.text import Text
 
-    console.print(
-        f"[bold]smoke[/] backend {payload['backend']}, device {payload['device']}, dtype {payload['dtype']}, "
-        f"block size {payload['block_size']}, temperature {payload['temperature']}"
-    )
-    table = Table(show_header=True, header_style="bold", expand=False, pad_edge=False)
-    for name in ("prompt", "prompt tokens", "new tokens", "lossless", "tau", "tok/s", "baseline tok/s"):
-        table.add_column(name, justify="right" if name != "lossless" else "left", no_wrap=True)
-    for i, r in enumerate(payload["results"]):
-        div = divergence[i] if i < len(divergence) else None
-        if r["lossless"] is None:
-            lossless = "[dim]n/a (sampled)[/]"
-        elif r["lossless"]:
-            lossless = "[green]yes[/]"
-        else:
-            lossless = "[bold red]NO[/]" + (f" (differs at token {div})" if div is not None else "")
-        table.add_row(
-            str(r["prompt_index"]), str(len(r["prompt_tokens"])), str(len(r["output_tokens"])), lossless,
-            f"{r['mean_acceptance']:.2f}", f"{r['decode_tokens_per_s']:.1f}", f"{r['baseline_tokens_per_s']:.1f}",
-        )
-    console.print(table)
+    width = console.width
+    head = (f"smoke: backend {payload['backend']}, device {payload['device']}, dtype {payload['dtype']}, "
+            f"block size {payload['block_size']}, temperature {payload['temperature']}")
+    for line in wrap(head, width, indent=2, first=0):
+        _print(console, line)
+    rows = _smoke_rows(payload, divergence)
+    widths = [max(len(c) for c in col) for col in zip(_SMOKE_COLUMNS, *rows)]
+    if sum(widths) + 2 * (len(widths) - 1) <= width:
+        for line in _smoke_table(rows, widths):
+            _print(console, line)
+    else:
+        for line in _smoke_list(rows, width):
+            _print(console, line)
     s = payload["summary"]
     hist = "  ".join(f"{k}:{v}" for k, v in s["histogram"].items())
-    console.print(f"acceptance histogram (tokens per step: steps)  {hist}")
-    verdict = {True: "[bold green]lossless[/]", False: "[bold red]NOT lossless[/]",
-               None: "lossless not checked (sampling)"}
-    line = f"{verdict[s['lossless']]}, mean acceptance {s['mean_acceptance']:.2f}, speed-up {s['speedup']:.2f}x"
+    for line in wrap(f"acceptance histogram (tokens per step: steps)  {hist}", width, indent=2, first=0):
+        _print(console, line)
+    word, style = {True: ("lossless", "bold green"), False: ("NOT lossless", "bold red"),
+                   None: ("lossless not checked (sampling)", "")}[s["lossless"]]
+    verdict = f"{word}, mean acceptance {s['mean_acceptance']:.2f}, speed-up {s['speedup']:.2f}x"
+    for i, line in enumerate(wrap(verdict, width, indent=2, first=0)):
+        text = Text(line)
+        if i == 0:
+            text.stylize(style, 0, len(word))
+        _print(console, text)
     if min_acceptance is not None and s["mean_acceptance"] < min_acceptance:
-        line += f"  [bold red]under --min-acceptance {min_acceptance}[/]"
-    console.print(line)
-
+        _print(console, Text(f"under --min-acceptance {min_acceptance}", style="bold red"))

@@ -7,7 +7,8 @@ load models.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Iterable, Optional, Sequence, Union
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Optional, Sequence, Union
 
 from .findings import COMMON, Finding, Location, RuleDocs, RuleResults, RuleRun, backend_counts
 from .options import CheckOptions
@@ -31,6 +32,7 @@ __all__ = [
     "check_rules",
     "run_rules",
     "select_rules",
+    "severity_override",
 ]
 
 # Every engine a rule can speak about; `common` applies to all of them.
@@ -208,8 +210,16 @@ def _sort_key(f: Finding) -> tuple:
     return (_SEVERITY_ORDER[f.severity], f.code, f.backend, f.message, locs)
 
 
-def _run_one(ctx: CheckContext, rule: Rule, backends: Sequence[str]) -> tuple[RuleRun, list[Finding]]:
-    run = dict(code=rule.code, name=rule.name, severity=rule.severity, backends=tuple(rule.backends),
+def severity_override(code: str, severity: Mapping[str, str]) -> Optional[str]:
+    """The level the user set for `code` (an exact code or the longest matching prefix); None: the rule's own."""
+    matches = [p for p in severity if code.startswith(p)]
+    return severity[max(matches, key=len)] if matches else None
+
+
+def _run_one(ctx: CheckContext, rule: Rule, backends: Sequence[str],
+             forced: Optional[str] = None) -> tuple[RuleRun, list[Finding]]:
+    """Run one rule; `forced` (a user's severity override) replaces the rule's and its violations' levels."""
+    run = dict(code=rule.code, name=rule.name, severity=forced or rule.severity, backends=tuple(rule.backends),
                docs=rule.docs)
     targets = rule.applies_to(backends)
     if not targets:
@@ -218,7 +228,7 @@ def _run_one(ctx: CheckContext, rule: Rule, backends: Sequence[str]) -> tuple[Ru
     if missing is not None:
         return RuleRun(**run, status="skipped", missing=missing[0], reason=missing[1]), []
     found = [
-        Finding(code=rule.code, name=rule.name, severity=violation.severity or rule.severity, backend=backend,
+        Finding(code=rule.code, name=rule.name, severity=forced or violation.severity or rule.severity, backend=backend,
                 message=violation.message, fix=violation.fix or rule.fix, locations=list(violation.locations))
         for violation in rule.check(ctx)
         for backend in targets
@@ -227,12 +237,18 @@ def _run_one(ctx: CheckContext, rule: Rule, backends: Sequence[str]) -> tuple[Ru
     return RuleRun(**run, status="ran"), found
 
 
-def check_rules(ctx: CheckContext, rules: Sequence[Rule], backends: Sequence[str]) -> RuleResults:
-    """Run every rule that applies to a selected backend and has its facts; record what happened to each."""
+def check_rules(ctx: CheckContext, rules: Sequence[Rule], backends: Sequence[str],
+                severity: Mapping[str, str] = MappingProxyType({})) -> RuleResults:
+    """Run every rule that applies to a selected backend and has its facts; record what happened to each.
+    `severity` maps a code or code prefix to the level its findings get (error, warning, info), or to
+    "ignore" to leave the rule out as `--ignore` does."""
     runs: list[RuleRun] = []
     findings: list[Finding] = []
     for rule in rules:
-        run, found = _run_one(ctx, rule, backends)
+        forced = severity_override(rule.code, severity)
+        if forced == "ignore":
+            continue
+        run, found = _run_one(ctx, rule, backends, forced)
         runs.append(run)
         findings.extend(found)
     findings.sort(key=_sort_key)  # deterministic output

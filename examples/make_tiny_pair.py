@@ -2,7 +2,10 @@
 
 The pair is small enough to commit (a few hundred KB) and runs `dflash-check smoke` on a CPU in
 seconds. The draft is random, so its acceptance length is low; the point is the lossless check.
-Run from the repository root: .venv/bin/python examples/make_tiny_pair.py
+It needs only an install with the torch extra (pip install 'dflash-compat[torch]'):
+
+    python examples/make_tiny_pair.py            # writes examples/tiny-qwen3 beside this file
+    python examples/make_tiny_pair.py OUT_DIR    # or into OUT_DIR
 """
 
 from __future__ import annotations
@@ -11,24 +14,28 @@ import json
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from dflash_compat.runtime.tiny_pair import (
+    draft_config,
+    draft_state,
+    save_draft,
+    save_tokenizer,
+    target_config,
+    tiny_target,
+)
 
-from tests.tiny_dflash import draft_config, draft_state, save_draft, save_tokenizer, target_config, tiny_target  # noqa: E402
-
-OUT = ROOT / "examples" / "tiny-qwen3"
+OUT = Path(__file__).resolve().parent / "tiny-qwen3"
 
 
-def main() -> None:
+def main(out: Path = OUT) -> None:
     settings = dict(vocab=64, hidden=32, layers=4)
     model = tiny_target(seed=0, **settings)
-    model.save_pretrained(str(OUT / "target"), safe_serialization=True)
-    save_tokenizer(OUT / "target", settings["vocab"])
+    model.save_pretrained(str(out / "target"), safe_serialization=True)
+    save_tokenizer(out / "target", settings["vocab"])
     dcfg = draft_config(target_config(**settings), block_size=8, target_layer_ids=(0, 2))
-    save_draft(OUT / "draft", dcfg, draft_state(dcfg, seed=100))
-    sizes = {str(p.relative_to(OUT)): p.stat().st_size for p in sorted(OUT.rglob("*")) if p.is_file()}
+    save_draft(out / "draft", dcfg, draft_state(dcfg, seed=100))
+    sizes = {str(p.relative_to(out)): p.stat().st_size for p in sorted(out.rglob("*")) if p.is_file()}
     print(json.dumps(sizes, indent=1))
 
 
 if __name__ == "__main__":
-    main()
+    main(Path(sys.argv[1]) if len(sys.argv) > 1 else OUT)

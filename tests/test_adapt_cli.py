@@ -262,3 +262,44 @@ def test_llama_shim_gets_its_final_norm_from_the_inspection(tmp_path):
     assert res.exit_code == 0, res.output
     assert _consts(res.stdout)["PATHS"] == {"embed": "model.embed_tokens", "layers": "model.layers",
                                             "norm": "model.norm", "lm_head": "lm_head"}
+
+
+def test_map_to_a_path_the_model_lacks_is_refused_naming_the_closest(pairs, tmp_path):
+    _, target, _ = pairs["gpt2"]
+    out = tmp_path / "adapter.py"
+    res = run("adapt", target, "-o", out, "--map", "embed=transformer.wtee", "--map", "layers=transformer.h")
+    assert res.exit_code == 2 and not out.exists()
+    assert res.stderr.splitlines() == [
+        "dflash-check: error: --map embed=transformer.wtee: GPT2LMHeadModel has no such module (built without "
+        "weights); closest paths: transformer.wte, transformer.wpe"] or (
+        len(res.stderr.splitlines()) == 1 and "closest paths: transformer.wte" in res.stderr), res.stderr
+    ok = run("adapt", target, "-o", out, "--map", "embed=transformer.wte", "--map", "layers=transformer.h")
+    assert ok.exit_code == 0 and "not validated" not in ok.stderr, ok.output
+
+
+def test_map_is_written_with_a_warning_when_the_tree_cannot_be_built(tmp_path):
+    folder = tmp_path / "unknown"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"model_type": "no_such_model", "hidden_size": 32,
+                                                    "num_hidden_layers": 2, "vocab_size": 32}))
+    res = run("adapt", folder, "--map", "embed=backbone.tok", "--map", "layers=backbone.blocks")
+    assert res.exit_code == 0, res.output
+    assert "dflash-check: warning: --map paths not validated: the module tree could not be built" in res.stderr
+    assert "backbone.blocks" in res.stdout
+
+
+def test_map_paths_are_checked_in_an_mlx_tree(tmp_path):
+    pytest.importorskip("mlx_lm")
+    from dflash_compat.check import load_target
+    from dflash_compat.probe.tree_paths import check_paths
+    from dflash_compat.resolve import resolve
+    from tests.adapter_models import MLX_CONFIGS
+
+    folder = tmp_path / "neox"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(MLX_CONFIGS["gpt_neox"]))
+    resolved = resolve(str(folder), "target")
+    found = check_paths(resolved, load_target(resolved), "mlx", ["model.embed_in", "model.h",
+                                                                 "model.embed_inn"])
+    assert list(found.missing) == ["model.embed_inn"]
+    assert found.missing["model.embed_inn"][0] == "model.embed_in"

@@ -305,3 +305,32 @@ def test_num_speculative_tokens_reaches_the_vllm_rules():
     res = invoke(*base, "--num-speculative-tokens", "15", "--max-num-seqs", "256", "--max-num-batched-tokens", "2048")
     found = {f["code"]: f for f in json.loads(res.output)["findings"]}
     assert "DF312" not in found and found["DF304"]["severity"] == "warning" and res.exit_code == 0
+
+
+@pytest.mark.parametrize(("typo", "command"), [("smoek", "smoke"), ("chek", "check"), ("adpat", "adapt"),
+                                               ("rulse", "rules"), ("shcema", "schema"), ("Rules", "rules")])
+def test_a_mistyped_command_is_named(typo, command, monkeypatch, capsys):
+    from dflash_compat.cli import main
+
+    monkeypatch.setattr("sys.argv", ["dflash-check", typo, "examples/qwen3-8b/target", "--draft", "x"])
+    with pytest.raises(SystemExit) as exit_:
+        main()  # the console script: usage errors are one line
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"dflash-check: error: no such command {typo!r}; did you mean {command!r}? (see `dflash-check --help`)"]
+
+
+def test_a_folder_named_like_a_command_is_a_target(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write_model(tmp_path / "smoek", target())
+    d = write_model(tmp_path / "d", draft())
+    res = CliRunner().invoke(cli, ["smoek", "--draft", str(d), "--no-deep", "-f", "json"])
+    assert res.exit_code == 0, res.output
+
+
+@pytest.mark.parametrize("word", ["distilgpt2", "org/smoek", "./chek", "llama"])
+def test_a_word_far_from_every_command_is_left_to_check(word):
+    from dflash_compat.commands.suggest import mistyped_command
+
+    assert mistyped_command(word, ["check", "smoke", "adapt", "rules", "rule", "schema"]) is None
+

@@ -37,3 +37,21 @@ def test_deep_check_of_the_bundled_tiny_pair_reads_the_weights():
     assert report["draft"]["weights"]["checked"] is True
     assert report["target"]["layers_path"] == "model.layers"
     assert not [f for f in report["findings"] if f["severity"] == "error"], report["findings"]
+
+
+@pytest.mark.slow
+def test_make_tiny_pair_runs_from_an_install_and_rebuilds_the_bundled_pair(tmp_path):
+    """The example imports only the installed package (no `tests.*`): run in isolated mode (-I) from
+    another folder, it writes the same weights as the bundled pair."""
+    pytest.importorskip("torch")
+    import subprocess
+    import sys
+
+    script = ROOT / "examples" / "make_tiny_pair.py"
+    assert "tests" not in {line.split()[1].split(".")[0] for line in script.read_text().splitlines()
+                           if line.startswith(("import ", "from "))}
+    res = subprocess.run([sys.executable, "-I", str(script), str(tmp_path / "pair")], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    for name in ("draft/model.safetensors", "target/model.safetensors", "draft/config.json"):
+        assert (tmp_path / "pair" / name).read_bytes() == (TINY / name).read_bytes(), name

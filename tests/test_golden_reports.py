@@ -100,6 +100,21 @@ def test_cli_end_to_end(fmt, monkeypatch):
     _check_golden(GOLDEN / f"bad.{EXT[fmt]}", res.output)
 
 
+@pytest.mark.parametrize("width", [80, 120])
+def test_text_at_80_and_120_columns(width, monkeypatch):
+    """The text report at a CI log's width and a wide terminal's: both goldens, no line past the width
+    (the hand-built report's keys and paths are all shorter than a line), no ANSI in a pipe."""
+    suffix = "txt" if width == 80 else f"{width}.txt"  # 80 columns: the goldens above
+    text = get_renderer("text")(hand_built_report(), width=width)
+    _check_golden(GOLDEN / f"report.{suffix}", text)
+    assert max(len(line) for line in text.splitlines()) <= width and "\x1b" not in text
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setenv("COLUMNS", str(width))
+    res = CliRunner().invoke(cli, [BAD[0], "--draft", BAD[1], "--no-deep"], catch_exceptions=False)
+    _check_golden(GOLDEN / f"bad.{suffix}", res.output)
+    assert max(len(line) for line in res.output.splitlines()) <= width and "\x1b" not in res.output
+
+
 def test_every_format_has_goldens():
     assert set(EXT) == set(FORMATS)
 

@@ -277,6 +277,8 @@ def test_framework_mlx_shows_transformers_module_rules_as_not_run(tmp_path):
     assert "inspected with mlx-lm, not transformers" in case.find("skipped").get("message")
     mlx_case = next(c for c in junit.iter("testcase") if c.get("name").startswith("DF510"))
     assert mlx_case.find("skipped") is None  # an MLX module rule did run
-    assert "not run, the target's modules were inspected with mlx-lm, not transformers:" in get_renderer("text")(report)
+    text = get_renderer("text")(report)  # 80 columns, a CI log's width
+    assert "not run, the target's modules were inspected with mlx-lm, not transformers:" in text
+    assert max(len(line) for line in text.splitlines()) <= 80 and "DF251" in text.split("not run, ")[1]
     statuses = {r["code"]: (r["status"], r["missing"]) for r in json.loads(get_renderer("json")(report))["rules"]}
     assert statuses["DF251"] == ("skipped", "torch-modules") and statuses["DF510"] == ("ran", None)

@@ -36,3 +36,15 @@ def test_readme_generated_blocks_are_current():
     for (start, end), body in readme_blocks().items():
         assert start in text and end in text, start
         assert text.split(start)[1].split(end)[0] == "\n" + body, f"{start}: run python -m dflash_compat.docs"
+
+
+def test_cited_documents_are_in_the_repository():
+    """Docs, messages and data cite only documents this repository has (no team-internal paths)."""
+    cited = []
+    for path in [ROOT / "README.md", *(ROOT / "docs").glob("*.md"), *(ROOT / "dflash_compat").rglob("*.py"),
+                 *(ROOT / "dflash_compat").rglob("*.json"), *(ROOT / "rules").glob("*.py")]:
+        text = path.read_text(encoding="utf-8")
+        assert "shared/" not in text, f"{path} cites a path outside the repository"
+        cited += [(path, doc) for doc in re.findall(r"\bdocs/[\w.-]+\.md\b", text)]
+    for path, doc in cited:
+        assert (ROOT / doc).is_file(), f"{path.relative_to(ROOT)} cites {doc}, which is not in the repository"

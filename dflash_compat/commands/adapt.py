@@ -29,6 +29,26 @@ def _probe_paths(resolved, spec, framework: str, trust_remote_code: bool, notes:
     return {role: path for role, path in found.items() if path}
 
 
+def _validate_mapping(resolved, spec, framework: str, mapping: dict[str, str], trust_remote_code: bool,
+                      notes: list[str]) -> None:
+    """Refuse a --map path the target's tree does not have (one line naming the closest paths that
+    exist); when the tree cannot be built, say in `notes` that the paths were not validated."""
+    from ..exceptions import InputError
+    from ..facts import Skipped
+    from ..probe.tree_paths import check_paths
+
+    found = check_paths(resolved, spec, framework, sorted(set(mapping.values())), trust_remote_code)
+    if isinstance(found, Skipped):
+        notes.append(f"--map paths not validated: the module tree could not be built ({found.reason}: "
+                     f"{found.detail})")
+        return
+    for role, path in mapping.items():
+        if path in found.missing:
+            near = ", ".join(found.missing[path]) or "none"
+            raise InputError(f"--map {role}={path}: {found.model_class} has no such module (built without weights); "
+                             f"closest paths: {near}")
+
+
 def _transformers_class(architectures) -> Optional[str]:
     """The config's first `architectures` entry when it names a class transformers has (the shim
     imports it by that name); None otherwise (unknown: the shim says so and uses AutoModelForCausalLM)."""
@@ -88,6 +108,7 @@ def plan_for_target(
         if found:
             source.append("the deep inspection of the model built without weights")
     if mapping:
+        _validate_mapping(resolved, spec, framework, mapping, trust_remote_code, notes)
         paths.update(mapping)
         source.append("--map")
     arch = _transformers_class(spec.architectures) if framework == "torch" else None
@@ -149,9 +170,15 @@ def adapt_cmd(target: str, output: Optional[str], framework: str, maps: tuple[st
 
     mapping = load_map_file(map_file) if map_file else {}
     mapping.update(parse_map_options(maps))
+    notes: list[str] = []
     plan = plan_for_target(target, framework, mapping, revision=revision, token=token,
-                           trust_remote_code=trust_remote_code)
+                           trust_remote_code=trust_remote_code, notes=notes)
     source = render_shim(plan)
+    from ..emitters._safe import printable
+
+    for note in notes:  # after the shim is rendered: a refused plan is one error line, nothing else
+        if note.startswith("--map "):
+            click.echo(printable(f"dflash-check: warning: {' '.join(note.split())}"), err=True)
     if output is None or output == "-":
         click.echo(source, nl=False)
         return

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import posixpath
+
 from ..findings import Location
 from ..report import Report
 
@@ -9,8 +11,9 @@ __all__ = ["artifact_path"]
 
 
 def artifact_path(report: Report, loc: Location) -> str | None:
-    """`<source>/<file>` for files; None for the module tree (a logical location only)."""
+    """`<source>/<file>` for files, normalised (`./config.json` -> `config.json`, as code scanning and
+    annotations name files relative to the checkout); None for the module tree (a logical location only)."""
     if loc.file.startswith("<"):
         return None
     source = (report.target if loc.artifact == "target" else report.draft).get("source") or loc.artifact
-    return f"{str(source).rstrip('/')}/{loc.file}"
+    return posixpath.normpath(f"{str(source).rstrip('/')}/{loc.file}")

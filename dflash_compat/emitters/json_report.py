@@ -1,13 +1,13 @@
-"""`--format json`: the Report object, keys in schema order, findings already sorted."""
+"""`--format json`: the Report object, keys in schema order, findings already sorted. Strict JSON:
+a non-finite number from a config is null, a lone surrogate U+FFFD."""
 
 from __future__ import annotations
 
-import json
-
 from ..report import Report
+from ._safe import dumps
 
 __all__ = ["render"]
 
 
 def render(report: Report) -> str:
-    return json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n"
+    return dumps(report.to_dict())

@@ -1,7 +1,8 @@
 """`--format junit`: one test suite per backend, one test case per rule that applies to it.
 
 A rule with an error finding is a failure (a warning too, under --strict); a rule that could not
-run because a fact it needs was not gathered is skipped, with the report's reason.
+run because a fact it needs was not gathered is skipped, with the report's reason. Every text goes
+through `_safe.printable`: XML 1.0 cannot carry most control characters, so they appear escaped.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from xml.etree import ElementTree as ET
 
 from ..findings import Finding, RuleRun
 from ..report import Report
+from ._safe import printable
 
 __all__ = ["render"]
 
@@ -34,6 +36,16 @@ def _case(suite: ET.Element, backend: str, rule: RuleRun, found: list[Finding], 
     return "failed" if failures else "passed"
 
 
+def _make_safe(root: ET.Element) -> None:
+    """Escape what XML 1.0 forbids (and what a terminal showing the file must not get) in every text
+    and attribute value."""
+    for el in root.iter():
+        for key, value in el.attrib.items():
+            el.set(key, printable(value))
+        if el.text:
+            el.text = printable(el.text, keep_newlines=True)
+
+
 def render(report: Report) -> str:
     root = ET.Element("testsuites", name="dflash-check")
     total_fail = total = 0
@@ -53,5 +65,6 @@ def render(report: Report) -> str:
         total_fail += outcomes.count("failed")
     root.set("tests", str(total))
     root.set("failures", str(total_fail))
+    _make_safe(root)
     ET.indent(root)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import json
+from urllib.parse import quote
 
 from ..findings import RuleRun
 from ..report import Report
 from ._paths import artifact_path
+from ._safe import dumps
 
 __all__ = ["render"]
 
@@ -42,7 +43,8 @@ def render(report: Report) -> str:
             entry: dict = {"logicalLocations": [{"fullyQualifiedName": f"{loc.artifact}:{loc.key}", "kind": "member"}]}
             path = artifact_path(report, loc)
             if path is not None:
-                entry["physicalLocation"] = {"artifactLocation": {"uri": path}}
+                # a URI reference: anything outside RFC 3986's characters is percent-encoded
+                entry["physicalLocation"] = {"artifactLocation": {"uri": quote(path, safe="/", errors="replace")}}
             locations.append(entry)
         result = {
             "ruleId": f.code,
@@ -70,4 +72,4 @@ def render(report: Report) -> str:
             }
         ],
     }
-    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    return dumps(doc)

@@ -1,108 +1,158 @@
 """`--format text` (the default): findings grouped by backend, a verdict per backend, the rules that
-could not run. Rendered with rich into a string, at a fixed width and without colour unless asked."""
+could not run.
+
+A list, not a table, so that it reads the same at 80 columns, in a CI log and on a wide terminal:
+each finding is a severity column and a paragraph wrapped to the width with a hanging indent. Words
+are never split, so a config key or a path stays whole (a key longer than the line overflows it
+rather than being cut). Every string from the report goes through `_safe.printable` and into a rich
+`Text` (never markup), so a config value can neither style the output nor send control bytes.
+"""
 
 from __future__ import annotations
 
 import io
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Iterator, Optional
 
+from ..console import wrap
+from ..findings import Finding
 from ..report import Report
+from ._safe import printable
 
 if TYPE_CHECKING:  # rich is imported lazily: `--help` must not pay for it
-    from rich.console import Console
-    from rich.table import Table
+    from rich.text import Text
 
 __all__ = ["render"]
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+_INDENT = 9  # "warning  ": the severity column
+_MIN_WIDTH = 40
 
 
 def render(report: Report, width: Optional[int] = 80, color: bool = False) -> str:
-    """The report as text; `width=None` takes the terminal's width, `color` adds ANSI styles."""
+    """The report as text `width` columns wide (None: 80); `color` adds ANSI styles."""
     from rich.console import Console
 
+    width = max(width or 80, _MIN_WIDTH)
     buf = io.StringIO()
-    console = Console(file=buf, width=width, force_terminal=color, no_color=not color, highlight=False,
-                      soft_wrap=False)
-    _render(report, console)
+    console = Console(file=buf, width=width, force_terminal=color, no_color=not color,
+                      color_system="standard" if color else None, highlight=False, markup=False)
+    for line in _lines(report, width):
+        console.print(line, soft_wrap=True, crop=False)  # soft_wrap: the lines are wrapped already
     return buf.getvalue()
 
 
-def _findings_table(rows) -> "Table":
-    from rich.markup import escape
-    from rich.table import Table
+def _paragraph(head: "Text", body: str, width: int, indent: int = _INDENT) -> Iterator["Text"]:
+    """`head` then `body` wrapped after it, continuation lines indented by `indent`."""
+    from rich.text import Text
 
-    table = Table(show_header=True, header_style="bold", expand=False, pad_edge=False, show_lines=True)
-    table.add_column("rule", no_wrap=True)
-    table.add_column("severity", no_wrap=True)
-    table.add_column("finding", overflow="fold")
-    for f in rows:
-        details = escape(f.message)
-        if f.locations:
-            where = ", ".join(f"{loc.artifact}:{loc.file}:{loc.key}" for loc in f.locations)
-            details += f"\n[dim]at {escape(where)}[/]"
-        details += f"\n[green]fix:[/] {escape(f.fix)}"
-        table.add_row(f"{f.code}\n{f.name}", f"[{_STYLE[f.severity]}]{f.severity}[/]", details)
-    return table
+    if head.cell_len > width - 20:  # a long path in the head: the body starts on the next line
+        head.rstrip()
+        yield head
+        head = Text(" " * indent)
+    lines = wrap(body, width, indent=indent, first=head.cell_len)
+    yield head + Text(lines[0][head.cell_len:])
+    for line in lines[1:]:
+        yield Text(line)
 
 
-def _verdict(report: Report, backend: str) -> str:
+def _location(loc) -> str:
+    where = f"{loc.artifact}:{loc.file}"
+    return printable(f"{where}:{loc.key}" if loc.key else where)
+
+
+def _finding(f: Finding, width: int) -> Iterator["Text"]:
+    from rich.text import Text
+
+    pad = " " * _INDENT
+    yield Text.assemble((f.severity.ljust(_INDENT), _STYLE[f.severity]),
+                        (printable(f"{f.code} {f.name}"), "bold"))
+    yield from _paragraph(Text(pad), printable(f.message), width)
+    for i, loc in enumerate(f.locations):  # one per line: a key is never wrapped
+        yield Text.assemble(pad, ("at " if i == 0 else "   ", "dim"), _location(loc))
+    yield from _paragraph(Text.assemble(pad, ("fix: ", "green")), printable(f.fix), width)
+
+
+def _verdict(report: Report, backend: str) -> tuple[str, str]:
     verdict = report.summary.verdict[backend]
     if verdict == "fail":
-        return "[bold red]FAIL[/]"
+        return "FAIL", "bold red"
     if verdict == "warn":
-        return "[bold red]FAIL[/] (warnings, --strict)" if report.strict else "[bold yellow]pass, with warnings[/]"
-    return "[bold green]pass[/]"
+        return ("FAIL (warnings, --strict)", "bold red") if report.strict else ("pass, with warnings", "bold yellow")
+    return "pass", "bold green"
 
 
-def _verdicts_table(report: Report) -> "Table":
-    from rich.table import Table
+def _verdicts(report: Report) -> Iterator["Text"]:
+    """backend, verdict and counts in aligned columns (about 70 columns wide at most)."""
+    from rich.text import Text
 
-    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
-    for col in ("backend", "verdict", "errors", "warnings", "infos", "skipped"):
-        table.add_column(col, no_wrap=True)
-    for backend in report.backends:
-        counts = report.summary.per_backend[backend]
-        table.add_row(backend, _verdict(report, backend), str(counts.errors), str(counts.warnings),
-                      str(counts.infos), str(counts.rules_skipped))
-    return table
+    names = [printable(b) for b in report.backends]
+    verdicts = [_verdict(report, b) for b in report.backends]
+    w_name = max([len("backend"), *map(len, names)])
+    w_verdict = max([len("verdict"), *(len(v) for v, _ in verdicts)])
+    numbers = ("errors", "warnings", "infos", "skipped")
+    yield Text("  ".join(["backend".ljust(w_name), "verdict".ljust(w_verdict), *numbers]).rstrip(), style="bold")
+    for name, backend, (verdict, style) in zip(names, report.backends, verdicts):
+        c = report.summary.per_backend[backend]
+        counts = [str(n).rjust(len(h)) for n, h in zip((c.errors, c.warnings, c.infos, c.rules_skipped), numbers)]
+        yield Text.assemble(name.ljust(w_name), "  ", (verdict, style), " " * (w_verdict - len(verdict)), "  ",
+                            "  ".join(counts))
 
 
-def _skipped_lines(report: Report) -> list[str]:
-    """One line per reason: the rules that could not run for it."""
+def _skipped(report: Report, width: int) -> Iterator["Text"]:
+    """One paragraph per reason: the rules that could not run for it."""
+    from rich.text import Text
+
     by_reason: dict[str, list[str]] = {}
     for run in report.rules:
         if run.status == "skipped":
             by_reason.setdefault(run.reason or "skipped", []).append(run.code)
-    return [f"not run, {reason}: {', '.join(codes)}" for reason, codes in by_reason.items()]
+    for reason, codes in by_reason.items():
+        text = printable(f"not run, {reason}: {', '.join(codes)}")
+        for line in _paragraph(Text(), text, width, indent=2):
+            line.stylize("dim")
+            yield line
 
 
-def _render(report: Report, console: "Console") -> None:
-    from rich.markup import escape
+def _header(label: str, source, details: str, width: int) -> Iterator["Text"]:
+    from rich.text import Text
+
+    head = Text.assemble((label.ljust(7), "bold"), printable(source), "  ")
+    yield from _paragraph(head, printable(f"({details})"), width, indent=7)
+
+
+def _inherited(items, width: int) -> Iterator["Text"]:
+    """The values the draft config leaves out and who supplies them, one paragraph each."""
+    from rich.text import Text
+
+    for item in items:
+        value = "the target's" if item.get("value") is None else repr(item.get("value"))
+        head = Text.assemble("  ", ("not in the draft config:", "dim"), " ")
+        body = f"{item.get('field')} = {value}: {item.get('detail')}"
+        yield from _paragraph(head, printable(body), width, indent=4)
+
+
+def _lines(report: Report, width: int) -> Iterator["Text"]:
+    from rich.text import Text
 
     t, d = report.target, report.draft
-    console.print(
-        f"[bold]target[/] {escape(str(t.get('source')))}  ({t.get('model_type')}, {t.get('num_hidden_layers')} layers, "
-        f"hidden {t.get('hidden_size')}, vocab {t.get('vocab_size')})"
-    )
-    console.print(
-        f"[bold]draft[/]  {escape(str(d.get('source')))}  ({d.get('format')}, block {d.get('block_size')}, "
-        f"layer ids {d.get('target_layer_ids')}, mask {d.get('mask_token_id')})"
-    )
-    for item in d.get("inherited") or ():
-        value = "the target's" if item.get("value") is None else repr(item.get("value"))
-        console.print(f"  [dim]not in the draft config:[/] {escape(str(item.get('field')))} = {escape(value)}: "
-                      f"{escape(str(item.get('detail')))}")
+    yield from _header("target", t.get("source"), f"{t.get('model_type')}, {t.get('num_hidden_layers')} layers, "
+                       f"hidden {t.get('hidden_size')}, vocab {t.get('vocab_size')}", width)
+    yield from _header("draft", d.get("source"), f"{d.get('format')}, block {d.get('block_size')}, "
+                       f"layer ids {d.get('target_layer_ids')}, mask {d.get('mask_token_id')}", width)
+    yield from _inherited(d.get("inherited") or (), width)
     for group in ["common", *report.backends]:
         rows = [f for f in report.findings if f.backend == group]
         if not rows:
             continue
-        console.print()
-        console.print("[bold]common[/] (every backend)" if group == "common" else f"[bold]{group}[/]")
-        console.print(_findings_table(rows))
-    console.print()
-    console.print(_verdicts_table(report))
+        yield Text()
+        yield Text.assemble(("common", "bold"), " (every backend)") if group == "common" else \
+            Text(printable(group), style="bold")
+        for f in rows:
+            yield Text()
+            yield from _finding(f, width)
+    yield Text()
+    yield from _verdicts(report)
     s = report.summary
-    console.print(f"{s.errors} errors, {s.warnings} warnings, {s.infos} infos")
-    for line in _skipped_lines(report):
-        console.print(f"[dim]{escape(line)}[/]")
+    strict = " (--strict: warnings fail)" if report.strict else ""
+    yield Text(f"{s.errors} errors, {s.warnings} warnings, {s.infos} infos{strict}")
+    yield from _skipped(report, width)

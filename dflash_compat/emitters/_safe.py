@@ -1,0 +1,67 @@
+"""What each output format cannot carry from a hostile config, escaped or dropped.
+
+Strings in a report come from the user's files (model types, keys, values, paths). A terminal must
+not receive their control bytes (ESC sequences recolour, retitle or hide text; BEL rings), XML 1.0
+forbids most C0 characters, a lone surrogate cannot be encoded as UTF-8, strict JSON has no
+Infinity or NaN, and a GitHub workflow command ends at a newline. Each format calls the helper for
+what it cannot carry; the data itself is never changed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+__all__ = ["dumps", "github_data", "github_property", "json_safe", "printable"]
+
+# C0 controls, DEL and C1 controls; bidirectional overrides and isolates (they reorder what a reader
+# sees); Unicode line and paragraph separators; the byte-order mark; lone surrogates; U+FFFE/U+FFFF.
+_OTHER = r"\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff\ud800-\udfff\ufffe\uffff"
+_UNSAFE_RE = re.compile(rf"[\x00-\x1f{_OTHER}]")
+_UNSAFE_BUT_NEWLINE_RE = re.compile(rf"[\x00-\x09\x0b-\x1f{_OTHER}]")
+_SURROGATE_RE = re.compile(r"[\ud800-\udfff]")
+
+
+def _escape(match: re.Match) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def printable(value: Any, keep_newlines: bool = False) -> str:
+    """`str(value)` with every control or reordering character shown as a visible escape (`\\x1b`),
+    so that it reaches a terminal, a log or an XML document as text. `keep_newlines` keeps `\\n`
+    (multi-line texts we wrote ourselves)."""
+    text = value if isinstance(value, str) else str(value)
+    return (_UNSAFE_BUT_NEWLINE_RE if keep_newlines else _UNSAFE_RE).sub(_escape, text)
+
+
+def json_safe(value: Any) -> Any:
+    """A copy that strict JSON can carry and UTF-8 can encode: lone surrogates become U+FFFD and
+    non-finite floats null. Control characters stay: JSON escapes them (`\\u001b`)."""
+    if isinstance(value, str):
+        return _SURROGATE_RE.sub("\ufffd", value)
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {json_safe(str(k)): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
+
+
+def dumps(value: Any) -> str:
+    """Strict JSON text (no Infinity or NaN), indented, ending in a newline."""
+    return json.dumps(json_safe(value), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def github_data(value: Any) -> str:
+    """The message of a GitHub workflow command: one line, with `%`, CR and LF escaped as GitHub
+    unescapes them, so that no value can end the command and start another one."""
+    return printable(value).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def github_property(value: Any) -> str:
+    """A property value (`file=`, `title=`): as `github_data`, and `:` and `,` escaped too."""
+    return github_data(value).replace(":", "%3A").replace(",", "%2C")
