@@ -45,6 +45,8 @@ MLX_BIND = S("dflash", "dflash/model_mlx.py", "351-369", "embed_tokens lookup pa
              "input_embedding_scale; lm_head else embed_tokens.as_linear")
 MLX_EMBED = S("dflash", "dflash/model_mlx.py", "389", "block embedding = embed_tokens(ids) x embed_scale")
 MLX_LOAD_DRAFT = S("dflash", "dflash/model_mlx.py", "430-471", "load_draft indexes config.json keys directly")
+MLX_SCALES = S("dflash", "dflash/model_mlx.py", "461-465", "final_logit_softcapping nested then top; "
+               "input_embedding_scale / output_multiplier nested only")
 MLX_LOAD_WEIGHTS = S("dflash", "dflash/model_mlx.py", "472-485", "mx.load every shard; strict model.load_weights")
 MLX_LOAD_TARGET = S("dflash", "dflash/model_mlx.py", "425-427", "mlx_lm.load(model_id), no trust_remote_code")
 MLX_TRIM = S("dflash", "dflash/model_mlx.py", "489-504", "_trim_recent_cache: RotatingKVCache reordered then cut")
@@ -84,6 +86,8 @@ HF_NATIVE_EMBED = S("transformers", "transformers/generation/candidate_generator
                     "noise ids embedded by calling the target's input-embedding module")
 HF_NATIVE_SETUP = S("transformers", "transformers/generation/utils.py", "1357-1362",
                     "DFlash candidates from get_input_embeddings() / get_output_embeddings()")
+HF_NATIVE_LOGITS = S("transformers", "transformers/generation/candidate_generator.py", "1647-1649",
+                    "assistant candidate logits = the target's output embeddings, raw (no assistant key read)")
 HF_ROPE_PARAMS = S("transformers", "transformers/modeling_rope_utils.py", "775-795", "rope_parameters values win; "
                    "top-level rope_theta / partial_rotary_factor only fill gaps")
 HF_QWEN3_ROPE = S("transformers", "transformers/models/qwen3/modeling_qwen3.py", "86-120",
@@ -116,6 +120,12 @@ VLLM_SHARE_EMBED = S("vllm", "vllm/v1/spec_decode/llm_base_proposer.py", "1418-1
                      "the draft uses the target's model.embed_tokens / model.embedding module")
 VLLM_V2_EMBED = S("vllm", "vllm/model_executor/models/qwen3_dflash2.py", "376-392",
                   "DFlash 2: raw rows x dflash_config.input_embedding_scale")
+VLLM_V1_LOGITS = S("vllm", "vllm/model_executor/models/qwen3_dflash.py", "754-766",
+                   "DFlash logits: only a top-level logit_scale, no output_multiplier / soft-cap")
+VLLM_V2_LOGITS = S("vllm", "vllm/model_executor/models/qwen3_dflash2.py", "401-404",
+                   "DFlash 2 logits: dflash_config output_multiplier and final_logit_softcapping")
+VLLM_BEAM_SOFTCAP = S("vllm", "vllm/models/beam/nvidia/dflash2.py", "563-567",
+                      "DFlash2-Beam logits soft-capped at dflash_config final_logit_softcapping")
 VLLM_MASK_V1 = S("vllm", "vllm/v1/spec_decode/llm_base_proposer.py", "355-380",
                  "mask id: dflash_config, then top-level; ValueError if absent")
 VLLM_MASK_V2 = S("vllm", "vllm/v1/worker/gpu/spec_decode/utils.py", "92-114",
@@ -142,6 +152,10 @@ SGL_EMBED = S("sglang", "sglang/srt/speculative/dflash_worker_v2.py", "2572-2582
               "embedding module (raw table under dp-attention), times a scale no model defines")
 SGL_EMBED_MODULE = S("sglang", "sglang/srt/speculative/dflash_worker_v2.py", "222-230",
                      "the target's get_input_embeddings()")
+SGL_LOGITS = S("sglang", "sglang/srt/speculative/dflash_utils.py", "651-655",
+               "output_multiplier / final_logit_softcapping from dflash_config only")
+SGL_V2_LOGITS = S("sglang", "sglang/srt/models/dflash.py", "1284-1302",
+                  "applied to the DFlash 2 selector's candidate logits only (DFlash2DraftModel and its aliases)")
 SGL_ROPE = S("sglang", "sglang/srt/models/dflash.py", "253-278", "config.partial_rotary_factor attribute, rope_dim "
              "in the rope parameters, rope_is_neox_style / is_neox_style")
 SGL_THETA = S("sglang", "sglang/srt/utils/hf_transformers/common.py", "513-517",

@@ -13,6 +13,7 @@ from ._sources import (
     MLX_BIND,
     MLX_EMBED,
     MLX_LOAD_DRAFT,
+    MLX_SCALES,
     MLXLM_EMBED_SCALE,
     REF_BLOCK,
     REF_DRAFT_VALUE,
@@ -20,9 +21,13 @@ from ._sources import (
     REF_LOGITS,
     SGL_EMBED,
     SGL_EMBED_MODULE,
+    SGL_LOGITS,
+    SGL_V2_LOGITS,
     VLLM_EMBED,
     VLLM_SHARE_EMBED,
+    VLLM_V1_LOGITS,
     VLLM_V2_EMBED,
+    VLLM_V2_LOGITS,
 )
 
 # Targets whose embedding MODULE multiplies by sqrt(hidden_size) in SGLang (the DFLASH worker embeds with
@@ -32,18 +37,8 @@ SGLANG_SCALED_EMBEDDING_TYPES = frozenset({"gemma3", "gemma3_text", "gemma4", "g
 # multiplies the block by it. mlx-lm's gemma / gemma2 / gemma3 scale inline and have none.
 MLX_EMBED_SCALE_TYPES = frozenset({"gemma4", "gemma4_text", "gear"})
 
-VLLM_V1_LOGITS = EngineSource("vllm", "vllm/model_executor/models/qwen3_dflash.py", "754-766",
-                              "DFlash logits: only a top-level logit_scale, no output_multiplier / soft-cap")
-VLLM_V2_LOGITS = EngineSource("vllm", "vllm/model_executor/models/qwen3_dflash2.py", "401-404",
-                              "DFlash 2 logits: dflash_config output_multiplier and final_logit_softcapping")
-SGL_LOGITS = EngineSource("sglang", "sglang/srt/speculative/dflash_utils.py", "651-655",
-                          "output_multiplier / final_logit_softcapping from dflash_config only")
-SGL_V2_LOGITS = EngineSource("sglang", "sglang/srt/models/dflash.py", "1284-1302",
-                             "applied to the DFlash 2 selector's candidate logits only")
 SGL_SCALED_MODULE = EngineSource("sglang", "sglang/srt/models/gemma4_causal.py", "887-892",
                                  "Gemma 4 embed_tokens = Gemma3TextScaledWordEmbedding(embed_scale=sqrt(hidden))")
-MLX_SCALES = EngineSource("dflash", "dflash/model_mlx.py", "461-465", "final_logit_softcapping nested then top; "
-                          "input_embedding_scale / output_multiplier nested only")
 
 ENGINES = ("transformers", "vllm", "sglang", "mlx")
 LABEL = {"input_embedding_scale": "block embedding scale", "output_multiplier": "logit multiplier",

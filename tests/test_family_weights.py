@@ -53,13 +53,10 @@ EXPECTED = {
         "DF501",  # MLX: the dflash MLX loader needs vocab_size / num_target_layers / nested ids (true)
         "DF202",  # transformers: the target's sliding-window cache needs past recording (target fact)
         "DF504",  # MLX: mlx-lm builds RotatingKVCache for the target's sliding layers (muse_glimmer.py:273-281)
-        "DF311",  # info: old vLLM builds read ids off by one
         "DF312",  # info: no --num-speculative-tokens given, which vLLM needs
-        # Open for the rule owners: DF121 (the target soft-caps; no engine reads the assistant's softcap key).
-        "DF121",
     },
     # DF310: vLLM serves DFlash 2 with its V2 runner only (info)
-    "dflash2": {"DF202", "DF504", "DF311", "DF312", "DF310"},
+    "dflash2": {"DF202", "DF504", "DF312", "DF310"},
 }
 
 

@@ -1,12 +1,15 @@
 """DF1xx: the common draft/target contract, decided from the two config.json files."""
 
+import json
 import math
+from pathlib import Path
 
 import pytest
 
 from tests.configs import DELETE, catches, draft, fixture_config, merge, run_rule, speculators_draft, target
 
 IDS = "dflash_config.target_layer_ids"
+FAMILIES = Path(__file__).resolve().parent / "fixtures" / "families"
 QWEN35 = fixture_config("pairs/qwen3.5-35b-a3b/target"), fixture_config("pairs/qwen3.5-35b-a3b/draft")
 LLAMA31 = fixture_config("pairs/llama-3.1-8b/target"), fixture_config("pairs/llama-3.1-8b/draft")
 
@@ -339,6 +342,21 @@ def test_df121_passes_matching_draft_and_plain_target():
                                      "dflash_config.final_logit_softcapping": 30.0})
     assert not catches("DF121", target(**GEMMA2), cfg)
     assert not catches("DF121", target(), draft())
+
+
+def test_df121_judges_the_logit_keys_only_where_a_loader_reads_them():
+    # DFlash2-Beam / MiniMax DFlash2: SGLang soft-caps their candidate logits, but no engine reads the embedding key
+    found = run_rule("DF121", target(**GEMMA2), draft(hidden_size=3584, architectures=["DFlash2BeamDraftModel"]))
+    assert [f.locations[0].key for f in found] == ["dflash_config.final_logit_softcapping"]
+
+
+def test_df121_passes_the_muse_glimmer_assistant_whose_logits_are_the_target_heads():
+    muse, assistant = (json.loads((FAMILIES / name).read_text())
+                       for name in ("muse-glimmer-target-config.json", "assistant-config.json"))
+    assert muse["text_config"]["final_logit_softcapping"] and not catches("DF121", muse, assistant)
+    assert not catches("DF121", target(**GEMMA2), speculators_draft(hidden_size=3584))
+    # the same target with a z-lab draft is still judged
+    assert catches("DF121", muse, draft(hidden_size=assistant["hidden_size"]))
 
 
 # --- DF122 / DF123 quantisation

@@ -158,14 +158,19 @@ def test_df310_passes_v1_drafts_with_uniform_layers():
     assert not catches("DF310", target(), draft(), backends=V)
 
 
-def test_df311_informs_once_for_zlab_ids():
-    found = run_rule("DF311", target(), draft())
-    assert len(found) == 1 and found[0].severity == "info" and found[0].backend == "vllm"
-    assert "#40727" in found[0].message and "0.33.0 has it" in found[0].message
+def test_df311_notes_default_ids_moved_up_by_one():
+    shifted = draft(**{"dflash_config.target_layer_ids": [2, 10, 18, 26, 34]})  # Qwen3-8B: 36 layers, 5 ids
+    [f] = run_rule("DF311", target(), shifted, backends=V)
+    assert f.severity == "info" and f.backend == "vllm" and "#40727" in f.message
+    assert "[1, 9, 17, 25, 33]" in f.message and f.locations[0].key == "dflash_config.target_layer_ids"
 
 
-def test_df311_silent_without_vllm_or_for_speculators():
-    assert not catches("DF311", target(), draft(), backends=("sglang", "mlx"))
+def test_df311_silent_for_the_default_ids_other_choices_or_speculators():
+    assert not catches("DF311", target(), draft(), backends=V)  # the z-lab default: nothing to say
+    assert not catches("DF311", target(), draft(**{"dflash_config.target_layer_ids": [3, 10, 18, 26, 34]}),
+                       backends=V)
+    assert not catches("DF311", target(), draft(**{"dflash_config.target_layer_ids": [2, 10, 18, 26, 34]}),
+                       backends=("sglang", "mlx"))
     assert not catches("DF311", target(), SPEC, backends=V)
 
 
