@@ -4,12 +4,15 @@ The check report's text format is dflash_compat.emitters.text.
 
 Colour only on a terminal: never in a pipe or a CI log unless FORCE_COLOR asks; NO_COLOR and
 TERM=dumb turn it off (NO_COLOR wins). The width is COLUMNS when set, else the terminal's, else 80.
-Every layout fits 80 columns; below that, lines wrap at words and tables turn into lists.
+Every layout fits 80 columns; below that, lines wrap at words and tables turn into lists. Every
+command's terminal output goes through `make_console` (check, rules, rule, smoke, probe, recommend);
+`serve` prints a shell script, which is never coloured, wrapped to the same width.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sys
 import textwrap
 from typing import IO, TYPE_CHECKING, Iterator, Optional, Sequence
@@ -20,7 +23,8 @@ if TYPE_CHECKING:  # rich is imported lazily: `--help` must not pay for it
 
     from .engine import Rule
 
-__all__ = ["color_enabled", "terminal_width", "make_console", "render_rules", "render_rule", "render_smoke"]
+__all__ = ["color_enabled", "terminal_width", "make_console", "wrap", "print_paragraph", "render_rules", "render_rule",
+           "render_smoke"]
 
 _MIN_WIDTH = 40
 
@@ -76,11 +80,31 @@ def wrap(text: str, width: int, indent: int = 0, first: Optional[int] = None) ->
     wrapper = textwrap.TextWrapper(width=max(width, indent + 10), initial_indent=" " * first,
                                    subsequent_indent=" " * indent, break_long_words=False,
                                    break_on_hyphens=False)
-    return wrapper.wrap(text) or [" " * first]
+    if _GLUE not in text:  # a short `code span` stays on one line: its spaces are glued while wrapping
+        text = _CODE_SPAN.sub(lambda m: m.group().replace(" ", _GLUE), text)
+    return [line.replace(_GLUE, " ") for line in wrapper.wrap(text)] or [" " * first]
+
+
+_GLUE = "\x1f"  # not whitespace to textwrap, and never in printed text (`_safe.printable` escapes it)
+_CODE_SPAN = re.compile(r"`[^`\n]{1,40}`")
 
 
 def _print(console: "Console", line: "Text | str") -> None:
     console.print(line, soft_wrap=True, crop=False, markup=False)  # lines come wrapped already
+
+
+def print_paragraph(console: "Console", text: str, indent: int = 2, style: str = "", head: str = "",
+                    head_style: str = "bold") -> None:
+    """`head` (styled) then `text`, wrapped to the console's width at words with a hanging `indent`.
+    Both are printed as plain text (never markup); escape what came from outside before (`_safe.printable`)."""
+    from rich.text import Text
+
+    lines = wrap(f"{head}{text}", console.width, indent=indent, first=0)
+    for i, line in enumerate(lines):
+        out = Text(line, style=style)
+        if i == 0 and head:
+            out.stylize(head_style, 0, len(head))
+        _print(console, out)
 
 
 # ---- rules -----------------------------------------------------------------------------------
@@ -100,10 +124,10 @@ def render_rules(rules: Sequence["Rule"], console: "Console") -> None:
     for r in rules:
         severity = Text(f"{r.severity:<8}", style=_SEVERITY_STYLE[r.severity])
         if columns:
-            backends = wrap(", ".join(r.backends), width, indent=at)
+            backends = wrap(_engines(r.backends), width, indent=at)
             _print(console, Text.assemble(r.code, "  ", severity, "  ", f"{r.name:<{w_name}}  ", backends[0][at:]))
         else:
-            backends = wrap(f"{r.name} ({', '.join(r.backends)})", width, indent=17, first=17)
+            backends = wrap(f"{r.name} ({_engines(r.backends)})", width, indent=17, first=17)
             _print(console, Text.assemble(r.code, "  ", severity, "  ", backends[0][17:]))
         for line in backends[1:]:
             _print(console, line)
@@ -115,6 +139,19 @@ def render_rules(rules: Sequence["Rule"], console: "Console") -> None:
 
 
 _SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+
+
+def _engines(backends: Sequence[str]) -> str:
+    """A rule's backends in at most 17 columns, so that one line per rule fits 80: a rule judged for
+    three or four engines says which it leaves out (`rule DFxxx` and `rules -f json` list them all)."""
+    from .engine import BACKENDS
+
+    missing = [b for b in BACKENDS if b not in backends]
+    if len(backends) == len(BACKENDS) and not missing:
+        return "each engine"
+    if len(missing) == 1 and len(backends) == len(BACKENDS) - 1:
+        return f"all but {missing[0]}"
+    return ", ".join(backends)
 
 
 def render_rule(rule: "Rule", console: "Console") -> None:

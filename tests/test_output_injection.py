@@ -149,3 +149,64 @@ _NUMBER = st.one_of(st.floats(), st.integers(min_value=-(2**80), max_value=2**80
 @given(text=_HOSTILE_TEXT, number=_NUMBER)
 def test_property_every_format_stays_valid(text, number):
     assert_outputs_valid(hostile_report(text, number))
+
+
+# --- serve, probe, recommend: the same escaping, the same width -----------------------------------------
+def _probe_payload(text: str) -> dict:
+    """A probe result as `serving.probe.run_probe` returns it, with `text` wherever a server answers."""
+    summary = {"speculation_active": True, "counters_source": text, "convention": text, "steps": 12,
+               "mean_acceptance": 3.5, "per_position_acceptance": [0.9, 0.5], "tokens_per_s": float("inf"),
+               "lossless": False, "compared_by": text, "reference_mean_acceptance": None}
+    result = {"prompt_index": 0, "completion_tokens": 8, "seconds": 0.5, "tokens_per_s": 16.0, "lossless": False,
+              "first_divergence": 3}
+    return {"schema_version": 1, "server": {"url": f"http://127.0.0.1:1/{text}", "engine": "vllm", "model": text,
+                                            "speculative": {"method": text}},
+            "results": [result], "summary": summary}
+
+
+def _console(width: int = 80):
+    import io
+
+    from rich.console import Console
+
+    return Console(file=io.StringIO(), width=width, no_color=True, color_system=None, highlight=False)
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_probe_and_recommend_text_show_a_servers_strings_as_escapes(text):
+    from dflash_compat.commands.recommend import recommend_doc
+    from dflash_compat.serving.render import render_probe, render_recommend
+
+    console = _console()
+    render_probe(_probe_payload(text), console)
+    profile = {"source": text, "engine": text, "block_size": 3, "steps": 5, "mean_acceptance": 2.0,
+               "per_position_acceptance": [0.9, 0.5], "convention": text, "cost": None, "measured": None}
+    render_recommend(recommend_doc(profile, None, text), console)
+    out = console.file.getvalue()
+    assert not {c for c in out if (ord(c) < 32 and c != "\n") or 0x7F <= ord(c) <= 0x9F}, repr(out)
+    assert not any(0xD800 <= ord(c) <= 0xDFFF or c in "\u202e\u2028" for c in out)
+    if text.startswith("[bold]"):
+        assert "[bold]styled[/bold]" in out  # markup is shown as written
+
+
+def test_probe_json_is_strict(monkeypatch):
+    from dflash_compat.emitters._safe import dumps
+
+    doc = json.loads(dumps(_probe_payload("\ud800 x")), parse_constant=_no_nan)
+    assert doc["summary"]["tokens_per_s"] is None and doc["server"]["model"] == "\ufffd x"
+
+
+def test_serve_script_comments_cannot_end_early(tmp_path):
+    """A hostile architecture name reaches the script only inside `#` comments, as escapes."""
+    hostile = "X\nrm -rf ~\x1b[2J\u2028"
+    t = write_model(tmp_path / "t", target(architectures=[hostile + "ForCausalLM"]))
+    d = write_model(tmp_path / "d", draft())
+    res = CliRunner(env={"COLUMNS": "80"}).invoke(cli, ["serve", str(t), "--draft", str(d), "--engine", "vllm",
+                                                       "--no-deep"])
+    assert res.exit_code in (0, 1), res.output
+    assert "\x1b" not in res.stdout and "\u2028" not in res.stdout and "\\x1b[2J" in res.stdout
+    commented = [line for line in res.stdout.splitlines() if "rm -rf" in line]
+    assert commented and all(line.startswith("#") for line in commented)
+    json_res = CliRunner().invoke(cli, ["serve", str(t), "--draft", str(d), "--engine", "vllm", "--no-deep",
+                                        "-f", "json"])
+    json.loads(json_res.stdout, parse_constant=_no_nan)

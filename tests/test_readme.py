@@ -45,6 +45,7 @@ def test_cited_documents_are_in_the_repository():
                  *(ROOT / "dflash_compat").rglob("*.json"), *(ROOT / "rules").glob("*.py")]:
         text = path.read_text(encoding="utf-8")
         assert "shared/" not in text, f"{path} cites a path outside the repository"
+        assert not re.search(r"fact sheet|dflash-contract\.md", text, flags=re.I), f"{path} cites the team's notes"
         cited += [(path, doc) for doc in re.findall(r"\bdocs/[\w.-]+\.md\b", text)]
     for path, doc in cited:
         assert (ROOT / doc).is_file(), f"{path.relative_to(ROOT)} cites {doc}, which is not in the repository"

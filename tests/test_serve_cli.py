@@ -40,7 +40,7 @@ def _in_root(monkeypatch):
 
 
 def _run(*args):
-    res = CliRunner().invoke(cli, [str(a) for a in args])
+    res = CliRunner(env={"COLUMNS": "80"}).invoke(cli, [str(a) for a in args])  # the width of a CI log
     assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
     return res
 

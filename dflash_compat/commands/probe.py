@@ -3,7 +3,6 @@ is it lossless?"""
 
 from __future__ import annotations
 
-import json
 import sys
 
 import click
@@ -73,7 +72,9 @@ def probe_cmd(url, model, engine, prompts_path, max_tokens, timeout, reference_t
 
         write_profile(profile_out, profile_from_probe(payload))
     if fmt == "json":
-        click.echo(json.dumps(payload, indent=2))
+        from ..emitters._safe import dumps
+
+        click.echo(dumps(payload), nl=False)
     else:
         from ..console import make_console
         from ..serving.render import render_probe

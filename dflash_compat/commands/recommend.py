@@ -93,7 +93,9 @@ def recommend_cmd(profile_path, draft_cost, verify_cost_per_token, draft_name, p
 
         plot_profile(doc, plot_path)
     if fmt == "json":
-        click.echo(json.dumps(doc, indent=2))
+        from ..emitters._safe import dumps
+
+        click.echo(dumps(doc), nl=False)
     else:
         from ..console import make_console
         from ..serving.render import render_recommend

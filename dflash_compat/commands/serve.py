@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import sys
-import textwrap
 
 import click
 
 from ..cli import pair_options
+from ..console import terminal_width, wrap
+from ..emitters import counts as summary_counts
+from ..emitters._safe import dumps, printable
 from ..exceptions import EXIT_FAIL, EXIT_OK
 
 __all__ = ["serve_cmd", "serve_payload", "render_serve_text"]
@@ -29,30 +30,31 @@ def serve_payload(plan, report, errors) -> dict:
     }
 
 
-def _comment(text: str, width: int = 80) -> list[str]:
-    return textwrap.wrap(text, width=width, initial_indent="# ", subsequent_indent="#   ",
-                         break_long_words=False, break_on_hyphens=False) or ["#"]
+def _comment(text: str, width: int) -> list[str]:
+    """`#` lines at most `width` wide (words whole); control characters from a config shown as escapes, so
+    that no value can end the comment and start a command."""
+    return ["#" + line[1:] for line in wrap(printable(text), width, indent=4, first=2)]
 
 
-def render_serve_text(plan, report, errors) -> str:
-    """A shell script: `#` comment lines (verdict, notes, findings) and, when servable, the command."""
+def render_serve_text(plan, report, errors, width: int = 80) -> str:
+    """A shell script: `#` comment lines (verdict, notes, findings) and, when servable, the command.
+    Never coloured (it is meant for `> launch.sh`); comments wrapped to `width`."""
     from ..serving.launch import shell_command
 
     s = report.summary
-    counts = ", ".join(f"{n} {word}{'' if n == 1 else 's'}" for n, word in
-                       ((s.errors, "error"), (s.warnings, "warning"), (s.infos, "info")))
+    counts = summary_counts(s.errors, s.warnings, s.infos)
     lines = []
     if errors:
-        lines += _comment(f"dflash-check serve: this pair cannot be served on {plan.engine} ({counts}):")
+        lines += _comment(f"dflash-check serve: this pair cannot be served on {plan.engine} ({counts}):", width)
     else:
-        lines += _comment(f"dflash-check serve: {plan.engine} launch command, checked by the rules ({counts})")
+        lines += _comment(f"dflash-check serve: {plan.engine} launch command, checked by the rules ({counts})", width)
     for f in report.findings:
-        lines += _comment(f"{f.code} {f.severity} [{f.backend}]: {f.message}")
+        lines += _comment(f"{f.code} {f.severity} [{f.backend}]: {f.message}", width)
         if f.severity != "info":
-            lines += _comment(f"  fix: {f.fix}")
+            lines += _comment(f"  fix: {f.fix}", width)
     if errors:
         return "\n".join(lines) + "\n"
-    lines += [_c for note in plan.notes for _c in _comment(note)]
+    lines += [_c for note in plan.notes for _c in _comment(note, width)]
     return "\n".join(lines + [shell_command(plan)]) + "\n"
 
 
@@ -129,7 +131,7 @@ def serve_cmd(target, draft, engine, num_speculative_tokens, num_draft_tokens, t
     report = pipeline.check_for_engine(pair, engine, options)
     errors = pipeline.blocking_findings(report)
     if fmt == "json":
-        click.echo(json.dumps(serve_payload(plan, report, errors), indent=2))
+        click.echo(dumps(serve_payload(plan, report, errors)), nl=False)
     else:
-        click.echo(render_serve_text(plan, report, errors), nl=False)
+        click.echo(render_serve_text(plan, report, errors, terminal_width(sys.stdout)), nl=False)
     sys.exit(EXIT_FAIL if errors else EXIT_OK)

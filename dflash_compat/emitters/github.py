@@ -7,6 +7,7 @@ a value from a config cannot end its command or start another one.
 from __future__ import annotations
 
 from ..report import Report
+from . import counts
 from ._paths import artifact_path
 from ._safe import github_data, github_property, printable
 
@@ -29,6 +30,6 @@ def render(report: Report) -> str:
     verdict = ", ".join(f"{b}={v}" for b, v in s.verdict.items())
     strict = "; --strict: warnings fail" if report.strict else ""
     # plain log text, not a command: it starts with our name, so only control bytes need escaping
-    summary = f"dflash-check: {s.errors} errors, {s.warnings} warnings, {s.infos} infos ({verdict}){strict}"
+    summary = f"dflash-check: {counts(s.errors, s.warnings, s.infos)} ({verdict}){strict}"
     lines.append(printable(summary))
     return "\n".join(lines) + "\n"

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Iterator, Optional
 from ..console import wrap
 from ..findings import Finding
 from ..report import Report
+from . import counts
 from ._safe import printable
 
 if TYPE_CHECKING:  # rich is imported lazily: `--help` must not pay for it
@@ -114,10 +115,17 @@ def _skipped(report: Report, width: int) -> Iterator["Text"]:
 
 
 def _header(label: str, source, details: str, width: int) -> Iterator["Text"]:
+    """`target PATH  (details)` on one line when it fits, else the details on the next line (a list of
+    layer ids is not broken after its first item)."""
     from rich.text import Text
 
     head = Text.assemble((label.ljust(7), "bold"), printable(source), "  ")
-    yield from _paragraph(head, printable(f"({details})"), width, indent=7)
+    details = printable(f"({details})")
+    if head.cell_len + len(details) > width:
+        head.rstrip()
+        yield head
+        head = Text(" " * 7)
+    yield from _paragraph(head, details, width, indent=7)
 
 
 def _inherited(items, width: int) -> Iterator["Text"]:
@@ -154,5 +162,5 @@ def _lines(report: Report, width: int) -> Iterator["Text"]:
     yield from _verdicts(report)
     s = report.summary
     strict = " (--strict: warnings fail)" if report.strict else ""
-    yield Text(f"{s.errors} errors, {s.warnings} warnings, {s.infos} infos{strict}")
+    yield Text(f"{counts(s.errors, s.warnings, s.infos)}{strict}")
     yield from _skipped(report, width)

@@ -18,6 +18,7 @@ import math
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+from ..emitters._safe import dumps
 from ..exceptions import InputError
 
 __all__ = ["PROFILE_KIND", "make_profile", "write_profile", "read_profile", "expected_tokens", "step_cost",
@@ -53,7 +54,7 @@ def make_profile(*, source: str, engine: str, block_size: int, per_position: Seq
 
 def write_profile(path: str, profile: dict[str, Any]) -> None:
     try:
-        Path(path).write_text(json.dumps(profile, indent=2) + "\n", encoding="utf-8")
+        Path(path).write_text(dumps(profile), encoding="utf-8")
     except OSError as exc:
         raise InputError(f"--profile-out {path}: cannot write it ({exc.strerror or exc})") from None
 

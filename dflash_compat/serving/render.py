@@ -1,9 +1,14 @@
-"""Text rendering of `probe` and `recommend` (an injected rich Console, plain at any width), the
-per-position acceptance histogram, and the optional matplotlib plot."""
+"""Text rendering of `probe` and `recommend` (an injected rich Console from `console.make_console`: its
+colour and width policy), the per-position acceptance histogram, and the optional matplotlib plot.
+Paragraphs wrap at words to the console's width; strings from a server or a profile go through
+`_safe.printable`."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Optional, Sequence
+
+from ..console import print_paragraph
+from ..emitters._safe import printable
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -23,78 +28,85 @@ def histogram_lines(per_position: Sequence[float], width: int = _BAR) -> list[st
 
 
 def _print_histogram(console: "Console", per_position: Sequence[float]) -> None:
-    console.print("per-position acceptance: P(draft token k accepted)", markup=False)
+    _line(console, "per-position acceptance: P(draft token k accepted)")
     if not per_position:
-        console.print("  (no draft positions measured)")
+        _line(console, "  (no draft positions measured)")
     for line in histogram_lines(per_position):
-        console.print(line, markup=False, highlight=False)
+        _line(console, line)
+
+
+def _line(console: "Console", text: str, style: str = "") -> None:
+    """One line we composed (already short), printed as plain text."""
+    console.print(text, style=style or None, markup=False, highlight=False, soft_wrap=True, crop=False)
 
 
 def render_probe(payload: dict[str, Any], console: "Console", min_acceptance: Optional[float] = None) -> None:
-    from rich.markup import escape
+    """The probe's table and summary. Everything the server sent (model name, counters, conventions) is
+    shown through `printable`: a hostile server cannot style the terminal or send it control bytes."""
     from rich.table import Table
+    from rich.text import Text
 
     server, s = payload["server"], payload["summary"]
     spec = ", ".join(f"{k} {v}" for k, v in server.get("speculative", {}).items())
-    console.print(f"[bold]probe[/] {escape(server['url'])}  engine {server['engine']}, model {escape(server['model'])}"
-                  + (f"  ({escape(spec)})" if spec else ""))
+    print_paragraph(console, printable(f"{server['url']}  engine {server['engine']}, model {server['model']}"
+                                       + (f"  ({spec})" if spec else "")), head="probe ")
     table = Table(show_header=True, header_style="bold", expand=False, pad_edge=False)
     for name in ("prompt", "new tokens", "seconds", "tok/s", "lossless"):
         table.add_column(name, justify="left" if name == "lossless" else "right", no_wrap=True)
     for r in payload["results"]:
         if r["lossless"] is None:
-            verdict = "[dim]not checked[/]"
+            verdict = Text("not checked", style="dim")
         elif r["lossless"]:
-            verdict = "[green]yes[/]"
+            verdict = Text("yes", style="green")
         else:
-            verdict = f"[bold red]NO[/] (differs at token {r['first_divergence']})"
-        table.add_row(str(r["prompt_index"]), str(r["completion_tokens"]), f"{r['seconds']:.2f}",
+            verdict = Text.assemble(("NO", "bold red"), printable(f" (differs at token {r['first_divergence']})"))
+        table.add_row(printable(r["prompt_index"]), printable(r["completion_tokens"]), f"{r['seconds']:.2f}",
                       f"{r['tokens_per_s']:.1f}", verdict)
     console.print(table)
     if not s["speculation_active"]:
-        console.print("[bold red]speculation NOT active[/]: " + escape(
-            "no draft steps were counted" if s["counters_source"] != "none" else s["convention"]))
+        why = "no draft steps were counted" if s["counters_source"] != "none" else s["convention"]
+        print_paragraph(console, printable(why), head="speculation NOT active: ", head_style="bold red")
     else:
-        console.print(f"speculation active: {s['steps']} verify steps, mean acceptance length tau "
-                      f"{s['mean_acceptance']:.2f}")
-        console.print(f"  counting: {escape(s['convention'])}", soft_wrap=False)
-        console.print(f"  counters: {escape(s['counters_source'])}")
+        print_paragraph(console, f"speculation active: {s['steps']} verify steps, mean acceptance length tau "
+                        f"{s['mean_acceptance']:.2f}", indent=2)
+        print_paragraph(console, printable(f"  counting: {s['convention']}"), indent=4)
+        print_paragraph(console, printable(f"  counters: {s['counters_source']}"), indent=4)
         _print_histogram(console, s["per_position_acceptance"])
-    console.print(f"throughput {s['tokens_per_s']:.1f} tokens/s (sequential requests, completion tokens / "
-                  "request time)")
+    print_paragraph(console, f"throughput {s['tokens_per_s']:.1f} tokens/s (sequential requests, completion tokens / "
+                    "request time)")
     _lossless_line(console, s)
     if min_acceptance is not None and s["speculation_active"] and s["mean_acceptance"] < min_acceptance:
-        console.print(f"[bold red]tau {s['mean_acceptance']:.2f} is under --min-acceptance {min_acceptance}[/]")
+        _line(console, f"tau {s['mean_acceptance']:.2f} is under --min-acceptance {min_acceptance}", "bold red")
 
 
 def _lossless_line(console: "Console", s: dict[str, Any]) -> None:
-    from rich.markup import escape
-
     if s["lossless"] is None:
-        console.print("lossless: not checked (pass --reference TARGET with local weights)")
+        print_paragraph(console, "lossless: not checked (pass --reference TARGET with local weights)")
         return
-    how = f" (compared by {escape(s['compared_by'])})" if s.get("compared_by") else ""
+    how = printable(f" (compared by {s['compared_by']})") if s.get("compared_by") else ""
     if s["lossless"]:
-        console.print(f"[bold green]lossless[/]: every output equals the target's own greedy output{how}")
+        print_paragraph(console, f"every output equals the target's own greedy output{how}", head="lossless: ",
+                        head_style="bold green")
     else:
-        console.print(f"[bold red]NOT lossless[/]: the server's greedy output differs from the target's{how}")
+        print_paragraph(console, f"the server's greedy output differs from the target's{how}", head="NOT lossless: ",
+                        head_style="bold red")
     if s.get("reference_mean_acceptance") is not None:
-        console.print(f"reference runtime with the same draft: tau {s['reference_mean_acceptance']:.2f}")
+        print_paragraph(console, f"reference runtime with the same draft: tau {s['reference_mean_acceptance']:.2f}")
 
 
 def render_recommend(doc: dict[str, Any], console: "Console") -> None:
-    from rich.markup import escape
+    """The profile's histogram, the modelled table and the recommended K with its flags."""
     from rich.table import Table
 
     prof, cost = doc["profile"], doc["cost"]
-    console.print(f"[bold]profile[/] from {prof['source']} ({prof['engine']}), block size {prof['block_size']}, "
-                  f"{prof['steps']} steps, tau {prof['mean_acceptance']:.2f}")
+    print_paragraph(console, printable(f"from {prof['source']} ({prof['engine']}), block size {prof['block_size']}, "
+                                       f"{prof['steps']} steps, tau {prof['mean_acceptance']:.2f}"), head="profile ")
     _print_histogram(console, prof["per_position_acceptance"])
     origin = (
         "ASSUMED (no measured cost: pass --draft-cost / --verify-cost-per-token)" if cost["assumed"] else cost["origin"]
     )
-    console.print(f"cost model: draft pass {cost['draft']:.3f}, each verified token +{cost['verify_per_token']:.3f} "
-                  f"(x one plain target step; {escape(origin)})")
+    print_paragraph(console, printable(f"cost model: draft pass {cost['draft']:.3f}, each verified token "
+                                       f"+{cost['verify_per_token']:.3f} (x one plain target step; {origin})"))
     table = Table(show_header=True, header_style="bold", expand=False, pad_edge=False, box=None)
     for name in ("K", "E(K) tokens/step", "cost/step", "modelled speed-up"):
         table.add_column(name, justify="right", no_wrap=True)
@@ -108,11 +120,11 @@ def render_recommend(doc: dict[str, Any], console: "Console") -> None:
     line = f"recommended K = {doc['recommended_k']} (modelled speed-up {doc['modelled_speedup']:.2f}x)"
     if measured:
         line += f"; {prof['source']} measured {measured['speedup']:.2f}x at K = {int(measured['block_size']) - 1}"
-    console.print(f"[bold]{escape(line)}[/]")
-    for engine, flags in doc["flags"].items():
-        console.print(f"  {engine}: {flags}", markup=False, highlight=False)
+    print_paragraph(console, printable(line), style="bold")
+    for engine, flags in doc["flags"].items():  # a flag line is copied whole: never wrapped
+        _line(console, printable(f"  {engine}: {flags}"))
     for note in doc.get("notes", []):
-        console.print(f"  note: {escape(note)}")
+        print_paragraph(console, printable(f"  note: {note}"), indent=4)
 
 
 def plot_profile(doc: dict[str, Any], path: str) -> None:
