@@ -258,7 +258,7 @@ def test_fail_turns_any_user_error_into_one_line(capsys):
 
 
 def test_check_options_become_one_request():
-    from dflash_compat.cli import _request
+    from dflash_compat.commands.check_options import build_request as _request
 
     params = dict(target="t", draft="d", backends=("mlx", "vllm"), select=("DF1,DF3",), ignore=(), strict=True,
                   num_speculative_tokens=7, num_draft_tokens=8, tp=2, draft_tp=1, max_num_seqs=None,

@@ -149,3 +149,15 @@ def test_config_option_errors(repo):
     pyproject(repo, 'tp = "two"\n')
     assert run("check", "--help").exit_code == 0  # the help never reads the file
     assert run("check", ".", "--draft", "drafts/d", "--no-deep", "--no-config").exit_code == 0
+
+
+def test_sglang_launch_options_are_settings_keys_too(repo):
+    """Keys come from check's options: the SGLang ones rules-serving added need no list of their own."""
+    pyproject(repo, 'target = "."\ndraft = "drafts/d"\nbackends = ["sglang"]\nno-deep = true\nattn-dp-size = 4\n'
+                    'quantization = "fp8"\n')
+    _, report = run_json("check")
+    assert {"DF405", "DF410"} <= {f["code"] for f in report["findings"]}
+    _, report = run_json("check", "--enable-dp-lm-head", "--draft-quantization", "unquant")
+    assert not {"DF405", "DF410"} & {f["code"] for f in report["findings"]}
+    pyproject(repo, 'target = "."\ndraft = "drafts/d"\nno-deep = true\nattn-dp-size = "4"\n')
+    one_line_error(run(), "attn-dp-size", "expected a number")

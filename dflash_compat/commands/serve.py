@@ -7,11 +7,11 @@ import sys
 
 import click
 
-from ..cli import pair_options
 from ..console import terminal_width, wrap
 from ..emitters import counts as summary_counts
 from ..emitters._safe import dumps, printable
 from ..exceptions import EXIT_FAIL, EXIT_OK
+from .check_options import pair_options
 
 __all__ = ["serve_cmd", "serve_payload", "render_serve_text"]
 
