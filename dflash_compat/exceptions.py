@@ -12,6 +12,7 @@ __all__ = [
     "RemoteCodeError",
     "RuntimeUnsupportedError",
     "MissingDependencyError",
+    "one_line",
 ]
 
 # Exit codes of `dflash-check`: 0 compatible / passed, 1 incompatible / failed,
@@ -57,3 +58,10 @@ class RuntimeUnsupportedError(DFlashCompatError):
 
 class MissingDependencyError(DFlashCompatError):
     """An optional extra (torch, mlx) is needed for this command and is not installed."""
+
+
+def one_line(exc: BaseException, limit: int = 300) -> str:
+    """An exception's message for a one-line error: its lines joined, cut at `limit` characters;
+    the exception's type name when the message is empty (never an IndexError on an empty message)."""
+    text = " ".join(part.strip() for part in str(exc).splitlines() if part.strip()) or type(exc).__name__
+    return text if len(text) <= limit else text[:limit] + " ..."
