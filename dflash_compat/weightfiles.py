@@ -55,7 +55,7 @@ def read_regular_text(path: Path, limit: int) -> str:
         if not stat.S_ISREG(mode):
             raise ValueError(f"{_kind(mode)}, not a regular file")
         if size > limit:
-            raise ValueError(f"{size} bytes, more than the {limit} an index may have")
+            raise ValueError(f"{size} bytes, more than the {limit} allowed")
         return fh.read(limit + 1).decode("utf-8")
 
 
@@ -78,7 +78,7 @@ def index_shards(index_path: Path) -> tuple[list[str], dict[str, str]]:
     for tensor, shard in wmap.items():
         if not isinstance(shard, str):
             raise WeightsError(
-                f"{name}: corrupt index (the file of {repr(tensor)[:80]} is a {type(shard).__name__}, not a file name)")
+                f"{name}: corrupt index (the file of {repr(tensor)[:80]} is {repr(shard)[:40]}, not a file name)")
         # An index must name files beside it; never follow paths out of the model folder.
         if not _is_plain_name(shard):
             raise WeightsError(f"{name}: corrupt index (shard name {repr(shard)[:80]} is not a file name)")
