@@ -1,10 +1,17 @@
-"""Target adapters: how a runtime reaches a target model (interface in `base.py`)."""
+"""Target adapters: where a target model keeps its embedding, head and layers (interface in `base.py`).
+
+Adapters only map; the runtimes run them (`dflash_compat.runtime.torch_target` / `mlx_target`).
+Nothing here imports torch or mlx: adapter classes are imported when selected (registry.py).
+"""
 
 from __future__ import annotations
 
-import importlib
-from typing import Any, Optional
+from .base import TargetAdapter
+from .loading import mlx_adapter as mlx_adapter_for
+from .loading import torch_adapter as torch_adapter_for
+from .registry import MLX_ADAPTERS, TORCH_ADAPTERS
 
+<<<<<<< HEAD
 from .base import ROLLBACK_KINDS, RollbackKind, TargetAdapter, TargetOutput
 
 __all__ = ["TargetAdapter", "TargetOutput", "RollbackKind", "ROLLBACK_KINDS", "TORCH_ADAPTERS", "torch_adapter_for"]
@@ -29,3 +36,6 @@ def torch_adapter_for(model: Any, adapter: Optional[str] = None) -> TargetAdapte
     module_name, _, cls_name = TORCH_ADAPTERS.get(model_type, _TORCH_DEFAULT).partition(":")
     cls = getattr(importlib.import_module(module_name), cls_name)
     return cls(model)
+=======
+__all__ = ["TargetAdapter", "TORCH_ADAPTERS", "MLX_ADAPTERS", "torch_adapter_for", "mlx_adapter_for"]
+>>>>>>> runtime

@@ -15,6 +15,7 @@ __all__ = [
     "ConversionError",
     "error_line",
     "first_line",
+    "one_line",
 ]
 
 # Exit codes of `dflash-check`: 0 compatible / passed, 1 incompatible / failed,
@@ -77,3 +78,10 @@ def error_line(exc: BaseException) -> str:
     """`Type: first line` of a foreign exception (just `Type` when it has no message)."""
     text = first_line(exc)
     return type(exc).__name__ if text == type(exc).__name__ else f"{type(exc).__name__}: {text}"
+
+
+def one_line(exc: BaseException, limit: int = 300) -> str:
+    """An exception's message for a one-line error: its lines joined, cut at `limit` characters;
+    the exception's type name when the message is empty (never an IndexError on an empty message)."""
+    text = " ".join(part.strip() for part in str(exc).splitlines() if part.strip()) or type(exc).__name__
+    return text if len(text) <= limit else text[:limit] + " ..."
