@@ -8,8 +8,8 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from dflash_compat.adapters import TORCH_ADAPTERS, registry, torch_adapter_for  # noqa: E402
-from dflash_compat.runtime.torch_target import target_for  # noqa: E402
 from dflash_compat.exceptions import InputError, RuntimeUnsupportedError  # noqa: E402
+from dflash_compat.runtime.torch_target import target_for  # noqa: E402
 from tests.adapter_models import H, LAYOUTS, N_LAYERS, one_thread, reference_greedy, save_pair, tiny_model  # noqa: E402
 
 EXPECTED = {
@@ -87,7 +87,7 @@ def test_default_adapter_refuses_a_gpt2_layout_and_names_the_fix():
     from dflash_compat.adapters.torch_default import TorchDefaultAdapter
 
     with pytest.raises(RuntimeUnsupportedError, match="dflash-check adapt"):
-        TorchDefaultAdapter(tiny_model("gpt2")).decoder_layers
+        _ = TorchDefaultAdapter(tiny_model("gpt2")).decoder_layers
 
 
 def test_adapter_by_name_and_unknown_name():

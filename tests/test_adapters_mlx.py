@@ -7,11 +7,10 @@ import pytest
 mx = pytest.importorskip("mlx.core")
 pytest.importorskip("mlx_lm")
 
-from dflash_compat.adapters import registry  # noqa: E402
-from dflash_compat.adapters import mlx_adapter_for  # noqa: E402
+from dflash_compat.adapters import mlx_adapter_for, registry  # noqa: E402
 from dflash_compat.adapters.mlx_default import MLXDefaultAdapter  # noqa: E402
-from dflash_compat.runtime.mlx_target import MLXTarget, target_for  # noqa: E402
 from dflash_compat.exceptions import RuntimeUnsupportedError  # noqa: E402
+from dflash_compat.runtime.mlx_target import MLXTarget, target_for  # noqa: E402
 from tests import mlx_models  # noqa: E402
 from tests.adapter_models import H, MLX_CONFIGS, N_LAYERS, mlx_draft_config  # noqa: E402
 

@@ -86,7 +86,8 @@ def _tokenize(folder: Path, texts: list[str], target: str) -> list[list[int]]:
     if not texts:
         return []
     if not any((folder / name).is_file() for name in _TOKENIZER_FILES):
-        raise InputError(f"target {target} has no tokenizer, so text prompts cannot be encoded; pass --prompt-ids 1,2,3")
+        raise InputError(
+            f"target {target} has no tokenizer, so text prompts cannot be encoded; pass --prompt-ids 1,2,3")
     try:
         from transformers import AutoTokenizer
 
@@ -158,7 +159,8 @@ def _run_torch(req: SmokeRequest, step: Callable[[], None], total: Callable[[int
         import torch  # noqa: F401
         import transformers  # noqa: F401
     except ImportError:
-        raise MissingDependencyError("the torch backend needs torch and transformers: pip install 'dflash-compat[torch]'") from None
+        raise MissingDependencyError(
+            "the torch backend needs torch and transformers: pip install 'dflash-compat[torch]'") from None
     from ..runtime import torch_generate as rt
     from ..runtime.checkpoints import target_folder
 
@@ -282,27 +284,41 @@ def _fail(exc: DFlashCompatError) -> None:
 @click.command("smoke", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("target")
 @click.option("--draft", "-d", required=True, help="The DFlash draft: a local folder or a Hub repo id.")
-@click.option("--prompt", "-p", "prompts", multiple=True, help="A text prompt (needs the target's tokenizer); repeat for several.")
-@click.option("--prompts-file", type=click.Path(dir_okay=False), help="A file of text prompts, one per line (blank lines are skipped).")
-@click.option("--prompt-ids", multiple=True, help="A prompt as comma-separated token ids (e.g. 1,2,3); repeat for several.")
-@click.option("--max-new-tokens", type=click.IntRange(min=1), default=64, show_default=True, help="Tokens to generate per prompt.")
-@click.option("--block-size", type=click.IntRange(min=1), help="Block size per step, at most the draft's (default: the draft's block_size).")
+@click.option("--prompt", "-p", "prompts", multiple=True,
+              help="A text prompt (needs the target's tokenizer); repeat for several.")
+@click.option("--prompts-file", type=click.Path(dir_okay=False),
+              help="A file of text prompts, one per line (blank lines are skipped).")
+@click.option("--prompt-ids", multiple=True,
+              help="A prompt as comma-separated token ids (e.g. 1,2,3); repeat for several.")
+@click.option("--max-new-tokens", type=click.IntRange(min=1), default=64, show_default=True,
+              help="Tokens to generate per prompt.")
+@click.option("--block-size", type=click.IntRange(min=1),
+              help="Block size per step, at most the draft's (default: the draft's block_size).")
 @click.option("--temperature", type=click.FloatRange(min=0), default=0.0, show_default=True,
-              help="0 is greedy and checked token for token; above 0 uses lossless rejection sampling (not comparable token for token).")
-@click.option("--top-p", type=click.FloatRange(min=0, max=1, min_open=True), default=1.0, show_default=True, help="Nucleus sampling mass (with --temperature > 0).")
-@click.option("--top-k", type=click.IntRange(min=0), default=0, show_default=True, help="Sample among the k most likely tokens; 0 means all (with --temperature > 0).")
+              help="0 is greedy and checked token for token; above 0 uses lossless rejection sampling (not comparable "
+              "token for token).")
+@click.option("--top-p", type=click.FloatRange(min=0, max=1, min_open=True), default=1.0, show_default=True,
+              help="Nucleus sampling mass (with --temperature > 0).")
+@click.option("--top-k", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Sample among the k most likely tokens; 0 means all (with --temperature > 0).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Random seed for sampling.")
-@click.option("--device", type=click.Choice(("auto", "cpu", "cuda")), default="auto", show_default=True, help="Where to run; auto picks cuda when available.")
-@click.option("--dtype", type=click.Choice(("auto", "float32", "bfloat16", "float16")), default="auto", show_default=True,
+@click.option("--device", type=click.Choice(("auto", "cpu", "cuda")), default="auto", show_default=True,
+              help="Where to run; auto picks cuda when available.")
+@click.option("--dtype", type=click.Choice(("auto", "float32", "bfloat16", "float16")), default="auto",
+              show_default=True,
               help="Weights and activations dtype; auto is bfloat16 on cuda, float32 on cpu.")
 @click.option("--min-acceptance", type=float, help="Fail (exit 1) when the mean acceptance length is below this.")
-@click.option("--format", "-f", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True, help="text: a summary table; json: the machine-readable report.")
-@click.option("--backend", type=click.Choice(("torch", "mlx")), default="torch", show_default=True, help="Which reference runtime runs the models.")
+@click.option("--format", "-f", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True,
+              help="text: a summary table; json: the machine-readable report.")
+@click.option("--backend", type=click.Choice(("torch", "mlx")), default="torch", show_default=True,
+              help="Which reference runtime runs the models.")
 @click.option("--threads", type=click.IntRange(min=1, max=4096), metavar="N",
               help="CPU threads for torch's matmuls (torch backend). Default: 1 for small models, never more than "
               "the cores other work leaves free; OMP_NUM_THREADS is honoured when set.")
-@click.option("--trust-remote-code", is_flag=True, help="Allow the target repo's own Python code (never needed for standard architectures).")
-@click.option("--token", envvar="HF_TOKEN", help="Hugging Face token for private or gated repos (default: HF_TOKEN or the saved login).")
+@click.option("--trust-remote-code", is_flag=True,
+              help="Allow the target repo's own Python code (never needed for standard architectures).")
+@click.option("--token", envvar="HF_TOKEN",
+              help="Hugging Face token for private or gated repos (default: HF_TOKEN or the saved login).")
 @click.option("--profile-out", type=click.Path(dir_okay=False),
               help="Write the acceptance profile (per-position acceptance and the measured draft / verify costs) "
               "to this JSON file, for `dflash-check recommend`.")

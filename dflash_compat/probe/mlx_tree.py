@@ -36,10 +36,10 @@ from ..facts import (
     Scaling,
     Skipped,
 )
+from ..mlx_layout import cache_facts, get_path
 from ..options import CheckOptions
 from ..resolve import Resolved
 from .mlx_build import build_mlx_model, import_mlx, local_weight_names, target_config
-from ..mlx_layout import cache_facts, get_path
 
 __all__ = ["get_path", "cache_facts", "describe_mlx_model", "inspect_mlx_target"]
 
@@ -149,7 +149,9 @@ def _qualname(obj: Any) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
-_RECURRENT_HINTS = ("GatedDeltaNet", "Mamba", "SSM", "Mixer", "RWKV", "Recurrent", "ShortConv", "LinearAttention", "Lightning")
+_RECURRENT_HINTS = (
+    "GatedDeltaNet", "Mamba", "SSM", "Mixer", "RWKV", "Recurrent", "ShortConv", "LinearAttention", "Lightning",
+)
 
 
 def _recurrent_module(layer: Any) -> str:

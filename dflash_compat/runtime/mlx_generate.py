@@ -16,8 +16,20 @@ from typing import Iterator, Optional, Sequence, Union
 import mlx.core as mx
 
 from ..exceptions import InputError
-from .core import GREEDY, Sampling, StreamStep, accept_prefix, check_length, check_pairing, check_spec_run
-from .core import check_token_ids, eos_ids, greedy_steps, spec_generate_of, spec_steps
+from .core import (
+    GREEDY,
+    Sampling,
+    StreamStep,
+    accept_prefix,
+    check_length,
+    check_pairing,
+    check_spec_run,
+    check_token_ids,
+    eos_ids,
+    greedy_steps,
+    spec_generate_of,
+    spec_steps,
+)
 from .mlx_draft import DFlash2DraftModel, DFlashDraftModel, load_draft
 from .mlx_target import MLXTarget, load_target, target_for
 from .stats import GenerationResult

@@ -1,4 +1,5 @@
-"""DFlash draft models in plain PyTorch: v1 (DFlashDraftModel) and v2 (DFlash2DraftModel), loaded from z-lab checkpoints.
+"""DFlash draft models in plain PyTorch: v1 (DFlashDraftModel) and v2 (DFlash2DraftModel), loaded from z-lab
+checkpoints.
 
 No transformers modelling code and no remote code: the modules are ours, the weights come from
 `*.safetensors` only. Mirrored function for function by `mlx_draft.py`.

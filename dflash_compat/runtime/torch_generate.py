@@ -16,8 +16,20 @@ import torch
 from torch import Tensor
 
 from ..exceptions import InputError, RuntimeUnsupportedError
-from .core import GREEDY, Sampling, StreamStep, accept_prefix, check_length, check_pairing, check_spec_run
-from .core import check_token_ids, eos_ids, greedy_steps, spec_generate_of, spec_steps
+from .core import (
+    GREEDY,
+    Sampling,
+    StreamStep,
+    accept_prefix,
+    check_length,
+    check_pairing,
+    check_spec_run,
+    check_token_ids,
+    eos_ids,
+    greedy_steps,
+    spec_generate_of,
+    spec_steps,
+)
 from .stats import GenerationResult
 from .target import TargetOutput
 from .torch_draft import DFlash2DraftModel, DFlashDraftModel, load_draft
