@@ -133,7 +133,8 @@ def _classes(mods: Modules, ref: ClassRef, expr: ast.expr, scope: Scope, depth: 
             raise Unresolved(f"{cls.path}:{expr.lineno} (self.{attr})")
         owner, stmt = found
         if isinstance(stmt, ast.FunctionDef):
-            returns = [n.value.func for n in ast.walk(stmt) if isinstance(n, ast.Return) and isinstance(n.value, ast.Call)]
+            returns = [n.value.func for n in ast.walk(stmt)
+                       if isinstance(n, ast.Return) and isinstance(n.value, ast.Call)]
             if not returns:
                 raise Unresolved(f"{owner.path}:{stmt.lineno} (self.{attr}() returns no call)")
             return [c for r in returns for c in _classes(mods, ref, r, (owner, stmt), depth + 1)]
