@@ -9,6 +9,7 @@ from __future__ import annotations
 
 __all__ = [
     "ENGINE_VERSIONS",
+    "BACKEND_ENGINES",
     "TEXT_CONFIG_KEYS",
     "ATTENTION_LAYER_TYPES",
     "DRAFT_LAYER_TYPES",
@@ -33,6 +34,14 @@ ENGINE_VERSIONS = {
     "mlx-lm": "0.32.2",
     "transformers": "5.24.0",
     "speculators": "0.9.0",
+}
+
+# The engines whose code speaks for each backend the checker judges (a backend's verdicts rest on them).
+BACKEND_ENGINES = {
+    "transformers": ("dflash", "transformers"),
+    "vllm": ("vllm", "speculators"),
+    "sglang": ("sglang",),
+    "mlx": ("dflash", "mlx-lm"),
 }
 
 # Where multimodal wrappers keep the language model's config.

@@ -1,5 +1,6 @@
 """DF501-DF504: what the MLX DFlash port needs, decided from config.json alone."""
 
+from dflash_compat.specs import parse_target_config
 from tests.configs import DELETE, catches, draft, fixture_config, run_rule, speculators_draft, target
 
 M = ("mlx",)
@@ -74,6 +75,22 @@ def test_df504_catches_rotating_cache_targets():
     ministral3 = target(model_type="ministral3", sliding_window=4096, use_sliding_window=DELETE,
                         layer_types=["sliding_attention"] * 36)
     assert catches("DF504", ministral3, draft(), backends=M)
+
+
+def test_df504_passes_a_mistral3_vlm_whose_text_model_slides():
+    """mlx-lm 0.32.2's mistral3 wrapper (also `llava`) has no make_cache: make_prompt_cache gives it plain
+    KVCaches (cache.py:31-40), although its ministral3 text model alone would build RotatingKVCaches."""
+    text = {"model_type": "ministral3", "hidden_size": 5120, "num_hidden_layers": 40, "vocab_size": 131072,
+            "sliding_window": 4096, "layer_types": ["sliding_attention", "full_attention"] * 20}
+    for wrapper in ("mistral3", "llava"):
+        vlm = target(model_type=wrapper, architectures=["Mistral3ForConditionalGeneration"], text_config=text,
+                     hidden_size=DELETE, num_hidden_layers=DELETE, vocab_size=DELETE)
+        spec = parse_target_config(vlm, "target")
+        assert spec.text_model_type == "ministral3" and "sliding_attention" in spec.layer_types
+        assert not catches("DF504", vlm, draft(), backends=M)
+    # the same text model as a checkpoint of its own: mlx-lm's ministral3 make_cache builds RotatingKVCaches
+    alone = target(**text, use_sliding_window=DELETE)
+    assert catches("DF504", alone, draft(), backends=M)
 
 
 def test_df504_passes_qwen35_plain_and_mistral_without_layer_types():
