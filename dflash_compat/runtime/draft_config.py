@@ -9,10 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from ..contract import DRAFT_LAYER_TYPES
+from ..contract import DEFAULT_BLOCK_SIZE, DRAFT_LAYER_TYPES
 from ..exceptions import ConfigError, RuntimeUnsupportedError
 from ..specs import DraftSpec
 from ..specs.families import DFLASH_PACKAGE_FORMATS
+from ..specs.runtime_support import STATIC_ROPE_TYPES, draft_rope_unsupported
 
 __all__ = [
     "DraftConfig",
@@ -21,9 +22,6 @@ __all__ = [
     "DraftFacts",
     "STATIC_ROPE_TYPES",
 ]
-
-# RoPE types whose frequencies do not depend on the sequence length (dynamic / longrope do).
-STATIC_ROPE_TYPES = ("linear", "yarn", "llama3", "proportional")
 
 
 @dataclass(frozen=True)
@@ -89,13 +87,10 @@ def draft_config(spec: DraftSpec) -> DraftConfig:
     causal = tuple(t == "sliding_attention" if spec.is_causal is None else bool(spec.is_causal) for t in layer_types)
     windows = tuple(window if t == "sliding_attention" else None for t in layer_types)
     rope = spec.rope
-    if rope.mrope_section:
-        raise RuntimeUnsupportedError(f"{where}: mrope_section in the draft's RoPE is not supported")
-    if rope.partial_rotary_factor not in (None, 1, 1.0):
-        raise RuntimeUnsupportedError(f"{where}: partial_rotary_factor {rope.partial_rotary_factor} is not supported")
+    unsupported = draft_rope_unsupported(spec)  # rule DF205 reports the same
+    if unsupported is not None:
+        raise RuntimeUnsupportedError(f"{where}: {unsupported[1]} is not supported by the reference runtime (DF205)")
     rope_type = rope.rope_type or "default"
-    if rope_type not in ("default", *STATIC_ROPE_TYPES):
-        raise RuntimeUnsupportedError(f"{where}: RoPE type {rope_type!r} is not supported")
     version = 2 if spec.format == "zlab-v2" else 1
     if version == 2:
         missing = [k for k in ("conv_kernel_size", "conv_group_size", "selector_rank", "selector_top_k")
@@ -104,7 +99,7 @@ def draft_config(spec: DraftSpec) -> DraftConfig:
             raise ConfigError(f"{where}: a DFlash 2 draft needs dflash_config.{', dflash_config.'.join(missing)}")
         if spec.hidden_size % spec.conv_group_size:
             raise ConfigError(f"{where}: conv_group_size {spec.conv_group_size} does not divide hidden_size")
-    block = spec.block_size if spec.block_size is not None else 16
+    block = spec.block_size if spec.block_size is not None else DEFAULT_BLOCK_SIZE
     if block < 1:
         raise ConfigError(f"{where}: block_size must be >= 1 (got {block})")
     heads = spec.num_attention_heads
