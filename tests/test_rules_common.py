@@ -231,6 +231,18 @@ def test_df115_warns_on_huge_and_informs_on_absent():
     assert absent.severity == "info" and "16" in absent.message
 
 
+def test_df115_catches_a_block_longer_than_the_context():
+    [f] = run_rule("DF115", target(), draft(block_size=10**9))
+    assert f.severity == "error" and "max_position_embeddings 40960" in f.message and "target's" in f.message
+    [f] = run_rule("DF115", target(max_position_embeddings=DELETE), draft(block_size=10**9))
+    assert f.severity == "error" and "draft's context" in f.message  # the draft's own limit when the target has none
+
+
+def test_df115_passes_a_large_block_within_the_context():
+    [f] = run_rule("DF115", target(), draft(block_size=40960))
+    assert f.severity == "warning"  # unusual, not impossible
+
+
 def test_df115_passes_usual_block():
     assert not catches("DF115", target(), draft())
 
