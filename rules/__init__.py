@@ -41,6 +41,7 @@ from . import (
     df126_draft_scaling_engine_dependent,
     df127_draft_rope_layout_engine_dependent,
     df128_speculators_convert_drops_last_layer,
+    df129_dflash2_config_incomplete,
     df201_target_cache_not_croppable,
     df202_target_sliding_window_cache,
     df203_hf_generate_keys_not_top_level,
@@ -160,6 +161,7 @@ ALL_RULES: list[Rule] = [
     df126_draft_scaling_engine_dependent.RULE,
     df127_draft_rope_layout_engine_dependent.RULE,
     df128_speculators_convert_drops_last_layer.RULE,
+    df129_dflash2_config_incomplete.RULE,
     # --- DF2xx: transformers (reference PyTorch runtime) ---
     df201_target_cache_not_croppable.RULE,
     df202_target_sliding_window_cache.RULE,

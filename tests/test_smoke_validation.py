@@ -147,3 +147,45 @@ def test_odd_configs_are_one_line_before_any_load(tmp_path, no_load, draft, targ
 ])
 def test_option_values_are_one_line_before_any_load(tmp_path, no_load, args, text):
     assert text in _one_line(_smoke(_pair(tmp_path), *args))
+
+
+# --- every refusal of the runtime's draft config is a rule the check reports ------------------------------
+
+def _configs():
+    from tests.configs import DELETE, draft, speculators_draft
+
+    ids = "dflash_config.target_layer_ids"
+    return {
+        "speculators": speculators_draft(), "gelu": draft(hidden_act="gelu"),
+        "no heads": draft(num_attention_heads=DELETE), "no intermediate": draft(intermediate_size=DELETE),
+        "no mask": draft(**{"dflash_config.mask_token_id": DELETE}),
+        "no ids": draft(**{ids: DELETE}, num_target_layers=DELETE), "empty ids": draft(**{ids: []}),
+        "negative id": draft(**{ids: [-1, 3]}), "short layer_types": draft(layer_types=["full_attention"]),
+        "odd layer_types": draft(layer_types=["linear_attention"] * 5),
+        "mrope": draft(rope_scaling={"rope_type": "default", "mrope_section": [1, 2, 3]}),
+        "dynamic": draft(rope_scaling={"rope_type": "dynamic", "factor": 2.0}),
+        "block 0": draft(block_size=0, **{"dflash_config.block_size": 0}),
+        "v2 without its keys": draft(architectures=["DFlash2DraftModel"]),
+        "v2 odd group": draft(architectures=["DFlash2DraftModel"], **{
+            "dflash_config.conv_kernel_size": 3, "dflash_config.conv_group_size": 7,
+            "dflash_config.selector_rank": 4, "dflash_config.selector_top_k": 6}),
+    }
+
+
+@pytest.mark.parametrize("name", list(_configs()))
+@pytest.mark.parametrize("engine", ["transformers", "mlx"])
+def test_every_runtime_draft_refusal_is_a_refusing_finding(name, engine):
+    from dflash_compat.commands.smoke_preflight import RUNTIME_LIMITS
+    from dflash_compat.engine import CheckContext, check_rules
+    from dflash_compat.exceptions import DFlashCompatError
+    from dflash_compat.rules import ALL_RULES
+    from dflash_compat.runtime.draft_config import draft_config
+    from dflash_compat.specs import parse_draft_config, parse_target_config
+    from tests.configs import target
+
+    spec = parse_draft_config(_configs()[name], "draft")
+    with pytest.raises(DFlashCompatError):
+        draft_config(spec)
+    ctx = CheckContext(target=parse_target_config(target(), "target"), draft=spec)
+    found = check_rules(ctx, [r for r in ALL_RULES if not r.needs], (engine,)).findings
+    assert [f.code for f in found if f.severity == "error" or f.code in RUNTIME_LIMITS], name
