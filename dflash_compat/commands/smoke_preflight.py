@@ -53,8 +53,9 @@ def preflight(target: str, draft: str, backend: str, *, token: Optional[str] = N
 
 
 def refusal_line(finding: Finding) -> str:
-    """One stderr line for a refused finding: code, name, the check's message and where."""
+    """One stderr line for a refused finding: code, name, the check's message, where, and its fix."""
     where = "; ".join(f"{loc.artifact} {loc.file}: {loc.key}" if loc.key else f"{loc.artifact} {loc.file}"
                       for loc in finding.locations[:2])
     text = f"{finding.code} {finding.name}: {finding.message}" + (f" [{where}]" if where else "")
+    text += f"; fix: {finding.fix}" if finding.fix else ""
     return " ".join(text.split())  # a config value's newline must not split the line
