@@ -135,3 +135,26 @@ def test_df502_agrees_with_the_mlx_loader(monkeypatch, tmp_path):
     nested_only = fixture_config("dflash2-draft")
     assert not catches("DF502", target(), nested_only, backends=M)
     assert _mlx_reads(monkeypatch, tmp_path, nested_only)["rope_theta"] == 500000.0  # read from rope_parameters
+
+
+# --- DF505 the target's sliding window, dropped by mlx-lm
+MISTRAL = dict(model_type="mistral", architectures=["MistralForCausalLM"], sliding_window=4096,
+               use_sliding_window=DELETE, max_position_embeddings=32768)
+
+
+def test_df505_catches_a_window_mlx_lm_drops():
+    [f] = run_rule("DF505", target(**MISTRAL), draft(), backends=M)
+    assert f.severity == "warning" and "4096 tokens" in f.message and "mlx_lm/models/llama.py:34-42" in f.message
+    qwen2 = dict(model_type="qwen2", sliding_window=128, use_sliding_window=True, layer_types=DELETE)
+    [f] = run_rule("DF505", target(**qwen2), draft(), backends=M)
+    assert "mlx_lm/models/qwen2.py:17-32" in f.message
+    assert [loc.key for loc in f.locations] == ["sliding_window", "model_type"]
+
+
+def test_df505_passes_kept_unused_or_unbinding_windows():
+    assert not catches("DF505", target(), draft(), backends=M)  # qwen3 without use_sliding_window: no window
+    layered = dict(MISTRAL, layer_types=["sliding_attention", "full_attention"] * 18)
+    assert not catches("DF505", target(**layered), draft(), backends=M)  # llama.py windows those layers
+    assert not catches("DF505", target(**dict(MISTRAL, sliding_window=32768)), draft(), backends=M)  # never binds
+    assert not catches("DF505", target(**dict(MISTRAL, model_type="gemma3_text")), draft(), backends=M)  # kept
+    assert not catches("DF505", target(**MISTRAL), draft(), backends=("transformers",))  # transformers applies it

@@ -9,9 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from ..contract import DRAFT_LAYER_TYPES
+from ..contract import DEFAULT_BLOCK_SIZE, DRAFT_LAYER_TYPES
 from ..exceptions import ConfigError, RuntimeUnsupportedError, WeightsError
 from ..specs import DraftSpec
+from ..specs.runtime_support import STATIC_ROPE_TYPES, draft_rope_unsupported
 from ..specs.tensor_names import canonical
 
 __all__ = [
@@ -24,9 +25,6 @@ __all__ = [
     "RUNTIME_FORMATS",
     "refusal",
 ]
-
-# RoPE types whose frequencies do not depend on the sequence length (dynamic / longrope do).
-STATIC_ROPE_TYPES = ("linear", "yarn", "llama3", "proportional")
 
 # The draft families whose maths both runtimes implement. The Muse-Glimmer assistant is DFlash v1 under
 # other names and defaults (transformers 5.24.0 models/muse_glimmer_assistant/, cited below as MGA for
@@ -162,13 +160,10 @@ def draft_config(spec: DraftSpec) -> DraftConfig:
     n = spec.num_hidden_layers
     causal, windows, inclusive = _attention(spec, n, where)
     rope = spec.rope
-    if rope.mrope_section:
-        raise RuntimeUnsupportedError(f"{where}: mrope_section in the draft's RoPE is not supported")
-    if rope.partial_rotary_factor not in (None, 1, 1.0):
-        raise RuntimeUnsupportedError(f"{where}: partial_rotary_factor {rope.partial_rotary_factor} is not supported")
+    unsupported = draft_rope_unsupported(spec)  # rule DF205 reports the same
+    if unsupported is not None:
+        raise RuntimeUnsupportedError(f"{where}: {unsupported[1]} is not supported by the reference runtime (DF205)")
     rope_type = rope.rope_type or "default"
-    if rope_type not in ("default", *STATIC_ROPE_TYPES):
-        raise RuntimeUnsupportedError(f"{where}: RoPE type {rope_type!r} is not supported")
     version = 2 if spec.format == "zlab-v2" else 1
     if version == 2:
         missing = [k for k in ("conv_kernel_size", "conv_group_size", "selector_rank", "selector_top_k")
@@ -177,7 +172,7 @@ def draft_config(spec: DraftSpec) -> DraftConfig:
             raise ConfigError(f"{where}: a DFlash 2 draft needs dflash_config.{', dflash_config.'.join(missing)}")
         if spec.hidden_size % spec.conv_group_size:
             raise ConfigError(f"{where}: conv_group_size {spec.conv_group_size} does not divide hidden_size")
-    block = spec.block_size if spec.block_size is not None else 16
+    block = spec.block_size if spec.block_size is not None else DEFAULT_BLOCK_SIZE
     if block < 1:
         raise ConfigError(f"{where}: block_size must be >= 1 (got {block})")
     softcap = spec.final_logit_softcapping
