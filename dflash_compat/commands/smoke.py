@@ -70,9 +70,6 @@ class SmokeRun:
 
 def _run_backend(backend: str, req: SmokeRequest, step: Callable[[], None], total: Callable[[int], None]) -> SmokeRun:
     """Dispatch to a runtime. Each branch loads target + draft, then runs spec and baseline per prompt."""
-    from ..runtime.checkpoints import draft_runnable
-
-    draft_runnable(req.draft, token=req.token)  # a family the runtime cannot run: refused before any weight loads
     if backend == "torch":
         return _run_torch(req, step, total)
     if backend == "mlx":

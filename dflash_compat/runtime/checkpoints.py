@@ -14,7 +14,7 @@ from ..exceptions import WeightsError
 from ..weightfiles import weight_paths
 from .draft_config import DraftConfig
 
-__all__ = ["target_folder", "DraftCheckpoint", "draft_checkpoint", "draft_runnable", "draft_files", "check_state"]
+__all__ = ["target_folder", "DraftCheckpoint", "draft_checkpoint", "draft_files", "check_state"]
 
 _NO_WEIGHTS = "no *.safetensors files (pickled .bin weights are never loaded)"
 
@@ -60,16 +60,6 @@ def draft_checkpoint(ref: Union[str, Path], *, token: Optional[str] = None) -> D
     raw = resolved.json("config.json")
     cfg = draft_config(parse_draft_config(raw, str(ref)))
     return DraftCheckpoint(raw, cfg, draft_files(folder))
-
-
-def draft_runnable(ref: Union[str, Path], *, token: Optional[str] = None) -> DraftConfig:
-    """The draft's resolved settings from its config.json alone, before any weight is fetched or loaded:
-    a family the runtime does not implement is refused here (RuntimeUnsupportedError, one line)."""
-    from ..resolve import resolve
-    from ..specs import parse_draft_config
-    from .draft_config import draft_config
-
-    return draft_config(parse_draft_config(resolve(str(ref), "draft", token=token).json("config.json"), str(ref)))
 
 
 def _listed(names: list[str]) -> str:
