@@ -6,6 +6,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "smoke_cmd",
         "Run DFlash speculative decoding end to end: lossless check, acceptance, speed-up.",
     ),
+    "init-draft": (
+        "dflash_compat.commands.init_draft",
+        "init_draft_cmd",
+        "Write a DFlash draft config (and optional weights) derived from a target's config.",
+    ),
     "adapt": (
         "dflash_compat.commands.adapt",
         "adapt_cmd",
