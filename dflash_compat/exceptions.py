@@ -12,6 +12,7 @@ __all__ = [
     "RemoteCodeError",
     "RuntimeUnsupportedError",
     "MissingDependencyError",
+    "ResourceError",
 ]
 
 # Exit codes of `dflash-check`: 0 compatible / passed, 1 incompatible / failed,
@@ -57,3 +58,7 @@ class RuntimeUnsupportedError(DFlashCompatError):
 
 class MissingDependencyError(DFlashCompatError):
     """An optional extra (torch, mlx) is needed for this command and is not installed."""
+
+
+class ResourceError(DFlashCompatError):
+    """The machine ran out of memory (or another resource) for the sizes asked for."""

@@ -11,6 +11,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "init_draft_cmd",
         "Write a DFlash draft config (and optional weights) derived from a target's config.",
     ),
+    "train": (
+        "dflash_compat.commands.train",
+        "train_cmd",
+        "Train a DFlash draft for a target (self-distillation, the published recipe).",
+    ),
     "adapt": (
         "dflash_compat.commands.adapt",
         "adapt_cmd",
