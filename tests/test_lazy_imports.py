@@ -43,6 +43,7 @@ def _loaded(args: list[str]) -> list[str]:
         ["rules"],
         ["rule", "DF101"],
         ["init-draft", "--help"],
+        ["train", "--help"],
         ["init-draft", str(ROOT / "examples/qwen3-8b/target"), "-o", "/nonexistent/../tmp/x", "--mask-token-id", "9999999"],
         [str(ROOT / "examples/qwen3-8b/target"), "--draft", str(ROOT / "examples/qwen3-8b/draft"), "--no-deep"],
         [str(ROOT / "examples/qwen3-8b/target"), "--draft", str(ROOT / "examples/qwen3-8b/draft"), "--no-deep", "-f", "json"],
