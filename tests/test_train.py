@@ -171,3 +171,19 @@ def test_out_of_memory_is_one_line(tmp_path, monkeypatch):
                                    "-o", str(tmp_path / "out"), "--steps", "2", "--seq-len", "46"])
     assert res.exit_code == 2 and "out of memory at step 1" in res.output and "--batch-size" in res.output
     assert len(res.output.strip().splitlines()) == 1
+
+
+@pytest.mark.cuda
+def test_training_on_cuda_uses_bf16_and_exports(tmp_path):
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    target, draft, data = _pair(tmp_path)
+    session = prepare(str(target), str(draft), str(data), str(tmp_path / "out"),
+                      TrainConfig(steps=8, device="cuda", **SETTINGS))
+    assert session.target.dtype == torch.bfloat16 and next(session.draft.parameters()).dtype == torch.float32
+    result = run_training(session, progress=False, log=lambda line: None)
+    assert all(h["loss"] == h["loss"] for h in result.history) and result.tau is not None  # no NaN
+    loaded = rt.load_draft(tmp_path / "out", device="cuda", dtype=torch.bfloat16)
+    out = rt.spec_generate(loaded, rt.load_target(target, device="cuda", dtype=torch.bfloat16), [1, 2, 3],
+                           max_new_tokens=8)
+    assert len(out.tokens) == 8

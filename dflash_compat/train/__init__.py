@@ -96,16 +96,17 @@ def prepare(target: str, draft: str, data: str, out: str, config: TrainConfig, *
     _check_out(out_path, inputs, resume, force)
     device = _device(config.device)
     t_folder = download_weights(t_res, token=token)
-    adapter = load_target(t_folder, device=device, dtype=torch.bfloat16 if device.type == "cuda" else torch.float32)
-    adapter.model.requires_grad_(False)
-    module, raw = _load_draft_module(draft, device, config.seed, token)
-    check_pairing(module, adapter)
+    # the data first: a bad file fails in a second, before any model is loaded
     tokenizer = _tokenizer(t_folder, target)
     docs = data_mod.read_documents(data, config.max_documents)
     eos = tokenizer.eos_token_id if isinstance(tokenizer.eos_token_id, int) else None
     tokens = data_mod.tokenize_documents(docs, tokenizer, config.held_out, config.seed, eos)
+    module, raw = _load_draft_module(draft, device, config.seed, token)
     ids, mask = data_mod.pack(tokens.train, config.seq_len, eos, module.block_size + 2)
     prompts = [d[:config.eval_prompt_tokens] for d in tokens.held_out if len(d) >= 4][:config.eval_prompts]
+    adapter = load_target(t_folder, device=device, dtype=torch.bfloat16 if device.type == "cuda" else torch.float32)
+    adapter.model.requires_grad_(False)
+    check_pairing(module, adapter)
     session = loop.Session(config, out_path, adapter, module, raw, ids, mask, prompts, stop_tokens_of(adapter), device)
     session.optimizer = loop.make_optimizer(module, config)
     session.data_summary = {"documents": len(docs), "tokens": tokens.total_tokens, "train_sequences": int(ids.shape[0]),
