@@ -57,8 +57,8 @@ def train_cmd(target, draft, data, out, steps, batch_size, seq_len, anchors, lr,
     cross-entropy weighted exp(-(k-1)/gamma) by block position. Recipe and figures: docs/training.md.
 
     \b
-    Exit codes: 0 trained; 2 bad input, out of memory (one line: what to lower); 130 interrupted
-    (a checkpoint is saved: continue with --resume).
+    Exit codes: 0 trained; 2 bad input or out of memory (one line says what
+    to lower); 130 interrupted (a checkpoint is saved: continue with --resume).
     """
     from ..train import TrainConfig, train
 
