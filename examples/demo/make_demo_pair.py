@@ -354,7 +354,8 @@ def report(out: Path, seconds: dict, losses: list[float], result, summary: dict)
         "smoke": summary, "bytes": sizes, "total_bytes": sum(sizes.values()),
     }
     (out / "build.json").write_text(json.dumps(build, indent=1) + "\n")
-    log(f"done in {build['total_s']['wall']:.0f} s ({build['total_s']['cpu']:.0f} s CPU): tau {summary['mean_acceptance']:.2f}, speed-up {summary['speedup']:.2f}x, "
+    log(f"done in {build['total_s']['wall']:.0f} s ({build['total_s']['cpu']:.0f} s CPU): "
+        f"tau {summary['mean_acceptance']:.2f}, speed-up {summary['speedup']:.2f}x, "
         f"lossless {summary['lossless']}, {build['total_bytes'] / 1e6:.1f} MB")
 
 
