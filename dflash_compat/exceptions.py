@@ -16,6 +16,7 @@ __all__ = [
     "error_line",
     "first_line",
     "one_line",
+    "ResourceError",
 ]
 
 # Exit codes of `dflash-check`: 0 compatible / passed, 1 incompatible / failed,
@@ -85,3 +86,7 @@ def one_line(exc: BaseException, limit: int = 300) -> str:
     the exception's type name when the message is empty (never an IndexError on an empty message)."""
     text = " ".join(part.strip() for part in str(exc).splitlines() if part.strip()) or type(exc).__name__
     return text if len(text) <= limit else text[:limit] + " ..."
+
+
+class ResourceError(DFlashCompatError):
+    """The machine ran out of memory (or another resource) for the sizes asked for."""

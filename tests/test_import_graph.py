@@ -41,9 +41,11 @@ LAYERS = {
     # the DF6xx rules do, and streams tensors through the safetensors header reader)
     "pipeline": ("dflash_compat.check", "dflash_compat.conversion", "dflash_compat.safetensors_stream"),
     # serving: serve / probe / recommend (it runs the check pipeline and the reference runtime);
-    # enginefacts: the maintainers' command that reads the engine wheels into data/engine_support.json
+    # enginefacts: the maintainers' command that reads the engine wheels into data/engine_support.json;
+    # init_draft and train: they check what they write with the check pipeline and run the runtime
     "commands": ("dflash_compat.commands", "dflash_compat.cli", "dflash_compat.docs", "dflash_compat.__main__",
-                 "dflash_compat.enginefacts", "dflash_compat.serving"),
+                 "dflash_compat.enginefacts", "dflash_compat.serving", "dflash_compat.init_draft",
+                 "dflash_compat.train"),
     "side": ("dflash_compat.runtime", "dflash_compat.adapters"),
 }
 ORDER = [name for name in LAYERS if name != "side"]

@@ -11,6 +11,16 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "convert_cmd",
         "Convert a DFlash draft between the z-lab and speculators formats, tensor by tensor.",
     ),
+    "init-draft": (
+        "dflash_compat.commands.init_draft",
+        "init_draft_cmd",
+        "Write a DFlash draft config (and optional weights) derived from a target's config.",
+    ),
+    "train": (
+        "dflash_compat.commands.train",
+        "train_cmd",
+        "Train a DFlash draft for a target (self-distillation, the published recipe).",
+    ),
     "adapt": (
         "dflash_compat.commands.adapt",
         "adapt_cmd",

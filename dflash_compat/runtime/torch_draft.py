@@ -90,6 +90,13 @@ class DraftCache:
             self.values[layer][:, :, :self.length] = old_v[:, :, :self.length]
 
 
+class _NoCache:
+    """Training (`forward_masked`): the keys/values of one forward, nothing kept or copied."""
+
+    def write(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return k, v
+
+
 # ---------------------------------------------------------------------------------------------
 # modules
 # ---------------------------------------------------------------------------------------------
@@ -338,6 +345,32 @@ class DFlashDraftModel(DraftFacts, nn.Module):
                                             self.cfg.window_inclusive)
             h = layer(h, ctx, cos, sin, cache, i, masks[key])
         cache.length = start
+        return self.norm(h)
+
+    def forward_masked(self, noise: torch.Tensor, features: torch.Tensor, positions: torch.Tensor,
+                       masks: Callable[[bool, Optional[int]], Optional[torch.Tensor]]) -> torch.Tensor:
+        """Training entry point: the same layers as `forward`, on any number of blocks at once, with
+        caller-made attention masks and no cache.
+
+        noise [B, Q, H]: embedded block tokens; features [B, C, L*H]: target features of positions
+        0 .. C-1; positions [Q]: each block token's RoPE position; masks(causal, window) -> [Q, C+Q]
+        boolean (True = visible; keys are the C context positions, then the Q block tokens) for the
+        layers of that kind. -> [B, Q, H], normed. With one block at positions start .. start+T-1 that
+        sees all C = start context positions, this is `forward` on an empty cache.
+        """
+        c = features.shape[1]
+        ctx = self.hidden_norm(self.fc(features))  # [B, C, H]
+        end = max(c, int(positions.max()) + 1)
+        cos, sin = self.rope(0, end, noise)  # [end, D]
+        index = torch.cat([torch.arange(c, device=positions.device), positions])  # [C+Q]
+        cos, sin = cos[index], sin[index]
+        built: dict[tuple[bool, Optional[int]], Optional[torch.Tensor]] = {}
+        h, cache = noise, _NoCache()
+        for i, layer in enumerate(self.layers):
+            key = (layer.causal, layer.window)
+            if key not in built:
+                built[key] = masks(*key)
+            h = layer(h, ctx, cos, sin, cache, i, built[key])
         return self.norm(h)
 
     def compute_logits(self, hidden: torch.Tensor, head: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:

@@ -1,0 +1,81 @@
+"""`dflash-check train`: train a DFlash draft for a target (self-distillation, the published recipe)."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ..exceptions import DFlashCompatError
+
+__all__ = ["train_cmd"]
+
+
+def _fail(exc: DFlashCompatError) -> None:
+    click.echo(f"dflash-check: error: {str(exc).replace(chr(10), ' ').strip()}", err=True)
+    sys.exit(exc.exit_code)
+
+
+@click.command("train", context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("target")
+@click.option("--draft", "-d", required=True, help="The draft to train: a folder from `dflash-check init-draft` "
+              "(config only: random start) or a trained draft to continue from.")
+@click.option("--data", required=True, type=click.Path(exists=True),
+              help="Training text: a .txt/.py/.md file, a folder of them, or JSONL with a \"text\" field.")
+@click.option("--output", "-o", "out", required=True, type=click.Path(file_okay=False),
+              help="Folder for the trained draft (config.json + model.safetensors), training.json and checkpoints.")
+@click.option("--steps", type=click.IntRange(min=1), default=1000, show_default=True, help="Optimizer steps.")
+@click.option("--batch-size", type=click.IntRange(min=1), default=8, show_default=True, help="Sequences per step.")
+@click.option("--seq-len", type=click.IntRange(min=4), default=512, show_default=True, help="Tokens per sequence.")
+@click.option("--anchors", type=click.IntRange(min=1), default=256, show_default=True,
+              help="Anchor positions (one block each) per sequence and step.")
+@click.option("--lr", type=click.FloatRange(min=0, min_open=True), default=6e-4, show_default=True,
+              help="Peak learning rate (AdamW, cosine decay).")
+@click.option("--warmup", type=click.IntRange(min=0), default=50, show_default=True, help="Warmup steps.")
+@click.option("--gamma", type=click.FloatRange(min=0, min_open=True),
+              help="Loss weight decay exp(-(k-1)/gamma) over block positions (default: 4 for block 8, 7 for block 16).")
+@click.option("--labels", type=click.Choice(("target", "data")), default="target", show_default=True,
+              help="target: the target's own greedy predictions (self-distillation); data: the data's next tokens.")
+@click.option("--eval-every", type=click.IntRange(min=0), default=200, show_default=True,
+              help="Steps between held-out tau measurements with the runtime (0: at the end only).")
+@click.option("--checkpoint-every", type=click.IntRange(min=0), default=200, show_default=True,
+              help="Steps between checkpoints in OUT/checkpoint (0: at the end only).")
+@click.option("--resume", is_flag=True, help="Continue from OUT/checkpoint (same batches as an uninterrupted run).")
+@click.option("--force", is_flag=True, help="Train into a folder that is not empty, from scratch.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the batches, anchors and a random start.")
+@click.option("--device", type=click.Choice(("auto", "cpu", "cuda")), default="auto", show_default=True,
+              help="auto picks cuda (bf16 autocast) when available.")
+@click.option("--export-dtype", type=click.Choice(("bfloat16", "float32", "float16")), default="bfloat16",
+              show_default=True, help="dtype of the exported model.safetensors.")
+@click.option("--token", envvar="HF_TOKEN", help="Hugging Face token for private or gated repos.")
+def train_cmd(target, draft, data, out, steps, batch_size, seq_len, anchors, lr, warmup, gamma, labels, eval_every,
+              checkpoint_every, resume, force, seed, device, export_dtype, token) -> None:
+    """Train the DFlash draft DRAFT for TARGET on DATA, and export it to OUT in the z-lab format
+    that vLLM, SGLang, the dflash package and `dflash-check smoke` load.
+
+    The target is frozen; for random anchors in each sequence the draft sees the target's features
+    before the anchor and predicts the target's next block-1 tokens in one pass; the loss is a
+    cross-entropy weighted exp(-(k-1)/gamma) by block position. Recipe and figures: docs/training.md.
+
+    \b
+    Exit codes: 0 trained; 2 bad input or out of memory (one line says what
+    to lower); 130 interrupted (a checkpoint is saved: continue with --resume).
+    """
+    from ..train import TrainConfig, train
+
+    config = TrainConfig(steps=steps, batch_size=batch_size, seq_len=seq_len, anchors=anchors, lr=lr, warmup=warmup,
+                         gamma=gamma, labels=labels, eval_every=eval_every, checkpoint_every=checkpoint_every,
+                         seed=seed, device=device, export_dtype=export_dtype)
+    try:
+        result = train(target, draft, data, out, config, resume=resume, force=force, token=token,
+                       log=lambda line: click.echo(line, err=True))
+    except DFlashCompatError as exc:
+        _fail(exc)
+        return
+    except KeyboardInterrupt:
+        click.echo(f"dflash-check: interrupted; a checkpoint is in {out}/checkpoint: continue with --resume", err=True)
+        sys.exit(130)
+    tau = "-" if result.tau is None else f"{result.tau:.2f}"
+    click.echo(f"trained {result.steps} steps in {result.seconds:.0f} s: loss {result.loss:.3f}, held-out tau {tau}")
+    click.echo(f"wrote {result.out / 'config.json'} and {result.out / 'model.safetensors'} (z-lab format); "
+               f"history in {result.out / 'training.json'}")

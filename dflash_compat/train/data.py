@@ -1,0 +1,124 @@
+"""Training data: text files, a folder of them, or JSONL with a "text" field, tokenised with the
+target's tokenizer into fixed-length sequences, with held-out documents for evaluation.
+
+Every problem with the data is one InputError line naming the file: a missing path, an empty file,
+text that is not UTF-8, a JSONL line without "text", too few tokens to train on.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+from ..exceptions import InputError
+
+__all__ = ["TEXT_SUFFIXES", "read_documents", "TokenData", "tokenize_documents", "pack"]
+
+TEXT_SUFFIXES = (".txt", ".py", ".md")
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"--data {path}: not UTF-8 text (byte {exc.start}); convert it or leave it out") from None
+    except OSError as exc:
+        raise InputError(f"--data {path}: cannot read it ({exc.strerror or exc})") from None
+
+
+def _jsonl(path: Path) -> list[str]:
+    docs = []
+    for n, line in enumerate(_read_text(path).splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"--data {path}: line {n} is not JSON ({exc.msg})") from None
+        text = record.get("text") if isinstance(record, dict) else None
+        if not isinstance(text, str):
+            raise InputError(f"--data {path}: line {n} has no string \"text\" field")
+        docs.append(text)
+    return docs
+
+
+def read_documents(data: str | Path, max_documents: Optional[int] = None) -> list[str]:
+    """The documents of `data`: one per text file (a folder is read recursively, sorted by path),
+    one per JSONL record. Empty documents are dropped; no documents at all is an error."""
+    path = Path(data)
+    if not path.exists():
+        raise InputError(f"--data {data}: no such file or folder")
+    if path.is_dir():
+        files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in TEXT_SUFFIXES + (".jsonl",))
+        if not files:
+            raise InputError(f"--data {data}: the folder holds no {', '.join(TEXT_SUFFIXES)} or .jsonl files")
+    else:
+        files = [path]
+    docs: list[str] = []
+    for f in files:
+        docs += _jsonl(f) if f.suffix == ".jsonl" else [_read_text(f)]
+        if max_documents is not None and len(docs) >= max_documents:
+            docs = docs[:max_documents]
+            break
+    docs = [d for d in docs if d.strip()]
+    if not docs:
+        raise InputError(f"--data {data}: no text in it (empty files or records)")
+    return docs
+
+
+@dataclass
+class TokenData:
+    """Token ids of the training and held-out documents."""
+
+    train: list[list[int]]
+    held_out: list[list[int]]
+    eos: Optional[int] = None
+    total_tokens: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+def tokenize_documents(docs: Sequence[str], tokenizer: Any, held_out: float, seed: int,
+                       eos: Optional[int]) -> TokenData:
+    """Tokenise, then keep a seeded `held_out` share of the documents apart (at least one); a single
+    document is split at (1 - held_out) of its tokens instead."""
+    ids = [list(tokenizer(d, add_special_tokens=False)["input_ids"]) for d in docs]
+    ids = [t for t in ids if t]
+    total = sum(len(t) for t in ids)
+    if not ids:
+        raise InputError("--data: the tokenizer produces no tokens from it")
+    if len(ids) == 1:
+        cut = int(len(ids[0]) * (1 - held_out))
+        train, held = [ids[0][:cut]], [ids[0][cut:]]
+    else:
+        order = list(range(len(ids)))
+        random.Random(seed).shuffle(order)
+        n_held = max(1, round(len(ids) * held_out))
+        held = [ids[i] for i in sorted(order[:n_held])]
+        train = [ids[i] for i in sorted(order[n_held:])]
+    return TokenData(train=train, held_out=held, eos=eos, total_tokens=total)
+
+
+def pack(docs: Sequence[Sequence[int]], seq_len: int, eos: Optional[int], min_len: int):
+    """Concatenate the documents (EOS between them when the tokenizer has one) and cut the stream
+    into sequences of `seq_len`; a last shorter piece of at least `min_len` tokens is padded.
+    -> (ids [N, seq_len] long, loss mask [N, seq_len] bool)."""
+    import torch
+
+    stream: list[int] = []
+    for d in docs:
+        stream += list(d) + ([eos] if eos is not None else [])
+    rows, masks = [], []
+    for start in range(0, len(stream), seq_len):
+        piece = stream[start:start + seq_len]
+        if len(piece) < min_len:
+            break
+        pad = seq_len - len(piece)
+        rows.append(piece + [piece[-1]] * pad)
+        masks.append([True] * len(piece) + [False] * pad)
+    if not rows:
+        raise InputError(f"--data: too short: {len(stream)} tokens, and training needs at least {min_len} "
+                         "(an anchor, its context and a block)")
+    return torch.tensor(rows, dtype=torch.long), torch.tensor(masks, dtype=torch.bool)
