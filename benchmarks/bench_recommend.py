@@ -58,10 +58,10 @@ def main() -> None:
 
     import torch
 
-    from dflash_compat.adapters import torch_adapter_for
     from dflash_compat.commands.recommend import recommend_doc
     from dflash_compat.commands.smoke import build_payload
     from dflash_compat.runtime import torch_generate as rt
+    from dflash_compat.runtime.torch_target import target_for
     from dflash_compat.serving.profile import modelled_speedup, profile_from_smoke
     from dflash_compat.serving.reference import ReplayProposer
     from tests.tiny_dflash import make_pair
@@ -71,7 +71,7 @@ def main() -> None:
     prompts = [[rng.randrange(TARGET["vocab"]) for _ in range(24)] for _ in range(args.prompts)]
     with tempfile.TemporaryDirectory() as tmp:
         model, _, folder = make_pair(Path(tmp), seed=0, block_size=BLOCK, target=TARGET, draft=DRAFT)
-        target = torch_adapter_for(model)
+        target = target_for(model)
         draft = rt.load_draft(str(folder), dtype=torch.float32)
     proposer = ReplayProposer(draft, args.error, seed=1)
 
