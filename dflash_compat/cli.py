@@ -98,8 +98,10 @@ def cli() -> None:
     "--format", "-f", "fmt", type=click.Choice(FORMAT_CHOICES), default="text", show_default=True,
     help="Output format; json, sarif and junit are for CI.",
 )
-@click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True),
-              help="Write the report to this file instead of stdout.")
+@click.option("--output", "-o", type=click.Path(dir_okay=False),
+              help="Write the report to this file instead of stdout (never through a symlink, never into a "
+              "model folder; an existing file only if it is a previous report).")
+@click.option("--force", is_flag=True, help="Let -o replace an existing file or symlink that is not a previous report.")
 @click.option("--num-speculative-tokens", type=click.IntRange(min=1),
               help="vLLM num_speculative_tokens you will launch with (default: block_size - 1).")
 @click.option("--num-draft-tokens", type=click.IntRange(min=1),
@@ -128,14 +130,19 @@ def cli() -> None:
     help="Check the target as wrapped by this adapter: a shim file written by `dflash-check adapt` "
     "(it is imported, i.e. run) or a built-in adapter name such as gpt2.",
 )
-def check_cmd(fmt: str, output: Optional[str], **params: Any) -> None:
+def check_cmd(fmt: str, output: Optional[str], force: bool, **params: Any) -> None:
     """Check TARGET against DRAFT for every selected backend."""
     from .check import run_check
 
     req = _request(params)
+    out = _Output(output, force, (req.target, req.draft)) if output else None  # refused before the work
     with _progress(req):
         report = run_check(req)
-    _write(_render(report, fmt, output), output)
+    text = _render(report, fmt, output)
+    if out is None:
+        click.echo(text, nl=False)
+    else:
+        out.write(text)
     sys.exit(report.exit_code())
 
 
@@ -194,17 +201,21 @@ def _render(report, fmt: str, output: Optional[str]) -> str:
     return render(report, width=None, color=sys.stdout.isatty())
 
 
-def _write(text: str, output: Optional[str]) -> None:
-    from .exceptions import InputError
+class _Output:
+    """`check -o FILE`: checked when the command starts, written atomically at its end (safe_write)."""
 
-    if output:
-        try:
-            with open(output, "w", encoding="utf-8") as fh:
-                fh.write(text)
-        except OSError as exc:
-            raise InputError(f"cannot write {output}: {exc.strerror or exc}") from None
-    else:
-        click.echo(text, nl=False)
+    def __init__(self, path: str, force: bool, refs: tuple[str, str]) -> None:
+        from .emitters import looks_like_report
+        from .safe_write import check_output, model_folders
+
+        self.kw = {"force": force, "option": "-o", "is_ours": looks_like_report, "protected": model_folders(*refs)}
+        self.path = path
+        check_output(path, **self.kw)
+
+    def write(self, text: str) -> None:
+        from .safe_write import write_output
+
+        write_output(self.path, text, **self.kw)
 
 
 @cli.command("rules")
