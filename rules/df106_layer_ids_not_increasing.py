@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
+from dflash_compat.quoting import quote
 
 from ._common import is_int
 
@@ -13,8 +14,8 @@ def check(ctx: CheckContext):
         return
     if any(b < a for a, b in zip(ids, ids[1:])):
         yield Violation(
-            f"target layer ids {ids} are not increasing: engines that collect features in layer order "
-            f"would concatenate them as {sorted(ids)}",
+            f"target layer ids {quote(ids)} are not increasing: engines that collect features in layer order "
+            f"would concatenate them as {quote(sorted(ids))}",
             [ctx.dloc("target_layer_ids")],
         )
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
+from dflash_compat.quoting import quote
 
 
 def check(ctx: CheckContext):
@@ -11,7 +12,7 @@ def check(ctx: CheckContext):
         return
     guessed = d.target_layer_ids_guessed
     tail = (
-        f"; the layer ids {d.target_layer_ids} were derived from it, so they are wrong for this target"
+        f"; the layer ids {quote(d.target_layer_ids)} were derived from it, so they are wrong for this target"
         if guessed
         else ": the draft was probably trained for another model"
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
+from dflash_compat.quoting import quote
 
 
 def check(ctx: CheckContext):
@@ -11,7 +12,7 @@ def check(ctx: CheckContext):
         return
     yield Violation(
         f"draft config gives no target layer ids; the reference formula for num_target_layers "
-        f"{d.num_target_layers} and {d.num_hidden_layers} draft layers gives {d.target_layer_ids}, "
+        f"{d.num_target_layers} and {d.num_hidden_layers} draft layers gives {quote(d.target_layer_ids)}, "
         "which may not be the ids it was trained with",
         [ctx.dloc("num_target_layers"), ctx.dloc("target_layer_ids", "dflash_config.target_layer_ids")],
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
+from dflash_compat.quoting import quote
 
 
 def check(ctx: CheckContext):
@@ -12,7 +13,7 @@ def check(ctx: CheckContext):
     key = "mask_token_id" if d.format == "speculators" else "dflash_config.mask_token_id"
     hint = ""
     if ctx.target.mask_token_id is not None:
-        hint = f" (the target tokenizer's mask token {ctx.target.mask_token!r} is id {ctx.target.mask_token_id})"
+        hint = f" (the target tokenizer's mask token {quote(ctx.target.mask_token)} is id {ctx.target.mask_token_id})"
     yield Violation(f"draft config has no `{key}`{hint}", [ctx.dloc("mask_token_id", key)])
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
+from dflash_compat.quoting import quote
 
 
 def _rope_type(r) -> str:
@@ -21,13 +22,13 @@ def check(ctx: CheckContext):
     for label, field, absent, tv, dv in rows:
         if tv != dv:
             yield Violation(
-                f"draft RoPE {label} {dv!r} != target {tv!r}",
+                f"draft RoPE {label} {quote(dv)} != target {quote(tv)}",
                 [ctx.dloc(field, ctx.draft.key(field, absent)), ctx.tloc(field, ctx.target.key(field, absent))],
             )
     if _rope_type(t) == _rope_type(d) != "default" and t.factor is not None and d.factor is not None:
         if not math.isclose(float(t.factor), float(d.factor)):
             yield Violation(
-                f"draft RoPE scaling factor {d.factor!r} != target {t.factor!r}",
+                f"draft RoPE scaling factor {quote(d.factor)} != target {quote(t.factor)}",
                 [ctx.dloc("rope.factor"), ctx.tloc("rope.factor")],
             )
 

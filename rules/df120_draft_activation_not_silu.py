@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
+from dflash_compat.quoting import quote
 
 
 def check(ctx: CheckContext):
     act = ctx.draft.hidden_act
     if act is None or act == "silu":
         return
-    yield Violation(f"draft hidden_act is {act!r}, not 'silu'", [ctx.dloc("hidden_act")])
+    yield Violation(f"draft hidden_act is {quote(act)}, not 'silu'", [ctx.dloc("hidden_act")])
 
 
 RULE = Rule(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, Rule, Violation
 from dflash_compat.engine_support import engine_data
+from dflash_compat.quoting import quote
 
 
 def _loadable(arch: str) -> bool:
@@ -16,7 +17,7 @@ def check(ctx: CheckContext):
         return
     v2 = " (a DFlash 2 draft: vLLM loads only DFlash v1)" if d.format == "zlab-v2" else ""
     yield Violation(
-        f"draft architectures {d.architectures} are not a vLLM DFlash draft class{v2}: vLLM stops with "
+        f"draft architectures {quote(d.architectures)} are not a vLLM DFlash draft class{v2}: vLLM stops with "
         "\"Model architectures [...] are not supported for now\"",
         [ctx.dloc("architectures", "architectures")],
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, Rule, Violation
+from dflash_compat.quoting import quote
 
 
 def check(ctx: CheckContext):
@@ -10,7 +11,7 @@ def check(ctx: CheckContext):
     if not section:
         return
     yield Violation(
-        f"draft RoPE has mrope_section {section}: vLLM's DFlash draft supports plain RoPE only",
+        f"draft RoPE has mrope_section {quote(section)}: vLLM's DFlash draft supports plain RoPE only",
         [ctx.dloc("rope.mrope_section")],
     )
 

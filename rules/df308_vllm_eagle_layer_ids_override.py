@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, Rule, Violation
+from dflash_compat.quoting import quote
 
 from ._common import is_int
 
@@ -16,10 +17,10 @@ def check(ctx: CheckContext):
     if isinstance(ids, list) and eagle == [i + 1 for i in ids if is_int(i)] and len(eagle) == len(ids):
         return  # the EAGLE-convention spelling of the same layers
     captured = [i - 1 for i in eagle]
-    wanted = f"; the DFlash ids ask for the outputs of layers {ids}" if ids is not None else ""
+    wanted = f"; the DFlash ids ask for the outputs of layers {quote(ids)}" if ids is not None else ""
     yield Violation(
-        f"vLLM uses eagle_aux_hidden_state_layer_ids {eagle} as written (no +1 shift): it captures the outputs of "
-        f"decoder layers {captured}{wanted}",
+        f"vLLM uses eagle_aux_hidden_state_layer_ids {quote(eagle)} as written (no +1 shift): it captures the outputs of "
+        f"decoder layers {quote(captured)}{wanted}",
         [ctx.dloc("eagle_aux_hidden_state_layer_ids"), ctx.dloc("target_layer_ids")],
     )
 

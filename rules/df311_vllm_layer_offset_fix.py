@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, Rule, Violation
+from dflash_compat.quoting import quote
 
 
 def check(ctx: CheckContext):
@@ -12,8 +13,8 @@ def check(ctx: CheckContext):
         return
     early = [i - 1 for i in ids if isinstance(i, int) and not isinstance(i, bool)]
     yield Violation(
-        f"vLLM builds from before mid-May 2026 capture the outputs of layers {early} instead of "
-        f"target_layer_ids {ids}, with no error",
+        f"vLLM builds from before mid-May 2026 capture the outputs of layers {quote(early)} instead of "
+        f"target_layer_ids {quote(ids)}, with no error",
         [ctx.dloc("target_layer_ids")],
     )
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, Rule, Violation
+from dflash_compat.quoting import quote
 
 from ._common import model_type_loc
 
@@ -13,7 +14,7 @@ def check(ctx: CheckContext):
         return
     model_type = t.text_model_type or t.model_type
     yield Violation(
-        f"target {model_type!r} keeps recurrent state: launch SGLang with --mamba-scheduler-strategy extra_buffer "
+        f"target {quote(model_type)} keeps recurrent state: launch SGLang with --mamba-scheduler-strategy extra_buffer "
         "so rejected draft tokens can be rolled back",
         [model_type_loc(ctx)],
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, Rule, Violation
+from dflash_compat.quoting import quote
 
 
 def check(ctx: CheckContext):
@@ -10,7 +11,7 @@ def check(ctx: CheckContext):
     if d.format != "zlab-v2" or not t.lm_head_quantized:
         return
     yield Violation(
-        f"DFlash 2 draft with a target whose lm_head is quantised ({t.quant_method or 'unknown method'}): "
+        f"DFlash 2 draft with a target whose lm_head is quantised ({quote(t.quant_method) if t.quant_method else 'unknown method'}): "
         "SGLang's candidate selector needs the full-precision head",
         [ctx.dloc("architectures", "architectures"), ctx.tloc("lm_head_quantized", t.key("lm_head_quantized"))],
     )

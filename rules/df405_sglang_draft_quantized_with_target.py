@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, Rule, Violation
+from dflash_compat.quoting import quote
 
 
 def check(ctx: CheckContext):
@@ -10,7 +11,7 @@ def check(ctx: CheckContext):
     if not t.quantization_config:
         return
     yield Violation(
-        f"target is quantised ({t.quant_method or 'unknown method'}): by default SGLang loads the draft with the "
+        f"target is quantised ({quote(t.quant_method) if t.quant_method else 'unknown method'}): by default SGLang loads the draft with the "
         "same quantisation, which can lose all acceptance",
         [ctx.tloc("quantization_config", "quantization_config")],
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, Rule, Violation
+from dflash_compat.quoting import quote
 
 
 def check(ctx: CheckContext):
@@ -11,7 +12,7 @@ def check(ctx: CheckContext):
         return
     version = facts.mlx_lm_version or "?"
     yield Violation(
-        f"mlx-lm {version} cannot build model_type {facts.model_type!r} from this config "
+        f"mlx-lm {version} cannot build model_type {quote(facts.model_type)} from this config "
         f"({facts.error}); MLX module checks skipped",
         [ctx.tloc("model_type", key="model_type")],
     )

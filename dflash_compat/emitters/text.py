@@ -80,6 +80,8 @@ def _skipped_lines(report: Report) -> list[str]:
 def _render(report: Report, console: "Console") -> None:
     from rich.markup import escape
 
+    from ..quoting import quote
+
     t, d = report.target, report.draft
     console.print(
         f"[bold]target[/] {escape(str(t.get('source')))}  ({t.get('model_type')}, {t.get('num_hidden_layers')} layers, "
@@ -87,7 +89,7 @@ def _render(report: Report, console: "Console") -> None:
     )
     console.print(
         f"[bold]draft[/]  {escape(str(d.get('source')))}  ({d.get('format')}, block {d.get('block_size')}, "
-        f"layer ids {d.get('target_layer_ids')}, mask {d.get('mask_token_id')})"
+        f"layer ids {quote(d.get('target_layer_ids'))}, mask {d.get('mask_token_id')})"
     )
     for group in ["common", *report.backends]:
         rows = [f for f in report.findings if f.backend == group]
