@@ -18,7 +18,7 @@ def check(ctx: CheckContext):
     fallback = engine_data("vllm").get("fallback")
     if verdict == "unsupported":
         yield Violation(
-            f"vLLM's {quote_items(names)} does not implement the EAGLE-3 aux-hidden-state interface: vLLM stops with "
+            f"vLLM's {quote_items(names, raw=True)} does not implement the EAGLE-3 aux-hidden-state interface: vLLM stops with "
             "\"Model does not support EAGLE3 interface but aux_hidden_state_outputs was requested\"",
             loc,
         )

@@ -17,7 +17,7 @@ def check(ctx: CheckContext):
     loc = [ctx.tloc("architectures", "architectures")]
     if verdict == "unsupported":
         yield Violation(
-            f"SGLang's {quote_items(names)} has no set_dflash_layers_to_capture: the DFLASH algorithm cannot get "
+            f"SGLang's {quote_items(names, raw=True)} has no set_dflash_layers_to_capture: the DFLASH algorithm cannot get "
             "its context features",
             loc,
         )

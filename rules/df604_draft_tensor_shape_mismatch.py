@@ -36,7 +36,7 @@ def check(ctx: CheckContext):
     blame = next((f for part, f in _BLAME.items() if f".{part}." in name), "hidden_size")
     more = f" (and {len(wrong) - 1} more)" if len(wrong) > 1 else ""
     yield Violation(
-        f"{quote(name)} is {quote(got)}, the config implies {quote(want)}{more}: check {blame}",
+        f"{name} is {quote(got)}, the config implies {quote(want)}{more}: check {blame}",
         [ctx.tensor_loc(pre + name, ctx.headers.tensor_files.get(pre + name, "model.safetensors")), ctx.dloc(blame)],
     )
 

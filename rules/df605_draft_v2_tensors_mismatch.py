@@ -16,8 +16,8 @@ def check(ctx: CheckContext):
         if present:
             first = sorted(present)[0]
             yield Violation(
-                f"the config says DFlash v1 ({quote_items(d.architectures) or 'no DFlash2 architecture'}) but the weights "
-                f"hold {len(present)} DFlash 2 tensor(s) such as {quote(first)}: a v1 loader ignores them",
+                f"the config says DFlash v1 ({quote_items(d.architectures, raw=True) or 'no DFlash2 architecture'}) but the weights "
+                f"hold {len(present)} DFlash 2 tensor(s) such as {quote_items([first], raw=True)}: a v1 loader ignores them",
                 [ctx.dloc("architectures", "architectures"), ctx.tensor_loc(pre + first, "*.safetensors")],
             )
         return
@@ -35,7 +35,7 @@ def check(ctx: CheckContext):
         )
     for name, got, w in wrong[:3]:
         yield Violation(
-            f"{quote(name)} is {quote(got)}, the config (conv_kernel_size {d.conv_kernel_size}, conv_group_size "
+            f"{name} is {quote(got)}, the config (conv_kernel_size {d.conv_kernel_size}, conv_group_size "
             f"{d.conv_group_size}, selector_rank {d.selector_rank}, vocab {d.vocab_size}) implies {w}",
             [ctx.tensor_loc(pre + name, "*.safetensors")],
         )
