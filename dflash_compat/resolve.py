@@ -10,7 +10,7 @@ from typing import Any, Optional
 from .exceptions import ConfigError, ResolutionError, first_line
 from .safe_read import MAX_CONFIG_BYTES, is_regular_file, load_json_file
 
-__all__ = ["Resolved", "resolve", "load_json", "download_weights", "SMALL_FILES", "WEIGHT_PATTERNS"]
+__all__ = ["Resolved", "resolve", "looks_local", "load_json", "download_weights", "SMALL_FILES", "WEIGHT_PATTERNS"]
 
 # The only files the config-level checks fetch: never weights.
 SMALL_FILES = ("config.json", "generation_config.json", "tokenizer_config.json")
