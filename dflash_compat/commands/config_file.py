@@ -5,8 +5,9 @@ Found from the current directory upward (in each folder `dflash-check.toml` firs
 Keys are the long names of `check`'s options (`num-speculative-tokens = 15`, `backends = ["vllm"]`,
 `format = "sarif"`) plus `target`, `draft` and a `severity` table of per-rule overrides. A value is
 a default: a flag on the command line wins. Local paths (target, draft, output) are relative to the
-file's folder. Settings that run code or hold secrets (`trust-remote-code`, `adapter`, `token`)
-are refused in a file: a repository's config must not switch them on for whoever runs the check.
+file's folder. Settings that run code, hold secrets or overwrite files (`trust-remote-code`,
+`adapter`, `token`, `force`) are refused in a file: a repository's config must not switch them on
+for whoever runs the check.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ _REFUSED = {
     "trust-remote-code": "it would run the model repository's own code; pass --trust-remote-code yourself",
     "adapter": "it imports (runs) a Python file; pass --adapter yourself",
     "token": "a token does not belong in a file; set HF_TOKEN",
+    "force": "it lets -o replace a file that is not a report; pass --force yourself",
 }
 _NOT_SETTINGS = ("config-file", "no-config")  # the options that choose the file itself
 _PATHS = ("target", "draft", "output")

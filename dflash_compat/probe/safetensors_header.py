@@ -14,6 +14,7 @@ from typing import Any, Optional, Union
 
 from ..exceptions import WeightsError, first_line
 from ..facts import DraftWeights, Skipped
+from ..quoting import quote_items
 from ..resolve import Resolved
 
 __all__ = [
@@ -188,6 +189,10 @@ def read_local_headers(folder: Path, hub_snapshot: bool = False) -> list[FileHea
     Only a Hub snapshot (`hub_snapshot`: resolve() fetched the JSON files, not the weights) may
     hold an index without any of its shards; in a local folder that is a broken download."""
     files, wmap = local_weight_files(folder)
+    pickled = pickled_shards(files)
+    if pickled:  # never opened, not even for 8 bytes: a weight file that is not safetensors is a pickle
+        raise WeightsError(f"{INDEX_FILE} lists {quote_items(pickled)}, not safetensors; pickled weights are "
+                           "never opened")
     missing = [f for f in files if not (folder / f).is_file()]
     if missing and wmap is not None and len(missing) == len(files) and hub_snapshot:
         return []  # a config-only snapshot: nothing local to read, the Hub header API is asked instead
@@ -197,6 +202,11 @@ def read_local_headers(folder: Path, hub_snapshot: bool = False) -> list[FileHea
     if wmap is not None:
         _check_index(headers, wmap)
     return headers
+
+
+def pickled_shards(names: list[str]) -> list[str]:
+    """The weight files an index lists that are not safetensors (.bin, .pt, .pth, ...: pickles)."""
+    return [n for n in names if not n.endswith(".safetensors")]
 
 
 def _check_index(headers: list[FileHeader], wmap: dict[str, str]) -> None:
@@ -265,6 +275,10 @@ def _hub_offline() -> bool:
 def inspect_draft_weights(resolved: Resolved, api: Any = None,
                           token: Optional[str] = None) -> Union[DraftWeights, Skipped]:
     """The draft's weight facts: local files first; for Hub drafts without local weights, the Hub header API."""
+    pickled = pickled_shards(local_weight_files(resolved.folder)[0])
+    if pickled:
+        return Skipped("pickle-shards", f"{INDEX_FILE} lists {quote_items(pickled)}, pickled weights that are never "
+                       "opened")
     headers = read_local_headers(resolved.folder, hub_snapshot=resolved.is_hub)
     if not headers and resolved.is_hub:
         found = _hub_headers(resolved, api, token)
@@ -286,8 +300,11 @@ def _hub_headers(resolved: Resolved, api: Any, token: Optional[str]) -> Union[li
         from huggingface_hub import errors as hf_errors
     except ImportError:  # pragma: no cover - a core dependency
         return Skipped("hub-unreachable", "huggingface_hub is not installed")
+    from ..hub import quiet
+
     try:
-        return read_hub_headers(resolved.repo_id, resolved.revision, token, api=api)
+        with quiet():  # bounded timeouts, no retry noise on stderr
+            return read_hub_headers(resolved.repo_id, resolved.revision, token, api=api)
     except hf_errors.NotASafetensorsRepoError:
         return Skipped("no-safetensors", "the repo has no safetensors files")
     except hf_errors.SafetensorsParsingError as exc:
