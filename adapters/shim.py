@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
-from dflash_compat.exceptions import InputError
+from dflash_compat.exceptions import InputError, first_line
 
 __all__ = [
     "ROLES",
@@ -164,11 +164,6 @@ def parse_map_options(values: "tuple[str, ...] | list[str]") -> dict[str, str]:
     return out
 
 
-def _first_line(exc: BaseException) -> str:
-    lines = str(exc).strip().splitlines()
-    return lines[0] if lines else type(exc).__name__
-
-
 _MAX_MAP_BYTES = 1_000_000  # a role map is a few lines
 
 
@@ -189,7 +184,7 @@ def load_map_file(path: "str | os.PathLike[str]") -> dict[str, str]:
         try:
             data = tomllib.loads(data_bytes.decode("utf-8"))
         except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-            raise InputError(f"--map-file {p}: invalid TOML ({_first_line(exc)})") from None
+            raise InputError(f"--map-file {p}: invalid TOML ({first_line(exc)})") from None
         except RecursionError:
             raise InputError(f"--map-file {p}: invalid TOML (nested too deeply)") from None
     else:

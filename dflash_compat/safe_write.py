@@ -18,7 +18,7 @@ from typing import Callable, Iterable, Optional, Union
 from .exceptions import InputError
 from .safe_read import file_kind
 
-__all__ = ["check_output", "write_output", "model_folders", "HEAD_BYTES"]
+__all__ = ["check_output", "check_output_folder", "write_output", "model_folders", "HEAD_BYTES"]
 
 HEAD_BYTES = 64 * 1024  # how much of an existing file `is_ours` sees
 PathLike = Union[str, "os.PathLike[str]"]
@@ -78,6 +78,45 @@ def check_output(path: PathLike, *, force: bool = False, option: str = "-o", is_
     if not force and not (is_ours is not None and is_ours(_head(p))):
         raise InputError(f"{shown}: already exists and is not a previous dflash-check output; "
                          "pass --force to overwrite it")
+    return p
+
+
+def check_output_folder(path: PathLike, *, force: bool = False, option: str = "-o",
+                        protected: Iterable[Path] = ()) -> Path:
+    """A folder output (`convert -o OUT`), validated before any work: the same rules as check_output for
+    a folder the command creates and later renames into place. InputError in one line for a missing
+    parent, a path inside, equal to or containing a `protected` (model) folder, an existing file that is
+    not a folder, and, unless `force`, any existing folder or symlink. Returns the path as given (made
+    absolute, never resolved): a symlink is replaced itself, never the folder it points to."""
+    p = Path(os.path.abspath(Path(path).expanduser()))
+    shown = f"{option} {path}"
+    try:
+        info = os.lstat(p)
+    except FileNotFoundError:
+        info = None
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{shown}: cannot use this path ({getattr(exc, 'strerror', None) or exc})") from None
+    if not p.parent.is_dir():
+        raise InputError(f"{shown}: folder {p.parent} does not exist")
+    real = p.parent.resolve() / p.name  # the link itself, in its real parent folder
+    for root in (Path(r).resolve() for r in protected):
+        if real == root or root in real.parents:
+            raise InputError(f"{shown}: inside the model folder {root}; dflash-check never writes into a model "
+                             "folder, choose a path outside it")
+        if real in root.parents:
+            raise InputError(f"{shown}: contains the model folder {root}; choose a path outside it")
+    if info is None:
+        return p
+    if stat.S_ISLNK(info.st_mode):
+        if not force:
+            raise InputError(f"{shown}: is a symlink (to {os.readlink(p)}); outputs are never written through "
+                             "a link: choose another name, or pass --force to replace the link itself")
+        return p
+    if not stat.S_ISDIR(info.st_mode):
+        kind = "a file" if stat.S_ISREG(info.st_mode) else file_kind(info.st_mode)
+        raise InputError(f"{shown}: exists and is {kind}, not a folder; remove it yourself or choose another name")
+    if not force:
+        raise InputError(f"{shown}: exists; pass --force to replace it")
     return p
 
 

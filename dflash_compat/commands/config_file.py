@@ -44,12 +44,13 @@ def _read_toml(path: Path) -> dict[str, Any]:
     except ImportError:  # Python 3.10
         import tomli as tomllib  # type: ignore[no-redef]
 
+    from ..safe_read import read_text
+
+    text = read_text(path, MAX_CONFIG_BYTES)  # a regular file of bounded size (a FIFO never blocks it)
     try:
-        if path.stat().st_size > MAX_CONFIG_BYTES:
-            raise InputError(f"{path}: larger than {MAX_CONFIG_BYTES // 1024} KiB; not a config file")
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read it ({getattr(exc, 'strerror', None) or exc})") from None
+        return tomllib.loads(text)
+    except RecursionError:
+        raise InputError(f"{path}: not valid TOML (nested too deeply); --no-config ignores settings files") from None
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"{path}: not valid TOML ({exc}); --no-config ignores settings files") from None
 
@@ -196,7 +197,7 @@ class ConfigCommand(click.Command):
         if chosen is not None and off:
             raise click.UsageError("--config and --no-config contradict each other", ctx)
         path = Path(chosen) if chosen else (None if off else find_config(Path.cwd()))
-        if chosen and not path.is_file():
+        if chosen and not os.path.lexists(chosen):
             raise InputError(f"--config {chosen}: no such file")
         if path is not None:
             defaults, severity = load_settings(path, self, ctx)
