@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
-from dflash_compat.exceptions import InputError, first_line
+from dflash_compat.exceptions import InputError, one_line
 
 __all__ = [
     "ROLES",
@@ -184,7 +184,7 @@ def load_map_file(path: "str | os.PathLike[str]") -> dict[str, str]:
         try:
             data = tomllib.loads(data_bytes.decode("utf-8"))
         except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-            raise InputError(f"--map-file {p}: invalid TOML ({first_line(exc)})") from None
+            raise InputError(f"--map-file {p}: invalid TOML ({one_line(exc)})") from None
         except RecursionError:
             raise InputError(f"--map-file {p}: invalid TOML (nested too deeply)") from None
     else:

@@ -35,11 +35,10 @@ CASES = {
 
 
 def _ours(model, cfg, folder, prompt, n, bs):
-    from dflash_compat.adapters.mlx_default import MLXDefaultAdapter
     from dflash_compat.runtime import mlx_generate as rt
     from dflash_compat.runtime.mlx_draft import load_draft
 
-    target, draft = MLXDefaultAdapter(model, cfg), load_draft(folder)
+    target, draft = rt.target_for(model, cfg), load_draft(folder)
 
     def run():
         out = rt.spec_generate(draft, target, prompt, max_new_tokens=n, block_size=bs)

@@ -52,8 +52,7 @@ def bench_speed(repeats: int) -> list[dict]:
     import torch
 
     import dflash.model as ref
-    from dflash_compat.adapters import torch_adapter_for
-    from dflash_compat.runtime.torch_generate import load_draft, spec_generate
+    from dflash_compat.runtime.torch_generate import load_draft, spec_generate, target_for
 
     ref._cuda_time = time.perf_counter  # the package times with torch.cuda.synchronize
     torch.set_num_threads(1)
@@ -62,7 +61,7 @@ def bench_speed(repeats: int) -> list[dict]:
         for version in (1, 2):
             with tempfile.TemporaryDirectory() as tmp:
                 model, _, folder = _pair(Path(tmp), case, version)
-                target, ours = torch_adapter_for(model), load_draft(folder)
+                target, ours = target_for(model), load_draft(folder)
                 cls = ref.DFlash2DraftModel if version == 2 else ref.DFlashDraftModel
                 theirs = cls.from_pretrained(str(folder), dtype=torch.float32).eval()
                 gen = torch.Generator().manual_seed(1)
@@ -110,15 +109,14 @@ torch.set_num_threads(2)
 from pathlib import Path
 from tests.tiny_dflash import make_pair
 import dflash.model as ref
-from dflash_compat.adapters import torch_adapter_for
-from dflash_compat.runtime.torch_generate import load_draft, spec_generate, greedy_generate
+from dflash_compat.runtime.torch_generate import load_draft, spec_generate, greedy_generate, target_for
 
 mode, prompt_len, tmp = sys.argv[2], int(sys.argv[3]), Path(sys.argv[4])
 target_cfg, ids_ = json.loads(sys.argv[5]), tuple(json.loads(sys.argv[6]))
 ref._cuda_time = time.perf_counter
 model, _, folder = make_pair(tmp, seed=0, block_size=8, target=target_cfg,
                              draft=dict(layers=len(ids_), target_layer_ids=ids_))
-target, ours = torch_adapter_for(model), load_draft(folder)
+target, ours = target_for(model), load_draft(folder)
 theirs = ref.DFlashDraftModel.from_pretrained(str(folder), dtype=torch.float32).eval()
 prompt = torch.randint(0, target_cfg["vocab"] - 1, (prompt_len,), generator=torch.Generator().manual_seed(0))
 

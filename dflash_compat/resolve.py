@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from .exceptions import ConfigError, ResolutionError, first_line
+from .exceptions import ConfigError, ResolutionError, one_line
 from .safe_read import MAX_CONFIG_BYTES, is_regular_file, load_json_file
 
 __all__ = ["Resolved", "resolve", "looks_local", "load_json", "download_weights", "SMALL_FILES", "WEIGHT_PATTERNS"]
@@ -159,7 +159,7 @@ def download_weights(resolved: Resolved, *, token: Optional[str] = None,
             f"{resolved.ref}: weights are not in the local Hugging Face cache and the Hub cannot be reached"
         ) from None
     except hf_errors.HfHubHTTPError as exc:
-        raise ResolutionError(f"{resolved.ref}: weight download failed ({first_line(exc)})") from None
+        raise ResolutionError(f"{resolved.ref}: weight download failed ({one_line(exc)})") from None
     except OSError as exc:
         raise ResolutionError(f"{resolved.ref}: weight download failed ({exc})") from None
     return Path(folder)

@@ -9,6 +9,7 @@ pytest.importorskip("transformers")
 
 from dflash_compat.adapters import TORCH_ADAPTERS, registry, torch_adapter_for  # noqa: E402
 from dflash_compat.exceptions import InputError, RuntimeUnsupportedError  # noqa: E402
+from dflash_compat.runtime.torch_target import target_for  # noqa: E402
 from tests.adapter_models import H, LAYOUTS, N_LAYERS, one_thread, reference_greedy, save_pair, tiny_model  # noqa: E402
 
 EXPECTED = {
@@ -56,37 +57,37 @@ def test_paths_are_the_objects_the_properties_return(layout):
 
 def test_features_embedding_and_head_match_the_model(layout):
     name, model = layout
-    adapter = torch_adapter_for(model)
+    target = target_for(model)
     ids = torch.tensor([PROMPT])
     with torch.no_grad():
         ref = model(input_ids=ids, output_hidden_states=True)
-        out = adapter.forward(ids, adapter.new_cache(), 0, capture=[0, 1, N_LAYERS - 1])
+        out = target.forward(ids, target.new_cache(), 0, capture=[0, 1, N_LAYERS - 1])
     hs = ref.hidden_states
-    assert adapter.num_layers == N_LAYERS and adapter.hidden_size == H
+    assert target.num_layers == N_LAYERS and target.hidden_size == H
     torch.testing.assert_close(out.features[..., : 2 * H], torch.cat([hs[1], hs[2]], dim=-1))
     torch.testing.assert_close(out.logits, ref.logits)
-    assert adapter.embed(ids).shape == (1, len(PROMPT), H)  # the decoder width, also for OPT-350m-style
-    norm = getattr(adapter, "norm", None)
+    assert target.embed(ids).shape == (1, len(PROMPT), H)  # the decoder width, also for OPT-350m-style
+    norm = target.adapter.norm
     if norm is not None:  # logits == head(final_norm(output of the last layer))
         with torch.no_grad():
-            torch.testing.assert_close(adapter.head(norm(out.features[..., 2 * H:])), ref.logits)
+            torch.testing.assert_close(target.head(norm(out.features[..., 2 * H:])), ref.logits)
 
 
 def test_opt_projections_are_part_of_embed_and_head():
     model = tiny_model("opt")
-    adapter = torch_adapter_for(model)
+    target = target_for(model)
     ids = torch.tensor([PROMPT])
     assert model.get_input_embeddings().weight.shape[1] == 16  # narrower than the decoder
     with torch.no_grad():
-        torch.testing.assert_close(adapter.embed(ids), model.model.decoder.project_in(model.get_input_embeddings()(ids)))
-    assert adapter.project_in is not None and torch_adapter_for(tiny_model("opt_plain")).project_in is None
+        torch.testing.assert_close(target.embed(ids), model.model.decoder.project_in(model.get_input_embeddings()(ids)))
+    assert target.adapter.project_in is not None and torch_adapter_for(tiny_model("opt_plain")).project_in is None
 
 
 def test_default_adapter_refuses_a_gpt2_layout_and_names_the_fix():
     from dflash_compat.adapters.torch_default import TorchDefaultAdapter
 
     with pytest.raises(RuntimeUnsupportedError, match="dflash-check adapt"):
-        TorchDefaultAdapter(tiny_model("gpt2"))
+        _ = TorchDefaultAdapter(tiny_model("gpt2")).decoder_layers
 
 
 def test_adapter_by_name_and_unknown_name():
@@ -102,7 +103,7 @@ def test_speculative_decoding_is_lossless(tmp_path, name):
     from dflash_compat.runtime import torch_generate as rt
 
     model, _, draft_folder = save_pair(tmp_path, name)
-    result = rt.spec_generate(rt.load_draft(draft_folder), torch_adapter_for(model), PROMPT, max_new_tokens=20,
+    result = rt.spec_generate(rt.load_draft(draft_folder), rt.target_for(model), PROMPT, max_new_tokens=20,
                               timed=False)
     assert result.tokens == reference_greedy(model, PROMPT, 20)
 
@@ -122,7 +123,7 @@ def test_lossless_with_long_accepted_blocks(tmp_path, name, monkeypatch):
         return torch.tensor([truth[k + 1: k + size]]), None
 
     monkeypatch.setattr(rt, "draft_block", oracle)
-    result = rt.spec_generate(rt.load_draft(draft_folder), torch_adapter_for(model), PROMPT, max_new_tokens=n,
+    result = rt.spec_generate(rt.load_draft(draft_folder), rt.target_for(model), PROMPT, max_new_tokens=n,
                               timed=False)
     assert result.tokens == truth[:n]
     assert result.stats.tau > 3

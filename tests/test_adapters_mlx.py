@@ -7,9 +7,10 @@ import pytest
 mx = pytest.importorskip("mlx.core")
 pytest.importorskip("mlx_lm")
 
-from dflash_compat.adapters import registry  # noqa: E402
-from dflash_compat.adapters.mlx_default import MLXDefaultAdapter, mlx_adapter_for  # noqa: E402
+from dflash_compat.adapters import mlx_adapter_for, registry  # noqa: E402
+from dflash_compat.adapters.mlx_default import MLXDefaultAdapter  # noqa: E402
 from dflash_compat.exceptions import RuntimeUnsupportedError  # noqa: E402
+from dflash_compat.runtime.mlx_target import MLXTarget, target_for  # noqa: E402
 from tests import mlx_models  # noqa: E402
 from tests.adapter_models import H, MLX_CONFIGS, N_LAYERS, mlx_draft_config  # noqa: E402
 
@@ -39,33 +40,33 @@ def test_table_entries_import_and_read_as_paths():
 
 def test_the_table_selects_and_maps_the_model_own_layers(layout):
     name, cfg, model = layout
-    adapter = mlx_adapter_for(model, cfg)
-    assert type(adapter).__name__ == registry.MLX_ADAPTERS[name].rsplit(":", 1)[1]
-    assert adapter.num_layers == N_LAYERS and adapter.hidden_size == H
-    assert all(a is b for a, b in zip(adapter.layers, model.layers))  # mlx-lm's own `Model.layers`
+    assert type(mlx_adapter_for(model, cfg)).__name__ == registry.MLX_ADAPTERS[name].rsplit(":", 1)[1]
+    target = target_for(model, cfg)
+    assert target.num_layers == N_LAYERS and target.hidden_size == H
+    assert all(a is b for a, b in zip(target.layers, model.layers))  # mlx-lm's own `Model.layers`
 
 
 def test_head_of_the_normed_last_layer_is_the_model_logits(layout):
     _, cfg, model = layout
-    adapter = mlx_adapter_for(model, cfg)
+    target = target_for(model, cfg)
     ids = mx.array([PROMPT])
-    out = adapter.forward(ids, adapter.new_cache(), 0, capture=[N_LAYERS - 1])
+    out = target.forward(ids, target.new_cache(), 0, capture=[N_LAYERS - 1])
     ref = model(ids)
     assert mx.allclose(out.logits, ref, atol=1e-4).item()
-    assert mx.allclose(adapter.head(adapter.norm(out.features)), ref, atol=1e-4).item()
+    assert mx.allclose(target.head(target.adapter.norm(out.features)), ref, atol=1e-4).item()
 
 
 def test_speculative_decoding_is_lossless(layout, draft):
     from dflash_compat.runtime import mlx_generate as rt
 
     _, cfg, model = layout
-    result = rt.spec_generate(draft, mlx_adapter_for(model, cfg), PROMPT, max_new_tokens=16)
+    result = rt.spec_generate(draft, target_for(model, cfg), PROMPT, max_new_tokens=16)
     assert result.tokens == mlx_models.mlx_lm_greedy(model, PROMPT, 16)
 
 
 def test_default_adapter_cannot_read_gpt2():
     with pytest.raises(RuntimeUnsupportedError, match="dflash-check adapt --framework mlx"):
-        MLXDefaultAdapter(mlx_models.build_target(MLX_CONFIGS["gpt2"]), MLX_CONFIGS["gpt2"])
+        MLXTarget(MLXDefaultAdapter(mlx_models.build_target(MLX_CONFIGS["gpt2"]), MLX_CONFIGS["gpt2"]))
 
 
 def test_mlx_shim_makes_gpt_neox_readable_and_lossless(tmp_path, draft):
@@ -82,8 +83,8 @@ def test_mlx_shim_makes_gpt_neox_readable_and_lossless(tmp_path, draft):
     wrapped = load_shim_file(str(path), "mlx").wrap(model)
     assert wrapped.embed_tokens is model.model.embed_in and wrapped.lm_head is model.model.embed_out
     assert wrapped.model.layers is model.model.h
-    adapter = MLXDefaultAdapter(wrapped, cfg)
-    result = rt.spec_generate(draft, adapter, PROMPT, max_new_tokens=16)
+    target = MLXTarget(MLXDefaultAdapter(wrapped, cfg))
+    result = rt.spec_generate(draft, target, PROMPT, max_new_tokens=16)
     assert result.tokens == mlx_models.mlx_lm_greedy(model, PROMPT, 16)
     # the reference loader's lookups (dflash.model_mlx.DFlashDraftModel.bind / _get_layers) now succeed
     assert hasattr(wrapped, "embed_tokens") and wrapped.model.layers[0] is model.layers[0]

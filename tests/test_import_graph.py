@@ -69,10 +69,7 @@ ALLOWED = {
 
 # Imports that run against the flow today, each with the work that removes it. The test fails when
 # one is gone, so that this list cannot outlive its reason.
-PENDING = {
-    # the runtime rework (issue 9, item 4) moves get_path / cache_facts out of the probe
-    ("dflash_compat.adapters.mlx_default", "dflash_compat.probe.mlx_tree"),
-}
+PENDING: set[tuple[str, str]] = set()
 
 
 def _modules() -> dict[str, Path]:

@@ -10,7 +10,6 @@ pytest.importorskip("transformers")
 mx = pytest.importorskip("mlx.core")
 pytest.importorskip("mlx_lm")
 
-from dflash_compat.adapters import torch_adapter_for  # noqa: E402
 from dflash_compat.runtime import mlx_draft, mlx_generate, torch_draft, torch_generate  # noqa: E402
 
 from .tiny_dflash import make_pair  # noqa: E402
@@ -25,7 +24,7 @@ def test_same_tokens_and_acceptance_in_both_runtimes(tmp_path, version, seed, bl
     model, _, folder = make_pair(tmp_path, seed=seed, version=version, block_size=block_size,
                                  target={"vocab": vocab}, save_target=True)
     n = 30
-    t_out = torch_generate.spec_generate(torch_draft.load_draft(folder), torch_adapter_for(model), PROMPT,
+    t_out = torch_generate.spec_generate(torch_draft.load_draft(folder), torch_generate.target_for(model), PROMPT,
                                          max_new_tokens=n)
     m_target = mlx_generate.load_target(tmp_path / "target")  # the transformers checkpoint, through mlx-lm
     m_out = mlx_generate.spec_generate(mlx_draft.load_draft(folder), m_target, PROMPT, max_new_tokens=n)

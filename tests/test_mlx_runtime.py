@@ -12,8 +12,8 @@ import pytest
 mx = pytest.importorskip("mlx.core")
 pytest.importorskip("mlx_lm")
 
-from dflash_compat.adapters import mlx_default  # noqa: E402
-from dflash_compat.adapters.mlx_default import MLXDefaultAdapter, cut_rotating  # noqa: E402
+from dflash_compat.runtime import mlx_target  # noqa: E402
+from dflash_compat.runtime.mlx_target import MLXTarget, cut_rotating  # noqa: E402
 from dflash_compat.exceptions import InputError, RuntimeUnsupportedError, WeightsError  # noqa: E402
 from dflash_compat.runtime import mlx_generate as rt  # noqa: E402
 from dflash_compat.runtime.mlx_draft import load_draft  # noqa: E402
@@ -31,7 +31,7 @@ def _pair(tmp_path, name, *, seed=0, bs=4, version=1, layers=1, ids=(0, 2), **dr
     model = build_target(cfg, seed=seed)
     dcfg = draft_config(cfg, layer_ids=ids, block_size=bs, layers=layers, version=version, **draft_kw)
     folder = save_draft(tmp_path / f"{name}-d{seed}-{bs}-v{version}", dcfg, seed=seed + 10)
-    return cfg, model, MLXDefaultAdapter(model, cfg), folder
+    return cfg, model, rt.target_for(model, cfg), folder
 
 
 @pytest.mark.parametrize("name", ["qwen3", "qwen3_tied", "qwen3_5", "qwen3_next", "llama_swa", "gemma3_text"])
@@ -128,19 +128,19 @@ def test_replayed_continuation_accepts_whole_blocks(tmp_path, monkeypatch, name)
 
 
 def _break_kv_trim(monkeypatch):
-    real = mlx_default._cut
-    monkeypatch.setattr(mlx_default, "_cut", lambda entry, n: real(entry, n - 1))  # one rejected token stays
+    real = mlx_target.cut_entry
+    monkeypatch.setattr(mlx_target, "cut_entry", lambda entry, n: real(entry, n - 1))  # one rejected token stays
 
 
 def _break_rotating(monkeypatch):
     # what mlx-lm's trim_prompt_cache() does: trim only while is_trimmable(), i.e. until the window
     # has wrapped -- then the rejected tokens silently stay
-    monkeypatch.setattr(mlx_default, "cut_rotating", lambda entry, n: entry.trim(n) if entry.is_trimmable() else 0)
+    monkeypatch.setattr(mlx_target, "cut_rotating", lambda entry, n: entry.trim(n) if entry.is_trimmable() else 0)
 
 
 def _break_replay(monkeypatch):
     # keep the recurrent state of the whole verified block, rejected tokens included
-    monkeypatch.setattr(MLXDefaultAdapter, "_replay", lambda self, cache, i, entry, length: None)
+    monkeypatch.setattr(MLXTarget, "_replay", lambda self, cache, i, entry, length: None)
 
 
 @pytest.mark.parametrize("name,breaker", [
@@ -153,7 +153,7 @@ def test_broken_rollback_is_caught(tmp_path, monkeypatch, name, breaker):
     draft = load_draft(folder)
     assert rt.spec_generate(draft, target, PROMPT, max_new_tokens=N).tokens == expected
     breaker(monkeypatch)
-    assert rt.spec_generate(load_draft(folder), MLXDefaultAdapter(model, cfg), PROMPT, max_new_tokens=N).tokens != expected
+    assert rt.spec_generate(load_draft(folder), rt.target_for(model, cfg), PROMPT, max_new_tokens=N).tokens != expected
 
 
 def test_rotating_cache_that_lost_entries_is_refused():
@@ -173,7 +173,7 @@ def test_rotating_cache_that_lost_entries_is_refused():
 def test_recurrent_target_without_replay_is_refused(tmp_path):
     cfg = target_config("lfm2")  # short-conv layers: an ArraysCache that is no GatedDeltaNet
     model = build_target(cfg)
-    target = MLXDefaultAdapter(model, cfg)
+    target = rt.target_for(model, cfg)
     assert target.rollback_kind == "none" and "ArraysCache" in target.rollback_problem
     dcfg = draft_config(cfg, layer_ids=(0,), block_size=4)
     draft = load_draft(save_draft(tmp_path / "d", dcfg))
@@ -246,7 +246,7 @@ def test_quantized_draft_and_target(tmp_path, monkeypatch):
     qdraft = load_draft(qfolder, dtype=None)
     assert isinstance(qdraft.fc, nn.QuantizedLinear)
     nn.quantize(model, group_size=32, bits=4)  # a 4-bit target: embedding and head quantised too
-    qtarget = MLXDefaultAdapter(model, cfg)
+    qtarget = rt.target_for(model, cfg)
     assert qtarget.hidden_size == 32 and qtarget.vocab_size == 32
     expected = mlx_lm_greedy(model, PROMPT, N)
     assert rt.spec_generate(qdraft, qtarget, PROMPT, max_new_tokens=N).tokens == expected
@@ -265,7 +265,7 @@ def test_accept_sampling_preserves_the_target_distribution():
     # token must be distributed as p[0].
     p = mx.array([[[0.4, 0.3, 0.1, 0.1, 0.05, 0.05], [0.2, 0.2, 0.2, 0.2, 0.1, 0.1]]])
     q = mx.array([[[0.05, 0.05, 0.5, 0.3, 0.05, 0.05]]])
-    keys = rt._Keys(0)
+    keys = rt.new_rng(0)
     counts = [0] * 6
     n = 3000
     for _ in range(n):
@@ -278,29 +278,29 @@ def test_accept_sampling_preserves_the_target_distribution():
 
 def test_sampling_probs_top_k_top_p():
     logits = mx.array([[2.0, 1.0, 0.5, -1.0]])
-    assert (rt.sampling_probs(logits, 1.0, top_k=2) > 0).sum().item() == 2
-    probs = rt.sampling_probs(logits, 1.0, top_p=0.5)
+    assert (rt.sampling_probs(logits, rt.Sampling(1.0, top_k=2)) > 0).sum().item() == 2
+    probs = rt.sampling_probs(logits, rt.Sampling(1.0, top_p=0.5))
     assert (probs > 0).sum().item() == 1 and abs(probs.sum().item() - 1) < 1e-6
-    assert abs(rt.sampling_probs(logits, 0.5).sum().item() - 1) < 1e-6
+    assert abs(rt.sampling_probs(logits, rt.Sampling(0.5)).sum().item() - 1) < 1e-6
 
 
 @pytest.mark.parametrize("version", [1, 2])
 def test_sampled_generation_is_seeded(tmp_path, version):
     cfg, model, target, folder = _pair(tmp_path, "qwen3_5", bs=4, version=version)
     draft = load_draft(folder)
-    kw = dict(max_new_tokens=16, temperature=1.0, top_p=0.9, seed=3)
+    kw = dict(max_new_tokens=16, sampling=rt.Sampling(1.0, top_p=0.9, seed=3))
     a, b = rt.spec_generate(draft, target, PROMPT, **kw), rt.spec_generate(draft, target, PROMPT, **kw)
     assert a.tokens == b.tokens and len(a.tokens) == 16
     assert all(0 <= t < 32 for t in a.tokens)
-    other = rt.spec_generate(draft, target, PROMPT, **dict(kw, seed=4))
+    other = rt.spec_generate(draft, target, PROMPT, max_new_tokens=16, sampling=rt.Sampling(1.0, top_p=0.9, seed=4))
     assert other.tokens != a.tokens
     with pytest.raises(InputError):
-        rt.spec_generate(draft, target, PROMPT, max_new_tokens=4, temperature=-1)
+        rt.spec_generate(draft, target, PROMPT, max_new_tokens=4, sampling=rt.Sampling(-1))
 
 
 def test_eos_from_config(tmp_path):
     cfg, model, target, _ = _pair(tmp_path, "qwen3")
-    assert rt.stop_tokens_of(MLXDefaultAdapter(model, dict(cfg, eos_token_id=[EOS, 3]))) == [EOS, 3]
+    assert rt.stop_tokens_of(rt.target_for(model, dict(cfg, eos_token_id=[EOS, 3]))) == [EOS, 3]
     assert rt.stop_tokens_of(target) == []
 
 
@@ -366,7 +366,7 @@ def test_generation_beyond_max_positions_is_an_input_error(tmp_path, monkeypatch
     with pytest.raises(InputError, match="max_position_embeddings 512"):
         rt.greedy_generate(target, PROMPT, max_new_tokens=512)
     # an unknown limit: the draft cache still allocates only what the run needs
-    monkeypatch.setattr(MLXDefaultAdapter, "max_positions", property(lambda self: None))
+    monkeypatch.setattr(MLXTarget, "max_positions", property(lambda self: None))
     plain = mlx_lm_greedy(model, PROMPT, 12)
     stop = plain[6]
     out = rt.spec_generate(draft, target, PROMPT, max_new_tokens=10**12, stop_token_ids=[stop])
@@ -379,12 +379,12 @@ def test_a_trim_that_drops_fewer_positions_is_refused():
             return n - 1
 
     with pytest.raises(RuntimeUnsupportedError, match="could only drop 2 of the 3"):
-        mlx_default._cut(Short(), 3)
+        mlx_target.cut_entry(Short(), 3)
     from mlx_lm.models.cache import KVCache
 
     c = KVCache()
     c.update_and_fetch(mx.zeros((1, 1, 5, 2)), mx.zeros((1, 1, 5, 2)))
-    mlx_default._cut(c, 2)
+    mlx_target.cut_entry(c, 2)
     assert c.offset == 3
 
 

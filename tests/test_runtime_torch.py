@@ -13,11 +13,10 @@ pytest.importorskip("dflash")
 
 import dflash.model as ref  # noqa: E402  (the oracle, tests only)
 
-from dflash_compat.adapters import torch_adapter_for  # noqa: E402
-from dflash_compat.adapters.torch_default import TorchDefaultAdapter  # noqa: E402
 from dflash_compat.exceptions import InputError, RuntimeUnsupportedError, WeightsError  # noqa: E402
 from dflash_compat.runtime import torch_generate as rt  # noqa: E402
 from dflash_compat.runtime.torch_draft import DFlash2DraftModel, load_draft  # noqa: E402
+from dflash_compat.runtime.torch_target import TorchTarget  # noqa: E402
 
 from .tiny_dflash import draft_config, draft_state, make_pair, reference_generate, save_draft, target_config  # noqa: E402
 
@@ -41,7 +40,7 @@ def _cpu_clock(monkeypatch):
 @pytest.mark.parametrize("seed,block_size,vocab", [(0, 2, 32), (1, 4, 16), (2, 8, 64), (3, 16, 32), (4, 5, 16)])
 def test_greedy_matches_reference_and_target(tmp_path, version, seed, block_size, vocab):
     model, _, folder = make_pair(tmp_path, seed=seed, version=version, block_size=block_size, target={"vocab": vocab})
-    target = torch_adapter_for(model)
+    target = rt.target_for(model)
     draft = load_draft(folder)
     assert isinstance(draft, DFlash2DraftModel) == (version == 2)
     n = 37
@@ -57,7 +56,7 @@ def test_greedy_matches_reference_and_target(tmp_path, version, seed, block_size
 @pytest.mark.parametrize("version", [1, 2])
 def test_per_call_block_size_and_stop_tokens(tmp_path, version):
     model, _, folder = make_pair(tmp_path, seed=5, version=version, block_size=8, target={"vocab": 16})
-    target, draft = torch_adapter_for(model), load_draft(folder)
+    target, draft = rt.target_for(model), load_draft(folder)
     plain = rt.greedy_generate(target, PROMPT, max_new_tokens=30).tokens
     stop = plain[11]
     cut = plain[: plain.index(stop) + 1]
@@ -73,7 +72,7 @@ def test_per_call_block_size_and_stop_tokens(tmp_path, version):
 
 def test_max_new_tokens_edges(tmp_path):
     model, _, folder = make_pair(tmp_path, seed=6, block_size=4, target={"vocab": 16})
-    target, draft = torch_adapter_for(model), load_draft(folder)
+    target, draft = rt.target_for(model), load_draft(folder)
     plain = rt.greedy_generate(target, PROMPT, max_new_tokens=6).tokens
     for n in (1, 2, 5, 6):
         assert rt.spec_generate(draft, target, PROMPT, max_new_tokens=n).tokens == plain[:n]
@@ -103,7 +102,7 @@ def _replay(monkeypatch, continuation, prompt_len, wrong_at=None):
 @pytest.mark.parametrize("bs", [2, 4, 16])
 def test_replayed_continuation_gives_tau_equal_block_size(tmp_path, monkeypatch, bs):
     model, _, folder = make_pair(tmp_path, seed=7, block_size=16, target={"vocab": 32})
-    target, draft = torch_adapter_for(model), load_draft(folder)
+    target, draft = rt.target_for(model), load_draft(folder)
     n = 1 + 5 * bs
     plain = rt.greedy_generate(target, PROMPT, max_new_tokens=n + bs).tokens
     _replay(monkeypatch, plain, len(PROMPT))
@@ -118,7 +117,7 @@ def test_replayed_continuation_gives_tau_equal_block_size(tmp_path, monkeypatch,
 
 def test_replay_with_one_wrong_position(tmp_path, monkeypatch):
     model, _, folder = make_pair(tmp_path, seed=8, block_size=8, target={"vocab": 32})
-    target, draft = torch_adapter_for(model), load_draft(folder)
+    target, draft = rt.target_for(model), load_draft(folder)
     plain = rt.greedy_generate(target, PROMPT, max_new_tokens=40).tokens
     _replay(monkeypatch, plain, len(PROMPT), wrong_at=4)
     out = rt.spec_generate(draft, target, PROMPT, max_new_tokens=1 + 4 * 6, block_size=8)
@@ -135,7 +134,7 @@ def test_replay_with_one_wrong_position(tmp_path, monkeypatch):
 @pytest.mark.parametrize("break_what", ["dynamic_cache_crop", "adapter_rollback"])
 def test_broken_rollback_is_detected(tmp_path, monkeypatch, break_what):
     model, _, folder = make_pair(tmp_path, seed=9, block_size=8, target={"vocab": 32})
-    target, draft = torch_adapter_for(model), load_draft(folder)
+    target, draft = rt.target_for(model), load_draft(folder)
     plain = rt.greedy_generate(target, PROMPT, max_new_tokens=30).tokens
     assert rt.spec_generate(draft, target, PROMPT, max_new_tokens=30).tokens == plain
     if break_what == "dynamic_cache_crop":
@@ -143,39 +142,39 @@ def test_broken_rollback_is_detected(tmp_path, monkeypatch, break_what):
 
         monkeypatch.setattr(DynamicCache, "crop", lambda self, n: None)
     else:
-        monkeypatch.setattr(TorchDefaultAdapter, "rollback", lambda self, cache, length: None)
+        monkeypatch.setattr(TorchTarget, "rollback", lambda self, cache, length: None)
     assert rt.spec_generate(draft, target, PROMPT, max_new_tokens=30).tokens != plain
 
 
 # ---------------------------------------------------------------------------------------------
-# the adapter: features by hooks, rollback kinds, old and new cache APIs, VLM wrappers
+# the target: features by hooks, rollback kinds, old and new cache APIs, VLM wrappers
 # ---------------------------------------------------------------------------------------------
 
 
 def test_captured_features_equal_hidden_states(tmp_path):
     model, tcfg, _ = make_pair(tmp_path, seed=10, target={"layers": 4})
-    adapter = torch_adapter_for(model)
+    target = rt.target_for(model)
     ids = torch.tensor([PROMPT])
     with torch.no_grad():
         hs = model(ids, output_hidden_states=True).hidden_states
         calls = []
-        hooks_before = [len(layer._forward_hooks) for layer in adapter.layers]
+        hooks_before = [len(layer._forward_hooks) for layer in target.layers]
         orig = model.forward
         model.forward = lambda *a, **k: calls.append(k) or orig(*a, **k)
-        out = adapter.forward(ids, adapter.new_cache(), 0, capture=[2, 0, 1])
+        out = target.forward(ids, target.new_cache(), 0, capture=[2, 0, 1])
         model.forward = orig
     h = tcfg["hidden_size"]
     for slot, layer_id in enumerate([2, 0, 1]):
         torch.testing.assert_close(out.features[..., slot * h:(slot + 1) * h], hs[layer_id + 1], rtol=0, atol=0)
     assert not calls[0].get("output_hidden_states")  # only the hooked layers are kept
-    assert [len(layer._forward_hooks) for layer in adapter.layers] == hooks_before  # ours are removed
+    assert [len(layer._forward_hooks) for layer in target.layers] == hooks_before  # ours are removed
 
 
 def test_rollback_with_sliding_window_target(tmp_path):
     # sliding layers (window 3) past their window: transformers 5 needs past recording to crop
     tgt = {"vocab": 32, "use_sliding_window": True, "sliding_window": 3, "max_window_layers": 1}
     model, _, folder = make_pair(tmp_path, seed=11, block_size=6, target=tgt)
-    target, draft = torch_adapter_for(model), load_draft(folder)
+    target, draft = rt.target_for(model), load_draft(folder)
     assert target.rollback_kind == "crop"
     plain = rt.greedy_generate(target, PROMPT, max_new_tokens=24).tokens
     assert rt.spec_generate(draft, target, PROMPT, max_new_tokens=24).tokens == plain
@@ -193,11 +192,11 @@ def test_rollback_on_a_legacy_cache():
         def crop(self, max_length):
             self.n = self.n - abs(max_length) if max_length < 0 else min(self.n, max_length)
 
-    adapter = TorchDefaultAdapter.__new__(TorchDefaultAdapter)
+    target = TorchTarget.__new__(TorchTarget)
     cache = LegacyCache(10)
-    adapter.rollback(cache, 10)  # must not call crop(0), which would empty a 4.x cache
+    target.rollback(cache, 10)  # must not call crop(0), which would empty a 4.x cache
     assert cache.n == 10
-    adapter.rollback(cache, 6)
+    target.rollback(cache, 6)
     assert cache.n == 6
 
 
@@ -219,9 +218,9 @@ def test_target_taking_past_key_values(tmp_path):
         def forward(self, input_ids, position_ids=None, past_key_values=None, use_cache=None):
             return self.inner(input_ids, position_ids=position_ids, cache=past_key_values, use_cache=use_cache)
 
-    target = torch_adapter_for(OldStyle(model))
+    target = rt.target_for(OldStyle(model))
     assert target._cache_kwarg == "past_key_values" and target._keep_kwarg is None
-    plain = rt.greedy_generate(torch_adapter_for(model), PROMPT, max_new_tokens=16).tokens
+    plain = rt.greedy_generate(rt.target_for(model), PROMPT, max_new_tokens=16).tokens
     assert rt.greedy_generate(target, PROMPT, max_new_tokens=16).tokens == plain
     assert rt.spec_generate(load_draft(folder), target, PROMPT, max_new_tokens=16).tokens == plain
 
@@ -234,7 +233,7 @@ def test_vlm_wrapper(tmp_path):
                   num_attention_heads=2, image_size=8, patch_size=4)
     torch.manual_seed(13)
     vlm = LlavaForConditionalGeneration(LlavaConfig(text_config=tcfg, vision_config=vision, image_token_index=31)).eval()
-    target = torch_adapter_for(vlm)
+    target = rt.target_for(vlm)
     assert target.num_layers == 4 and target.hidden_size == 32 and target.vocab_size == 32
     assert target.layers is vlm.get_decoder().layers
     dcfg = draft_config(tcfg, block_size=4, mask_token_id=30)
@@ -247,7 +246,7 @@ def test_recurrent_target_is_refused(tmp_path):
     from transformers import MambaConfig, MambaForCausalLM
 
     mamba = MambaForCausalLM(MambaConfig(vocab_size=32, hidden_size=32, state_size=4, num_hidden_layers=2)).eval()
-    target = torch_adapter_for(mamba)
+    target = rt.target_for(mamba)
     assert target.rollback_kind == "none"
     tcfg = target_config(vocab=32)
     dcfg = draft_config(tcfg, block_size=4, target_layer_ids=(0,))
@@ -258,7 +257,7 @@ def test_recurrent_target_is_refused(tmp_path):
 
 def test_pairing_mismatches_are_refused(tmp_path):
     model, tcfg, _ = make_pair(tmp_path, seed=14, target={"vocab": 32, "layers": 4})
-    target = torch_adapter_for(model)
+    target = rt.target_for(model)
     for change, match in [({"target_layer_ids": (0, 4)}, "out of range"), ({"mask_token_id": 40}, "mask_token_id")]:
         dcfg = draft_config(tcfg, **change)
         draft = load_draft(save_draft(tmp_path / str(len(match)), dcfg, draft_state(dcfg)))
@@ -323,7 +322,7 @@ def _variant(tmp_path, name, version):
 @pytest.mark.parametrize("name", list(VARIANTS))
 def test_config_variants_match_reference(tmp_path, name, version):
     model, folder = _variant(tmp_path, name, version)
-    target = torch_adapter_for(model)
+    target = rt.target_for(model)
     ours = load_draft(folder)
     cls = ref.DFlash2DraftModel if version == 2 else ref.DFlashDraftModel
     theirs = cls.from_pretrained(str(folder), dtype=torch.float32).eval()
@@ -364,7 +363,7 @@ def test_config_variants_match_reference(tmp_path, name, version):
 
 def test_sampling_probabilities_of_draft_match_reference(tmp_path):
     model, folder = _variant(tmp_path, "embedding_scale_multiplier_softcap", 1)
-    target, ours = torch_adapter_for(model), load_draft(folder)
+    target, ours = rt.target_for(model), load_draft(folder)
     theirs = ref.DFlashDraftModel.from_pretrained(str(folder), dtype=torch.float32).eval()
     feats = torch.randn(1, 5, 64, generator=torch.Generator().manual_seed(1))
     block = torch.tensor([[3] + [ours.mask_token_id] * 5])
@@ -372,7 +371,7 @@ def test_sampling_probabilities_of_draft_match_reference(tmp_path):
         noise = ref._raw_input_embeddings(model, block, 2.5)
         h = theirs(target_hidden=feats, noise_embedding=noise, position_ids=torch.arange(0, 11)[None])[:, 1:]
         want = ref._sampling_probs(theirs.compute_logits(h, model.lm_head), 0.8, 0.9, 7)
-        _, got = rt.draft_block(ours, target, block[:, :1], feats, 5, ours.new_cache(), 6, 0.8, 0.9, 7,
+        _, got = rt.draft_block(ours, target, block[:, :1], feats, 5, ours.new_cache(), 6, rt.Sampling(0.8, 0.9, 7),
                                 torch.Generator().manual_seed(0))
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
 
@@ -380,7 +379,7 @@ def test_sampling_probabilities_of_draft_match_reference(tmp_path):
 @pytest.mark.parametrize("temperature,top_p,top_k", [(1.0, 1.0, 0), (0.7, 0.9, 0), (1.3, 1.0, 5), (0.5, 0.6, 9)])
 def test_sampling_probs_match_reference(temperature, top_p, top_k):
     logits = torch.randn(3, 4, 40, generator=torch.Generator().manual_seed(2)) * 3
-    torch.testing.assert_close(rt.sampling_probs(logits, temperature, top_p, top_k),
+    torch.testing.assert_close(rt.sampling_probs(logits, rt.Sampling(temperature, top_p, top_k)),
                                ref._sampling_probs(logits, temperature, top_p, top_k), rtol=1e-6, atol=1e-7)
 
 

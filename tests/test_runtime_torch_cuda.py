@@ -10,7 +10,6 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from dflash_compat.adapters import torch_adapter_for  # noqa: E402
 from dflash_compat.runtime import torch_generate as rt  # noqa: E402
 from dflash_compat.runtime.torch_draft import load_draft  # noqa: E402
 
@@ -30,7 +29,7 @@ def test_cuda_float32_matches_reference_and_greedy(tmp_path, version):
 
     model, _, folder = make_pair(tmp_path, seed=1, version=version, block_size=8, target={"vocab": 32})
     model = model.to("cuda")
-    target = torch_adapter_for(model)
+    target = rt.target_for(model)
     draft = load_draft(folder, device="cuda", dtype=torch.float32)
     out = rt.spec_generate(draft, target, PROMPT, max_new_tokens=40)
     plain = rt.greedy_generate(target, PROMPT, max_new_tokens=40)
@@ -45,19 +44,19 @@ def test_cuda_float32_matches_reference_and_greedy(tmp_path, version):
 
 def test_cuda_bfloat16_runs(tmp_path):
     model, _, folder = make_pair(tmp_path, seed=2, block_size=8, target={"vocab": 32})
-    target = torch_adapter_for(model.to("cuda", torch.bfloat16))
+    target = rt.target_for(model.to("cuda", torch.bfloat16))
     draft = load_draft(folder, device="cuda", dtype=torch.bfloat16)
     assert draft.fc.weight.dtype == torch.bfloat16 and target.dtype == torch.bfloat16
     out = rt.spec_generate(draft, target, PROMPT, max_new_tokens=33, timed=False)
     assert len(out.tokens) == 33 and out.stats.decode_s > 0
-    sampled = rt.spec_generate(draft, target, PROMPT, max_new_tokens=33, temperature=0.8, top_p=0.9, seed=0)
+    sampled = rt.spec_generate(draft, target, PROMPT, max_new_tokens=33, sampling=rt.Sampling(0.8, 0.9, seed=0))
     assert len(sampled.tokens) == 33
     # (bf16 block verification can differ from one-by-one decoding at near-ties: no token-for-token check)
 
 
 def test_cuda_replay_gives_tau_equal_block_size(tmp_path, monkeypatch):
     model, _, folder = make_pair(tmp_path, seed=3, block_size=8, target={"vocab": 32})
-    target = torch_adapter_for(model.to("cuda"))
+    target = rt.target_for(model.to("cuda"))
     draft = load_draft(folder, device="cuda")
     plain = rt.greedy_generate(target, PROMPT, max_new_tokens=41).tokens
 

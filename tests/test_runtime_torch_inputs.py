@@ -13,11 +13,10 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from dflash_compat.adapters import torch_adapter_for  # noqa: E402
-from dflash_compat.adapters.torch_default import TorchDefaultAdapter  # noqa: E402
 from dflash_compat.exceptions import InputError, RuntimeUnsupportedError, WeightsError  # noqa: E402
 from dflash_compat.runtime import torch_generate as rt  # noqa: E402
 from dflash_compat.runtime.torch_draft import load_draft  # noqa: E402
+from dflash_compat.runtime.torch_target import TorchTarget  # noqa: E402
 
 from .tiny_dflash import make_pair, tiny_target  # noqa: E402
 
@@ -78,7 +77,7 @@ def test_truncated_target_weights_are_a_weights_error(tmp_path):
 
 def test_draft_and_target_dtypes_must_match(tmp_path):
     model, _, folder = make_pair(tmp_path, seed=1, block_size=4, target={"vocab": 16})
-    target = torch_adapter_for(model)  # float32
+    target = rt.target_for(model)  # float32
     draft = load_draft(folder, dtype=torch.bfloat16)
     with pytest.raises(RuntimeUnsupportedError, match="draft is bfloat16 on cpu, the target's embedding float32"):
         rt.spec_generate(draft, target, PROMPT, max_new_tokens=4)
@@ -86,7 +85,7 @@ def test_draft_and_target_dtypes_must_match(tmp_path):
 
 def test_out_of_vocabulary_ids_are_input_errors(tmp_path):
     model, _, folder = make_pair(tmp_path, seed=2, block_size=4, target={"vocab": 16})
-    target, draft = torch_adapter_for(model), load_draft(folder)
+    target, draft = rt.target_for(model), load_draft(folder)
     for bad, shown in ((PROMPT + [16], "16"), ([-1, 2], "-1"), (torch.tensor([[3, 99]]), "99")):
         with pytest.raises(InputError, match=f"token id {shown} is outside the target's vocabulary"):
             rt.spec_generate(draft, target, bad, max_new_tokens=4)
@@ -98,7 +97,7 @@ def test_out_of_vocabulary_ids_are_input_errors(tmp_path):
 
 def test_generation_beyond_max_positions_is_an_input_error(tmp_path):
     model, _, folder = make_pair(tmp_path, seed=3, block_size=4, target={"vocab": 16})  # 8192 positions
-    target, draft = torch_adapter_for(model), load_draft(folder)
+    target, draft = rt.target_for(model), load_draft(folder)
     assert target.max_positions == 8192
     with pytest.raises(InputError, match="max_position_embeddings 8192"):
         rt.spec_generate(draft, target, PROMPT, max_new_tokens=10**12)
@@ -109,11 +108,11 @@ def test_generation_beyond_max_positions_is_an_input_error(tmp_path):
 
 def test_huge_max_new_tokens_allocates_only_what_it_needs(tmp_path, monkeypatch):
     model, _, folder = make_pair(tmp_path, seed=4, block_size=4, target={"vocab": 16})
-    target, draft = torch_adapter_for(model), load_draft(folder)
+    target, draft = rt.target_for(model), load_draft(folder)
     plain = rt.greedy_generate(target, PROMPT, max_new_tokens=12).tokens
     stop = plain[6]
     expected = plain[: plain.index(stop) + 1]
-    monkeypatch.setattr(TorchDefaultAdapter, "max_positions", property(lambda self: None))  # unknown limit
+    monkeypatch.setattr(TorchTarget, "max_positions", property(lambda self: None))  # unknown limit
     out = rt.spec_generate(draft, target, PROMPT, max_new_tokens=10**12, stop_token_ids=[stop])
     assert out.tokens == expected
 
@@ -122,7 +121,7 @@ def test_greedy_baseline_never_rolls_back(tmp_path, monkeypatch):
     from transformers import DynamicCache
 
     model, _, _ = make_pair(tmp_path, seed=5, block_size=4, target={"vocab": 16})
-    target = torch_adapter_for(model)
+    target = rt.target_for(model)
     expected = rt.greedy_generate(target, PROMPT, max_new_tokens=10).tokens
     ids = torch.tensor([PROMPT])
     assert expected == model.generate(ids, max_new_tokens=10, do_sample=False)[0, len(PROMPT):].tolist()
@@ -130,7 +129,7 @@ def test_greedy_baseline_never_rolls_back(tmp_path, monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("the greedy baseline must not roll back")
 
-    monkeypatch.setattr(TorchDefaultAdapter, "rollback", refuse)
+    monkeypatch.setattr(TorchTarget, "rollback", refuse)
     monkeypatch.setattr(DynamicCache, "crop", refuse)
     assert rt.greedy_generate(target, PROMPT, max_new_tokens=10).tokens == expected
 
@@ -138,7 +137,7 @@ def test_greedy_baseline_never_rolls_back(tmp_path, monkeypatch):
 def test_greedy_baseline_runs_on_a_sliding_window_target(tmp_path):
     extra = {"layer_types": ["sliding_attention", "full_attention"] * 2, "sliding_window": 3, "use_sliding_window": True}
     model = tiny_target(6, vocab=16, **extra)
-    target = torch_adapter_for(model)
+    target = rt.target_for(model)
     ids = torch.tensor([PROMPT])
     expected = model.generate(ids, max_new_tokens=12, do_sample=False)[0, len(PROMPT):].tolist()
     assert rt.greedy_generate(target, PROMPT, max_new_tokens=12).tokens == expected
@@ -147,8 +146,8 @@ def test_greedy_baseline_runs_on_a_sliding_window_target(tmp_path):
 def test_selector_top_k_wider_than_the_vocabulary(tmp_path):
     model, _, folder = make_pair(tmp_path, seed=7, version=2, block_size=4, target={"vocab": 16},
                                  draft={"dflash_extra": {"selector_top_k": 40}})
-    target, draft = torch_adapter_for(model), load_draft(folder)
+    target, draft = rt.target_for(model), load_draft(folder)
     plain = rt.greedy_generate(target, PROMPT, max_new_tokens=10).tokens
     assert rt.spec_generate(draft, target, PROMPT, max_new_tokens=10).tokens == plain
-    sampled = rt.spec_generate(draft, target, PROMPT, max_new_tokens=10, temperature=0.8, seed=1)
+    sampled = rt.spec_generate(draft, target, PROMPT, max_new_tokens=10, sampling=rt.Sampling(0.8, seed=1))
     assert len(sampled.tokens) == 10

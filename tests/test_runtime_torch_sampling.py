@@ -11,7 +11,6 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from dflash_compat.adapters import torch_adapter_for  # noqa: E402
 from dflash_compat.runtime import torch_generate as rt  # noqa: E402
 from dflash_compat.runtime.torch_draft import load_draft  # noqa: E402
 
@@ -106,7 +105,7 @@ def _exact_joint(model, prompt, length, temperature, top_p, top_k):
     with torch.no_grad():
         def dist(prefix):
             logits = model(torch.tensor([prompt + list(prefix)])).logits[0, -1]
-            return rt.sampling_probs(logits, temperature, top_p, top_k).tolist()
+            return rt.sampling_probs(logits, rt.Sampling(temperature, top_p, top_k)).tolist()
 
         cond = {(): dist(())}
         for n in range(1, length):
@@ -126,16 +125,17 @@ def test_spec_generate_samples_like_the_target(tmp_path, version, block_size, te
         tmp_path, seed=2, version=version, block_size=block_size, target={"vocab": 4, "layers": 2},
         draft={"layers": 1, "target_layer_ids": (0,), **({"dflash_extra": {"selector_top_k": 3}} if version == 2 else {})},
     )
-    target, draft = torch_adapter_for(model), load_draft(folder)
+    target, draft = rt.target_for(model), load_draft(folder)
     prompt = [1, 2, 0]
     exact = _exact_joint(model, prompt, 3, temperature, top_p, top_k)
     seen, accepted_any = Counter(), 0
     for seed in range(runs):
-        out = rt.spec_generate(draft, target, prompt, max_new_tokens=3, temperature=temperature, top_p=top_p,
-                               top_k=top_k, seed=seed)
+        out = rt.spec_generate(draft, target, prompt, max_new_tokens=3,
+                               sampling=rt.Sampling(temperature, top_p, top_k, seed))
         seen[tuple(out.tokens)] += 1
         accepted_any += out.stats.accepted[0] > 0
     assert 0.1 * runs < accepted_any < 0.9 * runs  # both the accept and the reject paths ran
     assert chi_square_p(seen, exact, runs) > 1e-3
-    again = rt.spec_generate(draft, target, prompt, max_new_tokens=3, temperature=temperature, seed=5)
-    assert again.tokens == rt.spec_generate(draft, target, prompt, max_new_tokens=3, temperature=temperature, seed=5).tokens
+    again = rt.spec_generate(draft, target, prompt, max_new_tokens=3, sampling=rt.Sampling(temperature, seed=5))
+    assert again.tokens == rt.spec_generate(draft, target, prompt, max_new_tokens=3,
+                                            sampling=rt.Sampling(temperature, seed=5)).tokens

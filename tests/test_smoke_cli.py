@@ -204,3 +204,33 @@ def test_smoke_help_imports_no_torch():
              "print('HEAVY', [m for m in ('torch', 'transformers', 'safetensors') if m in sys.modules], file=sys.stderr)")
     res = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert "--prompt-ids" in res.stdout and "HEAVY []" in res.stderr, res.stderr
+
+
+def test_threads_auto_and_override(models, monkeypatch):
+    calls = []
+    monkeypatch.setattr(torch, "set_num_threads", calls.append)
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        monkeypatch.delenv(var, raising=False)
+    base = ["smoke", str(models / "target"), "--draft", str(models / "draft"), "--prompt-ids", "1,2",
+            "--max-new-tokens", "4", "-f", "json"]
+    assert CliRunner().invoke(cli, base).exit_code == 0 and calls == [1]  # a tiny pair: one thread
+    assert CliRunner().invoke(cli, base + ["--threads", "3"]).exit_code == 0 and calls[-1] == 3
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    assert CliRunner().invoke(cli, base).exit_code == 0 and calls == [1, 3]  # the environment's choice stays
+    res = CliRunner().invoke(cli, base + ["--threads", "2", "--backend", "mlx"])
+    assert res.exit_code == 2 and "--threads is for --backend torch" in res.stderr
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--temperature", "nan"], "temperature nan"),
+    (["--temperature", "1e-300"], "temperature 1e-300"),
+    (["--seed", str(2**64)], "seed"),
+])
+def test_sampling_values_that_would_crash_exit_2(models, args, message):
+    res = _smoke(models, "--prompt-ids", "1,2", *args)
+    assert res.exit_code == 2 and message in res.stderr and res.stderr.count("\n") == 1, res.output
+
+
+def test_prompts_file_must_be_a_regular_file(models, tmp_path):
+    res = _smoke(models, "--prompts-file", "/dev/zero")
+    assert res.exit_code == 2 and "not a regular file" in res.stderr and res.stderr.count("\n") == 1

@@ -10,12 +10,15 @@ from typing import Any, Callable, Optional
 
 import click
 
-from ..exceptions import EXIT_FAIL, EXIT_OK, DFlashCompatError, InputError, MissingDependencyError
+from ..exceptions import EXIT_FAIL, EXIT_OK, DFlashCompatError, InputError, MissingDependencyError, one_line
+from ..runtime.core import GREEDY, Sampling, check_block_size, check_token_ids
+from ..weightfiles import read_regular_text
 
 __all__ = ["smoke_cmd", "SmokeRequest", "SmokeRun", "PromptRun", "build_payload", "SCHEMA_VERSION"]
 
 SCHEMA_VERSION = 1
 DEFAULT_PROMPT = "Write a short story about a robot who learns to paint."
+MAX_PROMPTS_BYTES = 16 * 1024 * 1024
 _TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json", "tiktoken.model")
 
 
@@ -29,10 +32,7 @@ class SmokeRequest:
     prompt_ids: list[list[int]] = field(default_factory=list)
     max_new_tokens: int = 64
     block_size: Optional[int] = None
-    temperature: float = 0.0
-    top_p: float = 1.0
-    top_k: int = 0
-    seed: int = 0
+    sampling: Sampling = GREEDY
     device: str = "auto"
     dtype: str = "auto"
     trust_remote_code: bool = False
@@ -40,6 +40,7 @@ class SmokeRequest:
     adapter: Optional[str] = None  # --adapter FILE_OR_NAME (None: chosen by model_type)
     # --profile-out: also time speculative steps at this shorter block size, for the cost model
     profile_block_size: Optional[int] = None
+    threads: Optional[int] = None  # --threads N (torch; None: chosen by runtime/threads.py)
 
 
 @dataclass
@@ -85,13 +86,14 @@ def _tokenize(folder: Path, texts: list[str], target: str) -> list[list[int]]:
     if not texts:
         return []
     if not any((folder / name).is_file() for name in _TOKENIZER_FILES):
-        raise InputError(f"target {target} has no tokenizer, so text prompts cannot be encoded; pass --prompt-ids 1,2,3")
+        raise InputError(
+            f"target {target} has no tokenizer, so text prompts cannot be encoded; pass --prompt-ids 1,2,3")
     try:
         from transformers import AutoTokenizer
 
         tokenizer = AutoTokenizer.from_pretrained(str(folder))
     except (OSError, ValueError, TypeError) as exc:
-        raise InputError(f"target {target}: cannot load its tokenizer ({str(exc).splitlines()[0]}); pass --prompt-ids") from None
+        raise InputError(f"target {target}: cannot load its tokenizer ({one_line(exc)}); pass --prompt-ids") from None
     encoded = [list(tokenizer(t)["input_ids"]) for t in texts]
     empty = [i for i, ids in enumerate(encoded) if not ids]
     if empty:
@@ -111,37 +113,44 @@ def _torch_device_dtype(device: str, dtype: str):
     return device, dtype, getattr(torch, dtype)
 
 
+def _set_threads(target, draft, requested: Optional[int]) -> None:
+    """Intra-op threads for a CPU run: few for small models, never more than the free cores
+    (runtime/threads.py); --threads or OMP_NUM_THREADS / MKL_NUM_THREADS win."""
+    import torch
+
+    from ..runtime.threads import choose_threads
+
+    params = sum(p.numel() for p in target.model.parameters()) + sum(p.numel() for p in draft.parameters())
+    choice = choose_threads(params, torch.get_num_threads(), requested=requested)
+    if choice.threads is not None:
+        torch.set_num_threads(choice.threads)
+
+
 def run_prompts(rt, draft, target, prompts: list[list[int]], req: "SmokeRequest", step: Callable[[], None],
                 total: Callable[[int], None]) -> tuple[int, list["PromptRun"]]:
     """The protocol both backends share: validate the block size and the prompt ids, warm up once,
     then per prompt a speculative run and a plain greedy baseline. `rt` is torch_generate or
     mlx_generate (same function names)."""
-    bs = draft.block_size if req.block_size is None else req.block_size
-    if not 1 <= bs <= draft.block_size:
-        raise InputError(f"--block-size {bs} must be between 1 and the draft's block_size {draft.block_size}")
+    bs = check_block_size(req.block_size, draft.block_size, "--block-size")
     for i, ids in enumerate(prompts):
-        bad = [t for t in ids if not 0 <= t < target.vocab_size]
-        if bad:
-            raise InputError(f"prompt {i}: token id {bad[0]} is outside the target's vocabulary (0..{target.vocab_size - 1})")
+        check_token_ids(ids, target.vocab_size, f"prompt {i}")
     stops = rt.stop_tokens_of(target)
-    sampling = dict(temperature=req.temperature, top_p=req.top_p, top_k=req.top_k)
+    spec = dict(block_size=bs, stop_token_ids=stops, sampling=req.sampling)
     total(2 * len(prompts))
     # warm-up: first calls pay for lazy initialisation (CUDA kernel selection, MLX compilation)
-    rt.spec_generate(draft, target, prompts[0], max_new_tokens=min(8, req.max_new_tokens), block_size=bs,
-                     stop_token_ids=stops, seed=req.seed, **sampling)
+    rt.spec_generate(draft, target, prompts[0], max_new_tokens=min(8, req.max_new_tokens), **spec)
     rt.greedy_generate(target, prompts[0], max_new_tokens=min(8, req.max_new_tokens), stop_token_ids=stops)
     runs = []
     for ids in prompts:
-        spec = rt.spec_generate(draft, target, ids, max_new_tokens=req.max_new_tokens, block_size=bs,
-                                stop_token_ids=stops, seed=req.seed, **sampling)
+        result = rt.spec_generate(draft, target, ids, max_new_tokens=req.max_new_tokens, **spec)
         step()
         base = rt.greedy_generate(target, ids, max_new_tokens=req.max_new_tokens, stop_token_ids=stops)
         step()
         short = None
         if req.profile_block_size is not None and req.profile_block_size < bs:
             short = rt.spec_generate(draft, target, ids, max_new_tokens=req.max_new_tokens,
-                                     block_size=req.profile_block_size, stop_token_ids=stops, seed=req.seed, **sampling)
-        runs.append(PromptRun(ids, spec, base, short))
+                                     **{**spec, "block_size": req.profile_block_size})
+        runs.append(PromptRun(ids, result, base, short))
     return bs, runs
 
 
@@ -150,18 +159,20 @@ def _run_torch(req: SmokeRequest, step: Callable[[], None], total: Callable[[int
         import torch  # noqa: F401
         import transformers  # noqa: F401
     except ImportError:
-        raise MissingDependencyError("the torch backend needs torch and transformers: pip install 'dflash-compat[torch]'") from None
-    from ..resolve import download_weights, resolve
+        raise MissingDependencyError(
+            "the torch backend needs torch and transformers: pip install 'dflash-compat[torch]'") from None
     from ..runtime import torch_generate as rt
+    from ..runtime.checkpoints import target_folder
 
     transformers.utils.logging.disable_progress_bar()  # ours is on stderr already
     device, dtype_name, dtype = _torch_device_dtype(req.device, req.dtype)
-    resolved = resolve(req.target, "target", token=req.token)
-    folder = download_weights(resolved, token=req.token, trust_remote_code=req.trust_remote_code)
+    folder = target_folder(req.target, token=req.token, trust_remote_code=req.trust_remote_code)
     prompts = _tokenize(folder, req.texts, req.target) + [list(p) for p in req.prompt_ids]
     target = rt.load_target(folder, device=device, dtype=dtype, trust_remote_code=req.trust_remote_code,
                             adapter=req.adapter)
     draft = rt.load_draft(req.draft, device=device, dtype=dtype, token=req.token)
+    if device == "cpu" or req.threads is not None:
+        _set_threads(target, draft, req.threads)
     bs, runs = run_prompts(rt, draft, target, prompts, req, step, total)
     return SmokeRun("torch", device, dtype_name, bs, runs)
 
@@ -258,10 +269,10 @@ def _parse_ids(values: tuple[str, ...]) -> list[list[int]]:
 def _read_prompts_file(path: Optional[str]) -> list[str]:
     if path is None:
         return []
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"--prompts-file {path}: cannot read it ({exc})") from None
+    try:  # a regular file of bounded size: never /dev/zero or a FIFO that blocks
+        text = read_regular_text(Path(path), MAX_PROMPTS_BYTES)
+    except (OSError, ValueError) as exc:
+        raise InputError(f"--prompts-file {path}: cannot read it ({one_line(exc)})") from None
     return [line for line in text.splitlines() if line.strip()]
 
 
@@ -273,24 +284,41 @@ def _fail(exc: DFlashCompatError) -> None:
 @click.command("smoke", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("target")
 @click.option("--draft", "-d", required=True, help="The DFlash draft: a local folder or a Hub repo id.")
-@click.option("--prompt", "-p", "prompts", multiple=True, help="A text prompt (needs the target's tokenizer); repeat for several.")
-@click.option("--prompts-file", type=click.Path(dir_okay=False), help="A file of text prompts, one per line (blank lines are skipped).")
-@click.option("--prompt-ids", multiple=True, help="A prompt as comma-separated token ids (e.g. 1,2,3); repeat for several.")
-@click.option("--max-new-tokens", type=click.IntRange(min=1), default=64, show_default=True, help="Tokens to generate per prompt.")
-@click.option("--block-size", type=click.IntRange(min=1), help="Block size per step, at most the draft's (default: the draft's block_size).")
+@click.option("--prompt", "-p", "prompts", multiple=True,
+              help="A text prompt (needs the target's tokenizer); repeat for several.")
+@click.option("--prompts-file", type=click.Path(dir_okay=False),
+              help="A file of text prompts, one per line (blank lines are skipped).")
+@click.option("--prompt-ids", multiple=True,
+              help="A prompt as comma-separated token ids (e.g. 1,2,3); repeat for several.")
+@click.option("--max-new-tokens", type=click.IntRange(min=1), default=64, show_default=True,
+              help="Tokens to generate per prompt.")
+@click.option("--block-size", type=click.IntRange(min=1),
+              help="Block size per step, at most the draft's (default: the draft's block_size).")
 @click.option("--temperature", type=click.FloatRange(min=0), default=0.0, show_default=True,
-              help="0 is greedy and checked token for token; above 0 uses lossless rejection sampling (not comparable token for token).")
-@click.option("--top-p", type=click.FloatRange(min=0, max=1, min_open=True), default=1.0, show_default=True, help="Nucleus sampling mass (with --temperature > 0).")
-@click.option("--top-k", type=click.IntRange(min=0), default=0, show_default=True, help="Sample among the k most likely tokens; 0 means all (with --temperature > 0).")
+              help="0 is greedy and checked token for token; above 0 uses lossless rejection sampling (not comparable "
+              "token for token).")
+@click.option("--top-p", type=click.FloatRange(min=0, max=1, min_open=True), default=1.0, show_default=True,
+              help="Nucleus sampling mass (with --temperature > 0).")
+@click.option("--top-k", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Sample among the k most likely tokens; 0 means all (with --temperature > 0).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Random seed for sampling.")
-@click.option("--device", type=click.Choice(("auto", "cpu", "cuda")), default="auto", show_default=True, help="Where to run; auto picks cuda when available.")
-@click.option("--dtype", type=click.Choice(("auto", "float32", "bfloat16", "float16")), default="auto", show_default=True,
+@click.option("--device", type=click.Choice(("auto", "cpu", "cuda")), default="auto", show_default=True,
+              help="Where to run; auto picks cuda when available.")
+@click.option("--dtype", type=click.Choice(("auto", "float32", "bfloat16", "float16")), default="auto",
+              show_default=True,
               help="Weights and activations dtype; auto is bfloat16 on cuda, float32 on cpu.")
 @click.option("--min-acceptance", type=float, help="Fail (exit 1) when the mean acceptance length is below this.")
-@click.option("--format", "-f", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True, help="text: a summary table; json: the machine-readable report.")
-@click.option("--backend", type=click.Choice(("torch", "mlx")), default="torch", show_default=True, help="Which reference runtime runs the models.")
-@click.option("--trust-remote-code", is_flag=True, help="Allow the target repo's own Python code (never needed for standard architectures).")
-@click.option("--token", envvar="HF_TOKEN", help="Hugging Face token for private or gated repos (default: HF_TOKEN or the saved login).")
+@click.option("--format", "-f", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True,
+              help="text: a summary table; json: the machine-readable report.")
+@click.option("--backend", type=click.Choice(("torch", "mlx")), default="torch", show_default=True,
+              help="Which reference runtime runs the models.")
+@click.option("--threads", type=click.IntRange(min=1, max=4096), metavar="N",
+              help="CPU threads for torch's matmuls (torch backend). Default: 1 for small models, never more than "
+              "the cores other work leaves free; OMP_NUM_THREADS is honoured when set.")
+@click.option("--trust-remote-code", is_flag=True,
+              help="Allow the target repo's own Python code (never needed for standard architectures).")
+@click.option("--token", envvar="HF_TOKEN",
+              help="Hugging Face token for private or gated repos (default: HF_TOKEN or the saved login).")
 @click.option("--profile-out", type=click.Path(dir_okay=False),
               help="Write the acceptance profile (per-position acceptance and the measured draft / verify costs) "
               "to this JSON file, for `dflash-check recommend`.")
@@ -298,7 +326,8 @@ def _fail(exc: DFlashCompatError) -> None:
               help="Run the target through this adapter: a shim file written by `dflash-check adapt` (it is imported, "
               "i.e. run) or a built-in adapter name such as gpt2. Default: chosen by the model_type.")
 def smoke_cmd(target, draft, prompts, prompts_file, prompt_ids, max_new_tokens, block_size, temperature, top_p, top_k,
-              seed, device, dtype, min_acceptance, fmt, backend, trust_remote_code, token, profile_out, adapter) -> None:
+              seed, device, dtype, min_acceptance, fmt, backend, threads, trust_remote_code, token, profile_out,
+              adapter) -> None:
     """Run DFlash speculative decoding of TARGET with DRAFT on a few prompts, next to plain greedy
     decoding of TARGET alone, and report losslessness, acceptance lengths and the speed-up.
 
@@ -307,14 +336,17 @@ def smoke_cmd(target, draft, prompts, prompts_file, prompt_ids, max_new_tokens, 
     acceptance is under --min-acceptance; 2 bad input, or a pairing the runtime cannot run.
     """
     try:
+        sampling = Sampling(temperature=temperature, top_p=top_p, top_k=top_k, seed=seed)  # checked before any load
+        if threads is not None and backend != "torch":
+            raise InputError("--threads is for --backend torch; MLX chooses its own CPU threads")
         texts = list(prompts) + _read_prompts_file(prompts_file)
         ids = _parse_ids(prompt_ids)
         if not texts and not ids:
             texts = [DEFAULT_PROMPT]
         req = SmokeRequest(
             target=target, draft=draft, texts=texts, prompt_ids=ids, max_new_tokens=max_new_tokens,
-            block_size=block_size, temperature=temperature, top_p=top_p, top_k=top_k, seed=seed,
-            device=device, dtype=dtype, trust_remote_code=trust_remote_code, token=token, adapter=adapter,
+            block_size=block_size, sampling=sampling, device=device, dtype=dtype,
+            trust_remote_code=trust_remote_code, token=token, adapter=adapter, threads=threads,
             profile_block_size=2 if profile_out else None,
         )
         run = _run_with_progress(backend, req)

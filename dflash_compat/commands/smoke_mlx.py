@@ -29,13 +29,12 @@ def run_mlx(req, step: Callable[[], None], total: Callable[[int], None]):
         import mlx_lm  # noqa: F401
     except ImportError:
         raise MissingDependencyError("the mlx backend needs mlx and mlx-lm: pip install 'dflash-compat[mlx]'") from None
-    from ..resolve import download_weights, resolve
     from ..runtime import mlx_generate as rt
+    from ..runtime.checkpoints import target_folder
     from .smoke import SmokeRun, _tokenize, run_prompts
 
     device = _mlx_device(req.device)
-    resolved = resolve(req.target, "target", token=req.token)
-    folder = download_weights(resolved, token=req.token, trust_remote_code=req.trust_remote_code)
+    folder = target_folder(req.target, token=req.token, trust_remote_code=req.trust_remote_code)
     prompts = _tokenize(folder, req.texts, req.target) + [list(p) for p in req.prompt_ids]
     dtype = getattr(mx, req.dtype) if req.dtype in _DTYPES else None  # auto: as stored
     target = rt.load_target(folder, dtype=dtype, trust_remote_code=req.trust_remote_code, adapter=req.adapter)

@@ -37,23 +37,12 @@ from ..facts import (
     Skipped,
 )
 from ..foreign import contained
+from ..mlx_layout import cache_facts, get_path
 from ..options import CheckOptions
 from ..resolve import Resolved
 from .mlx_build import build_mlx_model, import_mlx, local_weight_names, target_config
 
 __all__ = ["get_path", "cache_facts", "describe_mlx_model", "inspect_mlx_target"]
-
-
-def get_path(obj: Any, path: str) -> Any:
-    """`obj.a.b` for "a.b" through attributes and properties; None where a step is missing."""
-    for part in path.split("."):
-        try:
-            obj = getattr(obj, part)
-        except Exception:  # a property that raises counts as absent
-            return None
-        if obj is None:
-            return None
-    return obj
 
 
 def _is_module(x: Any) -> bool:
@@ -159,21 +148,6 @@ def _call_returns(cls: type) -> Optional[str]:
 def _qualname(obj: Any) -> str:
     cls = type(obj)
     return f"{cls.__module__}.{cls.__qualname__}"
-
-
-def cache_facts(entry: Any) -> dict[str, Any]:
-    """What kind of cache one mlx-lm cache entry is, and whether its state can be cut."""
-    name = type(entry).__name__
-    fact: dict[str, Any] = {"kind": name}
-    if name in MLX_ROTATING_CACHES:
-        fact.update(window=int(entry.max_size), keep=int(getattr(entry, "keep", 0)))
-    if name == "CacheList":
-        fact["parts"] = [cache_facts(c) for c in entry.caches]
-    try:
-        fact["trimmable"] = bool(entry.is_trimmable())
-    except Exception:
-        fact["trimmable"] = False
-    return fact
 
 
 _RECURRENT_HINTS = (

@@ -5,17 +5,17 @@ No tensor data is ever read, and nothing here imports torch, numpy or safetensor
 
 from __future__ import annotations
 
-import json
 import os
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Union
 
-from ..exceptions import WeightsError, first_line
+from ..exceptions import WeightsError, one_line
 from ..facts import DraftWeights, Skipped
 from ..quoting import quote_items
 from ..resolve import Resolved
+from ..weightfiles import INDEX_FILE, load_json, local_weight_files
 
 __all__ = [
     "DTYPE_BITS",
@@ -28,7 +28,6 @@ __all__ = [
     "inspect_draft_weights",
 ]
 
-INDEX_FILE = "model.safetensors.index.json"
 SINGLE_FILE = "model.safetensors"
 # The safetensors format caps the header at 100 MB; anything larger is corruption, not a model.
 MAX_HEADER_BYTES = 100_000_000
@@ -49,14 +48,6 @@ def tensor_bytes(dtype: str, shape: list[int]) -> Optional[int]:
     """Bytes a tensor's data takes (sub-byte types rounded up to whole bytes); None for an unknown dtype."""
     bits = DTYPE_BITS.get(dtype)
     return None if bits is None else (_prod(shape) * bits + 7) // 8
-
-
-def _load_json(text: str) -> Any:
-    """json.loads that turns every way hostile JSON fails (deep nesting, >4300-digit integers) into ValueError."""
-    try:
-        return json.loads(text)
-    except RecursionError:
-        raise ValueError("nested too deeply") from None
 
 
 @dataclass
@@ -92,9 +83,9 @@ def _short(n: int) -> str:
 def _parse_header(name: str, raw: bytes) -> FileHeader:
     """Validate a header's JSON (the bytes after the 8-byte length); raises WeightsError."""
     try:
-        doc = _load_json(raw.decode("utf-8"))
+        doc = load_json(raw.decode("utf-8"))
     except ValueError as exc:  # UnicodeDecodeError, JSONDecodeError, too deep, an integer too long
-        raise WeightsError(f"{name}: corrupt safetensors header (not JSON: {first_line(exc)})") from None
+        raise WeightsError(f"{name}: corrupt safetensors header (not JSON: {one_line(exc)})") from None
     if not isinstance(doc, dict):
         raise WeightsError(f"{name}: corrupt safetensors header (not a JSON object)")
     out = FileHeader(name=name)
@@ -157,30 +148,6 @@ def read_header(path: Path, name: Optional[str] = None) -> FileHeader:
     header = _parse_header(name, raw)
     header.data_bytes_present = total - 8 - length
     return header
-
-
-def _index_files(index_path: Path) -> tuple[list[str], dict[str, str]]:
-    try:
-        index = _load_json(index_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise WeightsError(f"{index_path.name}: unreadable index ({str(exc).splitlines()[0]})") from None
-    wmap = index.get("weight_map") if isinstance(index, dict) else None
-    if not isinstance(wmap, dict) or not wmap or not all(isinstance(v, str) for v in wmap.values()):
-        raise WeightsError(f"{index_path.name}: corrupt index (no weight_map of tensor -> file)")
-    for shard in wmap.values():
-        # An index must name files beside it; never follow paths out of the model folder.
-        if "/" in shard or "\\" in shard or shard.startswith("."):
-            raise WeightsError(f"{index_path.name}: corrupt index (shard name {shard!r} is not a file name)")
-    return sorted(set(wmap.values())), wmap
-
-
-def local_weight_files(folder: Path) -> tuple[list[str], Optional[dict[str, str]]]:
-    """The safetensors files a folder's model consists of (index first), and the index's weight map."""
-    index = folder / INDEX_FILE
-    if index.is_file():
-        return _index_files(index)
-    files = sorted(p.name for p in folder.glob("*.safetensors") if p.is_file())
-    return files, None
 
 
 def read_local_headers(folder: Path, hub_snapshot: bool = False) -> list[FileHeader]:
@@ -308,11 +275,11 @@ def _hub_headers(resolved: Resolved, api: Any, token: Optional[str]) -> Union[li
     except hf_errors.NotASafetensorsRepoError:
         return Skipped("no-safetensors", "the repo has no safetensors files")
     except hf_errors.SafetensorsParsingError as exc:
-        raise WeightsError(f"draft {resolved.ref}: corrupt safetensors header on the Hub ({first_line(exc)})") from None
+        raise WeightsError(f"draft {resolved.ref}: corrupt safetensors header on the Hub ({one_line(exc)})") from None
     except (hf_errors.RepositoryNotFoundError, hf_errors.GatedRepoError) as exc:
         return Skipped("hub-unreachable", type(exc).__name__)
     except WeightsError:
         raise
     except Exception as exc:  # noqa: BLE001 - HTTP client errors (httpx, OSError, HfHubHTTPError, offline)
         # A network failure must not hide the config-level verdict: report the skip instead.
-        return Skipped("hub-unreachable", f"Hub header request failed ({first_line(exc)})")
+        return Skipped("hub-unreachable", f"Hub header request failed ({one_line(exc)})")

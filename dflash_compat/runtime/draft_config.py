@@ -10,17 +10,15 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ..contract import DRAFT_LAYER_TYPES
-from ..exceptions import ConfigError, InputError, RuntimeUnsupportedError
+from ..exceptions import ConfigError, RuntimeUnsupportedError
 from ..specs import DraftSpec
 from ..specs.families import DFLASH_PACKAGE_FORMATS
 
 __all__ = [
     "DraftConfig",
     "draft_config",
-    "check_pairing",
-    "check_length",
     "normalise_key",
-    "INITIAL_DRAFT_CAPACITY",
+    "DraftFacts",
     "STATIC_ROPE_TYPES",
 ]
 
@@ -139,30 +137,6 @@ def draft_config(spec: DraftSpec) -> DraftConfig:
     )
 
 
-def check_pairing(draft, target) -> None:
-    """The facts the runtime relies on; a mismatch would crash mid-run or decode garbage.
-    `draft` is either runtime's draft model (it has `.cfg`), `target` a TargetAdapter."""
-    cfg = draft.cfg
-    if cfg.hidden_size != target.hidden_size:
-        raise RuntimeUnsupportedError(
-            f"draft hidden_size {cfg.hidden_size} != target hidden_size {target.hidden_size}"
-        )
-    bad = [i for i in cfg.target_layer_ids if not 0 <= i < target.num_layers]
-    if bad:
-        raise RuntimeUnsupportedError(
-            f"draft target_layer_ids {bad} are out of range for a target with {target.num_layers} layers"
-        )
-    if not 0 <= cfg.mask_token_id < target.vocab_size:
-        raise RuntimeUnsupportedError(
-            f"draft mask_token_id {cfg.mask_token_id} is not a row of the target's embedding ({target.vocab_size} rows)"
-        )
-    if cfg.version == 2 and cfg.vocab_size is not None and cfg.vocab_size < target.vocab_size:
-        raise RuntimeUnsupportedError(
-            f"DFlash 2 draft vocab_size {cfg.vocab_size} < target vocabulary {target.vocab_size}"
-        )
-
-
-
 def normalise_key(name: str) -> str:
     """A draft checkpoint's tensor name as our modules (both runtimes) name it."""
     # some exports prefix every name with "model."; z-lab names never start with it
@@ -173,15 +147,20 @@ def normalise_key(name: str) -> str:
     return name
 
 
-# the draft cache's first allocation holds the prompt and at most this many new positions (it grows after)
-INITIAL_DRAFT_CAPACITY = 4096
+class DraftFacts:
+    """What the runtime reads from a draft model of either framework (a base of both runtimes'
+    DFlashDraftModel; `cfg` is the model's DraftConfig)."""
 
+    cfg: DraftConfig
 
-def check_length(target, n_prompt: int, max_new_tokens: int) -> None:
-    """Refuse a run longer than the target's context (`max_positions` of the adapter, when known)."""
-    limit = getattr(target, "max_positions", None)
-    if limit is not None and n_prompt + max_new_tokens > limit:
-        raise InputError(
-            f"prompt length {n_prompt} + max_new_tokens {max_new_tokens} exceeds the target's "
-            f"max_position_embeddings {limit}"
-        )
+    @property
+    def block_size(self) -> int:
+        return self.cfg.block_size
+
+    @property
+    def mask_token_id(self) -> int:
+        return self.cfg.mask_token_id
+
+    @property
+    def target_layer_ids(self) -> tuple[int, ...]:
+        return self.cfg.target_layer_ids

@@ -13,9 +13,9 @@ import mlx.core as mx
 import mlx.nn as nn
 from mlx.utils import tree_flatten
 
-from ..exceptions import ConfigError, WeightsError
-from ..specs import parse_draft_config
-from .draft_config import DraftConfig, draft_config, normalise_key
+from ..exceptions import ConfigError, WeightsError, one_line
+from .checkpoints import check_state, draft_checkpoint, draft_files
+from .draft_config import DraftConfig, DraftFacts, draft_config, normalise_key
 
 __all__ = [
     "DraftConfig",
@@ -259,7 +259,7 @@ class CandidateSelector(nn.Module):
         return mx.stack(tokens, axis=1), mx.stack(rows, axis=1) if rows else None
 
 
-class DFlashDraftModel(nn.Module):
+class DFlashDraftModel(DraftFacts, nn.Module):
     """DFlash v1: fc + hidden_norm over the target features, Qwen3-style non-causal layers, norm."""
 
     def __init__(self, cfg: DraftConfig, raw_config: Optional[dict[str, Any]] = None) -> None:
@@ -271,19 +271,6 @@ class DFlashDraftModel(nn.Module):
         self.hidden_norm = nn.RMSNorm(cfg.hidden_size, eps=cfg.rms_norm_eps)
         # computed, never loaded: kept out of the parameter tree
         object.__setattr__(self, "_rope", make_rope(cfg, raw_config))
-
-    # the runtime reads these
-    @property
-    def block_size(self) -> int:
-        return self.cfg.block_size
-
-    @property
-    def mask_token_id(self) -> int:
-        return self.cfg.mask_token_id
-
-    @property
-    def target_layer_ids(self) -> tuple[int, ...]:
-        return self.cfg.target_layer_ids
 
     def new_cache(self, capacity: int = 0) -> DraftCache:
         return DraftCache(self.cfg.num_layers, capacity)
@@ -337,31 +324,14 @@ def build_draft(cfg: DraftConfig, raw_config: Optional[dict[str, Any]] = None) -
     return cls(cfg, raw_config)
 
 
-def _weight_files(folder: Path) -> list[Path]:
-    import json
-
-    index = folder / "model.safetensors.index.json"
-    if index.is_file():
-        try:
-            names = sorted(set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values()))
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise WeightsError(f"{index}: unreadable index ({exc})") from None
-        return [folder / n for n in names]
-    return sorted(folder.glob("*.safetensors"))
-
-
-def load_draft_weights(folder: Union[str, Path]) -> dict[str, mx.array]:
-    """Every tensor of the draft's *.safetensors files (never pickles), names normalised."""
-    folder = Path(folder)
-    files = _weight_files(folder)
-    if not files:
-        raise WeightsError(f"draft {folder}: no *.safetensors files (pickled .bin weights are never loaded)")
+def load_draft_weights(folder: Union[str, Path], files: Optional[list[Path]] = None) -> dict[str, mx.array]:
+    """Every tensor of the draft's checked *.safetensors files (never pickles), names normalised."""
     state: dict[str, mx.array] = {}
-    for path in files:
+    for path in files if files is not None else draft_files(folder):
         try:
             tensors = mx.load(str(path), format="safetensors")
         except (RuntimeError, OSError, ValueError) as exc:
-            raise WeightsError(f"{path}: cannot read safetensors ({str(exc).splitlines()[0]})") from None
+            raise WeightsError(f"{path}: cannot read safetensors ({one_line(exc)})") from None
         for name, tensor in tensors.items():
             state[normalise_key(name)] = tensor
     return state
@@ -376,22 +346,6 @@ def _quantize_like(model: nn.Module, state: dict[str, mx.array], raw: dict[str, 
                 class_predicate=lambda p, m: hasattr(m, "to_quantized") and f"{p}.scales" in state)
 
 
-def _check_state(model: nn.Module, state: dict[str, mx.array], where: str) -> None:
-    expected = {k: tuple(v.shape) for k, v in tree_flatten(model.parameters())}
-    missing = sorted(set(expected) - set(state))
-    unexpected = sorted(set(state) - set(expected))
-    if missing or unexpected:
-        parts = []
-        if missing:
-            parts.append(f"missing {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}")
-        if unexpected:
-            parts.append(f"unexpected {', '.join(unexpected[:5])}{' ...' if len(unexpected) > 5 else ''}")
-        raise WeightsError(f"{where}: weights do not match the config ({'; '.join(parts)})")
-    for name, shape in expected.items():
-        if tuple(state[name].shape) != shape:
-            raise WeightsError(f"{where}: {name} has shape {list(state[name].shape)}, the config implies {list(shape)}")
-
-
 def load_draft(
     ref: Union[str, Path],
     *,
@@ -400,17 +354,12 @@ def load_draft(
 ) -> DFlashDraftModel:
     """Load a z-lab draft (a local folder or a Hub repo id) into our modules, in eval mode.
     `dtype` casts the floating-point weights (None keeps the checkpoint's dtype)."""
-    from ..resolve import download_weights, resolve
-
-    resolved = resolve(str(ref), "draft", token=token)
-    folder = download_weights(resolved, token=token)
-    raw = resolved.json("config.json")
-    spec = parse_draft_config(raw, str(ref))
-    cfg = draft_config(spec)
-    model = build_draft(cfg, raw)
-    state = load_draft_weights(folder)
-    _quantize_like(model, state, raw)
-    _check_state(model, state, f"draft {ref}")
+    ckpt = draft_checkpoint(ref, token=token)
+    model = build_draft(ckpt.cfg, ckpt.raw)
+    state = load_draft_weights(ref, ckpt.files)
+    _quantize_like(model, state, ckpt.raw)
+    check_state({k: tuple(v.shape) for k, v in tree_flatten(model.parameters())},
+                {k: tuple(v.shape) for k, v in state.items()}, f"draft {ref}")
     if dtype is not None:
         # packed quantised weights are integers; only floating tensors (and their scales) are cast
         state = {k: v.astype(dtype) if mx.issubdtype(v.dtype, mx.floating) else v for k, v in state.items()}

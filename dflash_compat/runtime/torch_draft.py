@@ -1,4 +1,5 @@
-"""DFlash draft models in plain PyTorch: v1 (DFlashDraftModel) and v2 (DFlash2DraftModel), loaded from z-lab checkpoints.
+"""DFlash draft models in plain PyTorch: v1 (DFlashDraftModel) and v2 (DFlash2DraftModel), loaded from z-lab
+checkpoints.
 
 No transformers modelling code and no remote code: the modules are ours, the weights come from
 `*.safetensors` only. Mirrored function for function by `mlx_draft.py`.
@@ -6,7 +7,6 @@ No transformers modelling code and no remote code: the modules are ours, the wei
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Callable, Optional, Union
 
@@ -14,9 +14,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..exceptions import ConfigError, WeightsError
-from ..specs import parse_draft_config
-from .draft_config import DraftConfig, draft_config, normalise_key
+from ..exceptions import ConfigError, WeightsError, one_line
+from .checkpoints import check_state, draft_checkpoint, draft_files
+from .draft_config import DraftConfig, DraftFacts, draft_config, normalise_key
 
 __all__ = [
     "DraftConfig",
@@ -291,7 +291,7 @@ class CandidateSelector(nn.Module):
         return torch.stack(tokens, dim=1), torch.stack(rows, dim=1) if rows else None
 
 
-class DFlashDraftModel(nn.Module):
+class DFlashDraftModel(DraftFacts, nn.Module):
     """DFlash v1: fc + hidden_norm over the target features, Qwen3-style non-causal layers, norm."""
 
     def __init__(self, cfg: DraftConfig, raw_config: Optional[dict[str, Any]] = None) -> None:
@@ -304,19 +304,6 @@ class DFlashDraftModel(nn.Module):
         inv_freq, self._rope_scale = rope_inv_freq(cfg, raw_config)
         self._inv_freq = inv_freq.to("cpu")  # kept off the state dict: computed, never loaded
         self._rope: Optional[tuple[torch.Tensor, torch.Tensor]] = None  # cos/sin tables [P, D]
-
-    # the runtime reads these
-    @property
-    def block_size(self) -> int:
-        return self.cfg.block_size
-
-    @property
-    def mask_token_id(self) -> int:
-        return self.cfg.mask_token_id
-
-    @property
-    def target_layer_ids(self) -> tuple[int, ...]:
-        return self.cfg.target_layer_ids
 
     def new_cache(self, capacity: int = 0) -> DraftCache:
         return DraftCache(self.cfg.num_layers, capacity)
@@ -383,51 +370,20 @@ def build_draft(cfg: DraftConfig, raw_config: Optional[dict[str, Any]] = None) -
         return cls(cfg, raw_config)
 
 
-def _weight_files(folder: Path) -> list[Path]:
-    index = folder / "model.safetensors.index.json"
-    if index.is_file():
-        try:
-            names = sorted(set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values()))
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise WeightsError(f"{index}: unreadable index ({exc})") from None
-        return [folder / n for n in names]
-    return sorted(folder.glob("*.safetensors"))
-
-
-def load_draft_weights(folder: Union[str, Path]) -> dict[str, torch.Tensor]:
-    """Every tensor of the draft's *.safetensors files (never pickles), names normalised."""
+def load_draft_weights(folder: Union[str, Path], files: Optional[list[Path]] = None) -> dict[str, torch.Tensor]:
+    """Every tensor of the draft's checked *.safetensors files (never pickles), names normalised."""
     from safetensors import SafetensorError
     from safetensors.torch import load_file
 
-    folder = Path(folder)
-    files = _weight_files(folder)
-    if not files:
-        raise WeightsError(f"draft {folder}: no *.safetensors files (pickled .bin weights are never loaded)")
     state: dict[str, torch.Tensor] = {}
-    for path in files:
+    for path in files if files is not None else draft_files(folder):
         try:
             tensors = load_file(str(path), device="cpu")
         except (SafetensorError, OSError, ValueError) as exc:
-            raise WeightsError(f"{path}: cannot read safetensors ({str(exc).splitlines()[0]})") from None
+            raise WeightsError(f"{path}: cannot read safetensors ({one_line(exc)})") from None
         for name, tensor in tensors.items():
             state[normalise_key(name)] = tensor
     return state
-
-
-def _check_state(model: nn.Module, state: dict[str, torch.Tensor], where: str) -> None:
-    expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}
-    missing = sorted(set(expected) - set(state))
-    unexpected = sorted(set(state) - set(expected))
-    if missing or unexpected:
-        parts = []
-        if missing:
-            parts.append(f"missing {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}")
-        if unexpected:
-            parts.append(f"unexpected {', '.join(unexpected[:5])}{' ...' if len(unexpected) > 5 else ''}")
-        raise WeightsError(f"{where}: weights do not match the config ({'; '.join(parts)})")
-    for name, shape in expected.items():
-        if tuple(state[name].shape) != shape:
-            raise WeightsError(f"{where}: {name} has shape {list(state[name].shape)}, the config implies {list(shape)}")
 
 
 def load_draft(
@@ -438,16 +394,10 @@ def load_draft(
     token: Optional[str] = None,
 ) -> DFlashDraftModel:
     """Load a z-lab draft (a local folder or a Hub repo id) into our modules, in eval mode."""
-    from ..resolve import download_weights, resolve
-
-    resolved = resolve(str(ref), "draft", token=token)
-    folder = download_weights(resolved, token=token)
-    raw = resolved.json("config.json")
-    spec = parse_draft_config(raw, str(ref))
-    cfg = draft_config(spec)
-    model = build_draft(cfg, raw)
-    state = load_draft_weights(folder)
-    _check_state(model, state, f"draft {ref}")
+    ckpt = draft_checkpoint(ref, token=token)
+    model = build_draft(ckpt.cfg, ckpt.raw)
+    state = load_draft_weights(ref, ckpt.files)
+    check_state({k: tuple(v.shape) for k, v in model.state_dict().items()},
+                {k: tuple(v.shape) for k, v in state.items()}, f"draft {ref}")
     model.load_state_dict(state, strict=True, assign=True)
     return model.to(device=device, dtype=dtype).eval()
-

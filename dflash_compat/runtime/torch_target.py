@@ -1,0 +1,258 @@
+"""A transformers target as the PyTorch runtime loads and runs it: forward with feature capture, cache, rollback.
+
+Mirrored by mlx_target.py. Features come from forward hooks on just the requested layers (never
+output_hidden_states for all); the cache is transformers' DynamicCache, cut with crop(-n). Where
+the pieces live is the adapter's business (dflash_compat.adapters, chosen by model_type).
+"""
+
+from __future__ import annotations
+
+import inspect
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator, Optional, Sequence, Union
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..adapters import TargetAdapter, torch_adapter_for
+from ..contract import ATTENTION_LAYER_TYPES, RECURRENT_MODEL_TYPES
+from ..exceptions import ConfigError, RemoteCodeError, RuntimeUnsupportedError, WeightsError, one_line
+from .checkpoints import target_folder
+from .target import RollbackKind, Target, TargetOutput, position_limit
+
+__all__ = ["TorchTarget", "target_for", "load_target", "layer_output"]
+
+
+def layer_output(output: Any) -> torch.Tensor:
+    """A decoder layer's hidden states: transformers 5 layers return a tensor, older ones a tuple."""
+    return output[0] if isinstance(output, (tuple, list)) else output
+
+
+def _rollback_kind(text_config: Any) -> tuple[RollbackKind, Optional[str]]:
+    model_type = getattr(text_config, "model_type", None)
+    if model_type in RECURRENT_MODEL_TYPES:
+        return "none", f"{model_type} keeps a recurrent (SSM / linear-attention) state that cropping cannot undo"
+    layer_types = getattr(text_config, "layer_types", None) or []
+    other = sorted({t for t in layer_types if t not in ATTENTION_LAYER_TYPES})
+    if other:
+        return "none", f"layer types {other} keep a recurrent state that cropping cannot undo"
+    return "crop", None
+
+
+class TorchTarget(Target):
+    """A transformers model behind its adapter: DynamicCache with past recording (transformers 5),
+    rollback by crop, context features by forward hooks."""
+
+    no_pieces_message = ("target ({model}): no input embedding or output head found (get_input_embeddings / "
+                         "lm_head / get_output_embeddings); write an adapter for it (dflash-check adapt)")
+
+    def __init__(self, adapter: TargetAdapter) -> None:
+        super().__init__(adapter)
+        self.config = adapter.config
+        self.text_config = getattr(adapter, "text_config", adapter.config)
+        params = inspect.signature(self.model.forward).parameters
+        # transformers >= 5.x names the cache `cache`; older releases (and many remote-code
+        # models) take `past_key_values`.
+        self._cache_kwarg = "cache" if "cache" in params else "past_key_values"
+        self._keep_kwarg = next((k for k in ("logits_to_keep", "num_logits_to_keep") if k in params), None)
+        self._kind, self._problem = _rollback_kind(self.text_config)
+
+    # ---- shape ---------------------------------------------------------------------------
+
+    @property
+    def hidden_size(self) -> int:
+        return int(getattr(self.text_config, "hidden_size", None) or self._embedding.weight.shape[1])
+
+    @property
+    def device(self) -> torch.device:
+        return self._embedding.weight.device
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self._embedding.weight.dtype
+
+    @property
+    def max_positions(self) -> Optional[int]:
+        cfg = self.text_config
+        rope = getattr(cfg, "rope_scaling", None) or getattr(cfg, "rope_parameters", None)
+        return position_limit(getattr(cfg, "max_position_embeddings", None), rope)
+
+    # ---- borrowed modules ----------------------------------------------------------------
+
+    def embedding_rows(self, input_ids: torch.Tensor) -> torch.Tensor:
+        # [B, T] -> [B, T, E]; the raw table, bypassing e.g. Gemma's scaled embedding module
+        return F.embedding(input_ids, self._embedding.weight)
+
+    # ---- running -------------------------------------------------------------------------
+
+    def new_cache(self) -> Any:
+        from transformers import DynamicCache
+
+        if hasattr(DynamicCache, "activate_past_recording"):
+            # transformers 5: per-layer classes from the config; sliding-window layers keep their
+            # past until the next crop, so a rollback past the window stays exact.
+            cache = DynamicCache(config=self.config)
+            cache.activate_past_recording()
+            return cache
+        # Older releases: a plain full cache (croppable everywhere); sliding layers still attend
+        # within their window through the model's mask.
+        return DynamicCache()
+
+    def new_plain_cache(self) -> Any:
+        # no past recording: sliding-window layers keep just their window, and nothing is cropped
+        if type(self).new_cache is not TorchTarget.new_cache:  # a subclass's own cache
+            return self.new_cache()
+        from transformers import DynamicCache
+
+        return DynamicCache(config=self.config) if hasattr(DynamicCache, "activate_past_recording") else DynamicCache()
+
+    def forward(self, input_ids: torch.Tensor, cache: Any, start: int, *, capture: Sequence[int] = (),
+                logits_to_keep: int = 0) -> TargetOutput:
+        # input_ids [B, T] at positions start .. start+T-1
+        self.check_capture(capture)
+        length = input_ids.shape[1]
+        position_ids = torch.arange(start, start + length, device=input_ids.device)[None]  # [1, T]
+        kwargs = {"position_ids": position_ids, self._cache_kwarg: cache, "use_cache": True}
+        if logits_to_keep and self._keep_kwarg:
+            kwargs[self._keep_kwarg] = logits_to_keep
+        with self._capture(capture) as captured:
+            out = self.model(input_ids, **kwargs)
+        logits = out.logits if logits_to_keep == 0 or self._keep_kwarg else out.logits[:, -logits_to_keep:]
+        if not capture:
+            return TargetOutput(logits, None)
+        if captured["filled"] != len(capture):
+            raise RuntimeUnsupportedError(
+                f"target ({self.name} adapter): the hooks on layers {list(capture)} did not all run; "
+                "its decoder layers are not where the adapter looks"
+            )
+        return TargetOutput(logits, captured["features"])  # [B, T, L*H]
+
+    @contextmanager
+    def _capture(self, layer_ids: Sequence[int]) -> Iterator[dict[str, Any]]:
+        """Forward hooks on just the requested layers. Each copies its layer's output [B, T, H] into
+        its slot of one [B, T, L*H] buffer, so no layer's output outlives the forward and no
+        concatenation doubles the memory at the end."""
+        captured: dict[str, Any] = {"features": None, "filled": 0}
+        handles = []
+        for slot, i in enumerate(layer_ids):
+
+            def hook(_module, _args, output, slot=slot):
+                h = layer_output(output)  # [B, T, H]
+                width = h.shape[-1]
+                if captured["features"] is None:
+                    captured["features"] = h.new_empty(*h.shape[:-1], len(layer_ids) * width)
+                captured["features"][..., slot * width:(slot + 1) * width] = h
+                captured["filled"] += 1
+
+            handles.append(self._layers[i].register_forward_hook(hook))
+        try:
+            yield captured
+        finally:
+            for h in handles:
+                h.remove()
+
+    def cache_length(self, cache: Any) -> int:
+        return int(cache.get_seq_length())
+
+    def rollback(self, cache: Any, length: int) -> None:
+        remove = self.positions_to_drop(self.cache_length(cache), length)
+        # A negative crop means "remove that many" in every transformers release; crop(0) is a
+        # no-op (that trims sliding layers back to their window) only where the cache records its
+        # past (transformers 5) -- older releases read crop(0) as "keep 0 positions".
+        if getattr(cache, "is_croppable", True) is False:  # transformers 5 knows (e.g. a recurrent layer)
+            raise RuntimeUnsupportedError(
+                f"target ({self.name} adapter): its cache reports that cropping cannot undo the rejected tokens"
+            )
+        if remove or hasattr(cache, "activate_past_recording"):
+            cache.crop(-remove)
+
+
+def target_for(model: nn.Module, *, adapter: Optional[str] = None) -> TorchTarget:
+    """A loaded transformers model as the runtime's target, through its adapter: a built-in one
+    chosen by `config.model_type`, else the default adapter (standard causal LMs and VLM wrappers);
+    `adapter` (--adapter FILE_OR_NAME): a shim file from `dflash-check adapt`, or a built-in name."""
+    return TorchTarget(torch_adapter_for(model, adapter))
+
+
+def load_target(
+    ref: Union[str, Path],
+    *,
+    device: Union[str, torch.device] = "cpu",
+    dtype: torch.dtype = torch.float32,
+    trust_remote_code: bool = False,
+    token: Optional[str] = None,
+    adapter: Optional[str] = None,
+) -> TorchTarget:
+    """Load a transformers target (folder or Hub id; safetensors only, checked) and run it through
+    its adapter (`adapter`: a shim file or built-in adapter name; default: chosen by model_type)."""
+    import transformers
+    from transformers import AutoModelForCausalLM
+
+    folder = target_folder(ref, token=token, trust_remote_code=trust_remote_code)
+    major_minor = tuple(int(p) for p in transformers.__version__.split(".")[:2])
+    kwargs = {"dtype" if major_minor >= (4, 56) else "torch_dtype": dtype,
+              "use_safetensors": True, "trust_remote_code": trust_remote_code}
+    loaders = [AutoModelForCausalLM]
+    try:
+        from transformers import AutoModelForImageTextToText  # VLM wrappers
+
+        loaders.append(AutoModelForImageTextToText)
+    except ImportError:  # pragma: no cover - old transformers
+        pass
+    from safetensors import SafetensorError
+
+    try:
+        from huggingface_hub.errors import StrictDataclassError  # transformers 5's config validation
+    except ImportError:  # pragma: no cover - older huggingface_hub
+        StrictDataclassError = ConfigError  # never raised by transformers there
+    model, info, errors = None, None, []
+    verbosity = transformers.utils.logging.get_verbosity()
+    transformers.utils.logging.set_verbosity_error()  # our one-line error replaces its load report
+    try:
+        for loader in loaders:
+            try:
+                model, info = loader.from_pretrained(str(folder), output_loading_info=True, **kwargs)
+                break
+            except ValueError as exc:
+                text = str(exc)
+                if "trust_remote_code" in text and not trust_remote_code:
+                    raise RemoteCodeError(f"target {ref}: the model needs its repository's own code; "
+                                          "pass --trust-remote-code if you trust it") from None
+                errors.append(one_line(exc, 200))
+            except StrictDataclassError as exc:
+                raise ConfigError(f"target {ref}: transformers refuses its config.json ({one_line(exc)})") from None
+            except (OSError, SafetensorError) as exc:  # unreadable / truncated files
+                raise WeightsError(f"target {ref}: cannot load its weights ({one_line(exc)})") from None
+            except RuntimeError as exc:
+                if "mismatch" not in str(exc):
+                    raise
+                raise WeightsError(
+                    f"target {ref}: checkpoint tensors have other shapes than its config.json implies "
+                    "(size mismatch); the weights do not belong to this config"
+                ) from None
+    finally:
+        transformers.utils.logging.set_verbosity(verbosity)
+    if model is None:
+        raise RuntimeUnsupportedError(f"target {ref}: transformers cannot load it as a causal LM ({'; '.join(errors)})")
+    _check_loading_info(ref, info)
+    return target_for(model.to(device).eval(), adapter=adapter)
+
+
+def _check_loading_info(ref, info) -> None:
+    """Missing or mismatched target weights would be filled with random values: refuse them.
+    transformers has already dropped the keys it expects to be absent (tied heads, ignore lists)."""
+    info = info or {}
+    missing = sorted(str(k) for k in info.get("missing_keys") or ())
+    mismatched = sorted(str(k[0] if isinstance(k, (tuple, list)) else k) for k in info.get("mismatched_keys") or ())
+    problems = info.get("error_msgs") or []
+    parts = []
+    for label, keys in (("missing", missing), ("mismatched", mismatched)):
+        if keys:
+            parts.append(f"{label} {', '.join(keys[:5])}{f' (+{len(keys) - 5} more)' if len(keys) > 5 else ''}")
+    if problems:
+        parts.append(" ".join(str(problems[0]).split())[:300] or "a loading error")
+    if parts:
+        raise WeightsError(f"target {ref}: the checkpoint does not hold every weight its config.json needs "
+                           f"({'; '.join(parts)}); transformers would fill them with random values")
