@@ -10,7 +10,8 @@ from typing import Any, Optional
 from .exceptions import ConfigError, ResolutionError, one_line
 from .safe_read import MAX_CONFIG_BYTES, is_regular_file, load_json_file
 
-__all__ = ["Resolved", "resolve", "looks_local", "load_json", "download_weights", "SMALL_FILES", "WEIGHT_PATTERNS"]
+__all__ = ["Resolved", "resolve", "check_hub_ref", "local_path", "looks_local", "load_json", "download_weights",
+           "SMALL_FILES", "WEIGHT_PATTERNS"]
 
 # The only files the config-level checks fetch: never weights.
 SMALL_FILES = ("config.json", "generation_config.json", "tokenizer_config.json")
@@ -60,7 +61,7 @@ def _split_revision(ref: str) -> tuple[str, Optional[str]]:
     return ref, None
 
 
-def _local(ref: str) -> Optional[Path]:
+def local_path(ref: str) -> Optional[Path]:
     """`ref` as an existing path, else None (also for names too long for the file system, an unknown
     `~user`, a NUL byte: they name no folder)."""
     try:
@@ -106,11 +107,19 @@ def _resolve_local(ref: str, path: Path, role: str) -> Resolved:
 def resolve(ref: str, role: str, *, revision: Optional[str] = None, token: Optional[str] = None) -> Resolved:
     """Find `ref` as a local folder, else as a Hub repo id (`org/name[@revision]`). A name that looks
     like a path, or is no repo id, never reaches the Hub; revisions are validated before any request."""
-    from .hub import check_revision, is_repo_id
-
-    path = _local(ref)
+    path = local_path(ref)
     if path is not None:
         return _resolve_local(ref, path, role)
+    repo_id, rev = check_hub_ref(ref, role, revision=revision)
+    return _resolve_hub(ref, repo_id, revision or rev, role, token)  # a revision may hold slashes (refs/pr/1)
+
+
+def check_hub_ref(ref: str, role: str, *, revision: Optional[str] = None) -> tuple[str, Optional[str]]:
+    """(repo id, the revision after `@`) of a ref that names no existing path, checked without any request:
+    ResolutionError in one line for a name that looks like a path or is no repo id, and for a revision
+    that is no branch, tag or commit (`../` never reaches the Hub or its cache)."""
+    from .hub import check_revision, is_repo_id
+
     repo_id, rev = _split_revision(ref)
     if looks_local(repo_id):
         raise ResolutionError(f"{_who(role, ref)}: no such folder")
@@ -120,7 +129,7 @@ def resolve(ref: str, role: str, *, revision: Optional[str] = None, token: Optio
         check_revision(rev, _who(role, ref))
     if revision is not None:
         check_revision(revision, f"{_who(role, ref)} ({_REVISION_OPTION.get(role, '--revision')})")
-    return _resolve_hub(ref, repo_id, revision or rev, role, token)  # a revision may hold slashes (refs/pr/1)
+    return repo_id, rev
 
 
 def _resolve_hub(ref: str, repo_id: str, revision: Optional[str], role: str, token: Optional[str]) -> Resolved:

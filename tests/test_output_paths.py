@@ -206,3 +206,33 @@ def test_convert_refuses_a_fifo_companion_file(tmp_path):
                                               "-o", tmp_path / "out"))
     assert tree_digest(src) == before and not (tmp_path / "out").exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["d"]  # the temporary folder is gone
+
+
+# ---- smoke --profile-out ---------------------------------------------------------------------------
+
+TINY = Path(__file__).resolve().parent.parent / "examples" / "tiny-qwen3"
+
+
+@pytest.mark.parametrize("where", ["symlink", "inside-target"])
+def test_smoke_profile_out_is_refused_before_any_model_is_loaded(tmp_path, monkeypatch, where):
+    from dflash_compat.commands import smoke
+
+    monkeypatch.setattr(smoke, "_run_with_progress", lambda *a: pytest.fail("loaded models before refusing"))
+    target = TINY / "target"
+    before = (target / "config.json").read_bytes()
+    if where == "symlink":
+        out = tmp_path / "profile.json"
+        out.symlink_to(target / "config.json")
+    else:
+        out = target / "profile.json"
+    res = _invoke("smoke", target, "--draft", TINY / "draft", "--prompt-ids", "1,2", "--profile-out", out)
+    assert ("symlink" if where == "symlink" else "model folder") in _one_line_error(res)
+    assert (target / "config.json").read_bytes() == before and not (target / "profile.json").exists()
+
+
+def test_smoke_refuses_a_hostile_revision_before_loading(monkeypatch):
+    from dflash_compat.commands import smoke
+
+    monkeypatch.setattr(smoke, "_run_with_progress", lambda *a: pytest.fail("loaded models before refusing"))
+    res = _invoke("smoke", "org/model@../../escape", "--draft", TINY / "draft", "--prompt-ids", "1,2")
+    assert "revision" in _one_line_error(res)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,10 +13,10 @@ from typing import Any, Optional
 import click
 
 from ..exceptions import DFlashCompatError, InputError
+from ..weightfiles import INDEX_FILE
 
 __all__ = ["convert_cmd", "convert_checkpoint", "Converted"]
 
-INDEX_FILE = "model.safetensors.index.json"
 # Files next to the weights that the engines read in both formats (vLLM: qwen3_dflash.py:894-931). Copied
 # as bytes; never unpickled here.
 COMPANION_FILES = ("mask_embedding.pt",)
@@ -59,16 +58,19 @@ def _paths(src: Path, out: Path, force: bool, verifier: Optional[str]) -> tuple[
 
 
 def _read_source(src: Path):
-    from ..probe.safetensors_header import local_weight_files, read_local_headers
+    from ..probe.safetensors_header import read_local_headers
     from ..safetensors_stream import read_tensors
+    from ..weightfiles import weight_paths
 
-    files, wmap = local_weight_files(src)
+    # the one checked lookup (the runtimes' too): index names inside the folder, safetensors only,
+    # regular files, no symlink out of the folder, no FIFO or device among its files
+    files = [p.name for p in weight_paths(src, f"draft {src}")]
     if not files:
         pickles = sorted(p.name for p in src.glob("*.bin"))
         why = f" ({pickles[0]} is pickled, which convert never opens)" if pickles else ""
         raise InputError(f"{src}: no .safetensors weights to convert{why}")
     read_local_headers(src)  # validates every header and the index before anything is written
-    return files, wmap is not None, {f: read_tensors(src / f) for f in files}
+    return files, (src / INDEX_FILE).is_file(), {f: read_tensors(src / f) for f in files}
 
 
 def _write(tmp: Path, plan, files: list[str], indexed: bool, per_file: dict) -> tuple[int, int]:
@@ -107,7 +109,9 @@ def _copy_companion(src: Path, dst: Path) -> None:
     """Copy a small file beside the weights as bytes (a bounded read of a regular file: a FIFO or a device
     in its place is refused, never waited on)."""
     from ..safe_read import read_bytes
+    from ..weightfiles import refuse_link_out
 
+    refuse_link_out(src, src.parent)  # never copy a file from outside the draft folder into the output
     dst.write_bytes(read_bytes(src, MAX_COMPANION_BYTES, what=f"{src.parent.name}/{src.name}"))
 
 
@@ -200,11 +204,15 @@ def convert_cmd(draft: str, to: str, output: str, force: bool, verifier: Optiona
     try:
         done = convert_checkpoint(Path(draft), Path(output), to, force=force, verifier=verifier)
     except DFlashCompatError as exc:
-        message = str(exc).replace("\n", " ").strip()
-        click.echo(f"dflash-check: error: {message}", err=True)
-        sys.exit(exc.exit_code)
-    click.echo(f"converted {draft} ({done.source_format}) -> {output} ({done.target_format})")
-    click.echo(f"  {done.tensors} tensors, {done.data_bytes} bytes in {', '.join(done.files)}")
-    click.echo(f"  {done.ids[0]} {done.ids[1]} -> {done.ids[2]} {done.ids[3]}")
-    for note in done.notes:
-        click.echo(f"  note: {note}")
+        from ..cli import fail
+
+        fail(exc)  # one line on stderr, control bytes escaped
+    from ..emitters._safe import printable
+    from ..quoting import quote, quote_items
+
+    # the output policy of every command: what came from the draft is quoted short and escaped
+    lines = [f"converted {draft} ({done.source_format}) -> {output} ({done.target_format})",
+             f"  {done.tensors} tensors, {done.data_bytes} bytes in {quote_items(done.files, raw=True)}",
+             f"  {done.ids[0]} {quote(done.ids[1])} -> {done.ids[2]} {quote(done.ids[3])}",
+             *(f"  note: {note}" for note in done.notes)]
+    click.echo("\n".join(printable(line) for line in lines))

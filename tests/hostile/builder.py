@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -24,9 +25,13 @@ __all__ = ["Case", "CASES", "safetensors_bytes"]
 # Tags: "pair" runs `check` (config-only); "prebuild": the deep check takes another path than the
 # config check here and must still end before building any model (it runs too, as fast); "target":
 # the hostility is in the target (`adapt` runs too); "output": where an output goes (`check -o`);
-# "adapt-only": an `adapt` input (its -o, its --map-file).
+# "adapt-only": an `adapt` input (its -o, its --map-file); "smoke": a tiny pair both runtimes load, with one
+# hostile thing (smoke on torch runs it; "smoke-both": on MLX too, where the runtimes read files differently);
+# "convert": the hostility is in the draft or in convert's
+# -o (`convert` runs it, writing outside the case folder unless the case says otherwise).
 Builder = Callable[[Path, FakeHub], "Case"]
 VLM = Path(__file__).resolve().parent.parent / "fixtures" / "pairs" / "qwen3-vl-8b"
+TINY = Path(__file__).resolve().parent.parent.parent / "examples" / "tiny-qwen3"  # torch and MLX load it
 
 
 @dataclass(frozen=True)
@@ -35,6 +40,8 @@ class Case:
     draft: str
     check_args: tuple[str, ...] = ()
     adapt_args: tuple[str, ...] = ()
+    smoke_args: tuple[str, ...] = ()
+    convert_args: tuple[str, ...] = ()
     env: dict[str, str] = field(default_factory=dict)
     expect_exit: Optional[int] = None  # stricter than the contract (0/1 with a report, or 2 in one line)
     expect_text: Optional[str] = None  # in stderr when the exit is 2, else in stdout
@@ -225,7 +232,7 @@ def target_vlm_vision_depth(root: Path, hub: FakeHub) -> Case:
     return Case(t, d)
 
 
-@tagged("pair", "target")
+@tagged("pair")  # adapt never reads EOS ids; it would only build the 8B tree (a framework import)
 def target_eos_list_120k(root: Path, hub: FakeHub) -> Case:
     """A 689 KB-class generation config: 120,000 EOS ids (half repeated)."""
     t, d = _pair(root)
@@ -361,6 +368,138 @@ def adapt_map_file_fifo(root: Path, hub: FakeHub) -> Case:
                 expect_text="FIFO")
 
 
+def _tiny(root: Path) -> tuple[str, str]:
+    """The bundled tiny pair (a few hundred KB), copied: every runtime loads it in a second."""
+    shutil.copytree(TINY / "target", root / "t")
+    shutil.copytree(TINY / "draft", root / "d")
+    return "t", "d"
+
+
+def _tiny_draft_index(root: Path, weight_map: dict[str, Any]) -> Case:
+    t, d = _tiny(root)
+    (root / "outside").mkdir()
+    (root / d / "model.safetensors").rename(root / "outside" / "x.safetensors")  # valid weights, out of the folder
+    (root / d / "model.safetensors.index.json").write_text(json.dumps({"weight_map": weight_map}))
+    return Case(t, d, expect_exit=2)
+
+
+@tagged("smoke-both", "convert")
+def tiny_draft_index_traversal(root: Path, hub: FakeHub) -> Case:
+    case = _tiny_draft_index(root, {"fc.weight": "../outside/x.safetensors"})
+    return replace(case, expect_text="not a file name")
+
+
+@tagged("smoke", "convert")
+def tiny_draft_index_absolute(root: Path, hub: FakeHub) -> Case:
+    return replace(_tiny_draft_index(root, {"fc.weight": "/etc/passwd"}), expect_text="not a file name")
+
+
+@tagged("smoke-both", "convert")
+def tiny_draft_index_bin_shard(root: Path, hub: FakeHub) -> Case:
+    case = _tiny_draft_index(root, {"fc.weight": "pytorch_model.bin"})
+    (root / "d" / "pytorch_model.bin").write_bytes(b"\x80\x04 not a real pickle")
+    return replace(case, expect_text="pickled weights are never opened")
+
+
+@tagged("smoke-both", "convert")
+def tiny_draft_fifo_weights(root: Path, hub: FakeHub) -> Case:
+    t, d = _tiny(root)
+    os.mkfifo(root / d / "extra.safetensors")
+    return Case(t, d, expect_exit=2, expect_text="FIFO")
+
+
+@tagged("smoke-both")
+def tiny_target_fifo_weights(root: Path, hub: FakeHub) -> Case:
+    """mlx-lm opens every model*.safetensors it finds; transformers opens files by name."""
+    t, d = _tiny(root)
+    os.mkfifo(root / t / "model-00002.safetensors")
+    return Case(t, d, expect_exit=2, expect_text="FIFO")
+
+
+@tagged("smoke", "convert")
+def tiny_draft_nested_config(root: Path, hub: FakeHub) -> Case:
+    t, d = _tiny(root)
+    _write(root / d, raw='{"block_size": 4, "x": ' + _nested(100_000) + "}")
+    return Case(t, d, expect_exit=2, expect_text="nested")
+
+
+@tagged("smoke", "convert")
+def tiny_draft_layer_ids_50k(root: Path, hub: FakeHub) -> Case:
+    t, d = _tiny(root)
+    cfg = json.loads((root / d / "config.json").read_text())
+    cfg["dflash_config"]["target_layer_ids"] = list(range(50_000))
+    _write(root / d, cfg)
+    return Case(t, d)
+
+
+@tagged("smoke")
+def smoke_prompts_dev_zero(root: Path, hub: FakeHub) -> Case:
+    t, d = _tiny(root)
+    (root / "prompts.txt").symlink_to("/dev/zero")
+    return Case(t, d, smoke_args=("--prompts-file", "prompts.txt"), expect_exit=2, expect_text="device")
+
+
+@tagged("smoke")
+def smoke_prompts_fifo(root: Path, hub: FakeHub) -> Case:
+    t, d = _tiny(root)
+    os.mkfifo(root / "prompts.txt")
+    return Case(t, d, smoke_args=("--prompts-file", "prompts.txt"), expect_exit=2, expect_text="FIFO")
+
+
+@tagged("smoke")
+def smoke_profile_out_symlink(root: Path, hub: FakeHub) -> Case:
+    t, d = _tiny(root)
+    (root / "profile.json").symlink_to(root / t / "config.json")
+    return Case(t, d, smoke_args=("--profile-out", "profile.json"), expect_exit=2, expect_text="symlink")
+
+
+@tagged("smoke")
+def smoke_profile_out_inside_draft(root: Path, hub: FakeHub) -> Case:
+    t, d = _tiny(root)
+    return Case(t, d, smoke_args=("--profile-out", f"{d}/profile.json", "--force"), expect_exit=2,
+                expect_text="model folder")
+
+
+@tagged("smoke")
+def smoke_revision_traversal(root: Path, hub: FakeHub) -> Case:
+    _, d = _tiny(root)
+    return Case("org/model@../../../escape", d, expect_exit=2, expect_text="revision")
+
+
+@tagged("convert")
+def convert_output_symlink(root: Path, hub: FakeHub) -> Case:
+    t, d = _tiny(root)
+    (root / "out").symlink_to(root / t)
+    return Case(t, d, convert_args=("-o", "out"), expect_exit=2, expect_text="symlink")
+
+
+@tagged("convert")
+def convert_output_inside_draft(root: Path, hub: FakeHub) -> Case:
+    t, d = _tiny(root)
+    return Case(t, d, convert_args=("-o", f"{d}/converted", "--force"), expect_exit=2, expect_text="inside")
+
+
+@tagged("convert")
+def convert_output_over_a_folder(root: Path, hub: FakeHub) -> Case:
+    t, d = _tiny(root)
+    return Case(t, d, convert_args=("-o", t), expect_exit=2, expect_text="--force")
+
+
+@tagged("convert")
+def convert_companion_fifo(root: Path, hub: FakeHub) -> Case:
+    t, d = _tiny(root)
+    os.mkfifo(root / d / "mask_embedding.pt")
+    return Case(t, d, expect_exit=2, expect_text="FIFO")
+
+
+@tagged("convert")
+def convert_companion_link_out(root: Path, hub: FakeHub) -> Case:
+    t, d = _tiny(root)
+    (root / "secret.txt").write_text("not for the output folder")
+    (root / d / "mask_embedding.pt").symlink_to(root / "secret.txt")
+    return Case(t, d, expect_exit=2, expect_text="outside the model folder")
+
+
 def _assert_no_request(hub: FakeHub, needle: str) -> None:
     assert not [r for r in hub.requests if needle in r[1]], hub.requests
 
@@ -376,4 +515,10 @@ CASES: list[Builder] = [
     hub_answers_500, hub_hangs, hub_oversized_config,
     output_symlink_to_config, output_inside_target, output_foreign_file, output_fifo,
     adapt_output_symlink, adapt_map_file_dev_zero, adapt_map_file_fifo,
+    tiny_draft_index_traversal, tiny_draft_index_absolute, tiny_draft_index_bin_shard, tiny_draft_fifo_weights,
+    tiny_target_fifo_weights, tiny_draft_nested_config, tiny_draft_layer_ids_50k,
+    smoke_prompts_dev_zero, smoke_prompts_fifo, smoke_profile_out_symlink, smoke_profile_out_inside_draft,
+    smoke_revision_traversal,
+    convert_output_symlink, convert_output_inside_draft, convert_output_over_a_folder, convert_companion_fifo,
+    convert_companion_link_out,
 ]

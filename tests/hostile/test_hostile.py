@@ -1,11 +1,10 @@
 """Every hostile case through every command it applies to, in a subprocess: ends within budget, exits 0/1
 with a report or 2 with one line, no traceback, every input file byte-identical (issue 15).
 
-To add a command (smoke on torch or MLX, convert): add a Command to COMMANDS with the tags of the
-cases it applies to (and a budget if it must import torch or mlx first), e.g.
-
-    Command("smoke-torch", frozenset({"pair"}), lambda c: ["smoke", c.target, "--draft", c.draft,
-            "--max-new-tokens", "4"], budget_s=60.0)
+To add a command: add a Command to COMMANDS with the tags of the cases it applies to (and a budget if
+it must import torch or mlx first). smoke refuses what a hostile folder holds before it imports torch or
+mlx, so its rows keep the common budget; MLX rows run only where the runtimes read files differently
+(tag "smoke-both"): the module stays near two minutes on two cores.
 
 Cases are listed in tests/hostile/builder.py; a case whose hostility only that command reaches gets
 a new tag there.
@@ -36,6 +35,11 @@ class Command:
     budget_s: float = BUDGET_S
 
 
+def _smoke(case: Case, backend: str) -> list[str]:
+    return ["smoke", case.target, "--draft", case.draft, "--backend", backend, "--prompt-ids", "1,2,3",
+            "--max-new-tokens", "4", *case.smoke_args]
+
+
 # adapt with an explicit role map and --framework mlx writes its shim (to stdout here) without building
 # the model or importing transformers: the time goes to reading the hostile input only.
 ADAPT_MAP = ("--framework", "mlx", "--map", "embed=model.embed_tokens", "--map", "layers=model.layers")
@@ -45,6 +49,11 @@ COMMANDS = [
     Command("check-deep", frozenset({"prebuild"}), lambda c: ["check", c.target, "--draft", c.draft, *c.check_args]),
     Command("adapt", frozenset({"target", "adapt-only"}),
             lambda c: ["adapt", c.target, *(c.adapt_args or ADAPT_MAP)]),
+    Command("smoke-torch", frozenset({"smoke", "smoke-both"}), lambda c: _smoke(c, "torch")),
+    Command("smoke-mlx", frozenset({"smoke-both"}), lambda c: _smoke(c, "mlx")),
+    # the output goes beside the case folder (every file in it must stay as it was) unless the case names one
+    Command("convert", frozenset({"convert"}),
+            lambda c: ["convert", c.draft, "--to", "speculators", *(c.convert_args or ("-o", "../converted"))]),
 ]
 
 ROWS = [pytest.param(cmd, build, id=f"{cmd.name}:{build.__name__}")
