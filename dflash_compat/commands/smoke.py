@@ -9,8 +9,9 @@ from typing import Any, Callable, Optional
 
 import click
 
-from ..exceptions import EXIT_FAIL, EXIT_OK, DFlashCompatError, InputError, MissingDependencyError, one_line
+from ..exceptions import EXIT_FAIL, EXIT_INPUT, EXIT_OK, DFlashCompatError, InputError, MissingDependencyError, one_line
 from ..runtime.core import GREEDY, Sampling, check_block_size, check_token_ids
+from .smoke_preflight import preflight, refusal_line
 
 __all__ = ["smoke_cmd", "SmokeRequest", "SmokeRun", "PromptRun", "build_payload", "SCHEMA_VERSION"]
 
@@ -274,14 +275,14 @@ def _read_prompts_file(path: Optional[str]) -> list[str]:
     return [line for line in text.splitlines() if line.strip()]
 
 
-def _preflight(req: SmokeRequest, profile_out: Optional[str], force: bool) -> tuple:
-    """What can be refused before torch or mlx is imported (seconds, not the minutes a load takes): the
-    --profile-out path; for local folders their configs and the checked weight lookup (an index leading
-    out of the folder, pickled shards, FIFOs or devices among the files); for Hub ids their syntax and
-    revision (the files are checked the same way once downloaded). Returns the folders outputs must
-    stay out of."""
-    from ..exceptions import RuntimeUnsupportedError
-    from ..quoting import quote_items
+def _check_files(req: SmokeRequest, profile_out: Optional[str], force: bool) -> tuple:
+    """What a hostile folder holds, refused before torch or mlx is imported (seconds, not the minutes a
+    load takes; the config rules ran already, in preflight): the --profile-out path, and for local
+    folders the checked weight lookup (an index leading out of the folder, pickled shards, FIFOs or
+    devices among the files). Hub snapshots are checked the same way once downloaded. Returns the
+    folders outputs must stay out of."""
+    from ..resolve import local_path
+    from ..runtime.checkpoints import draft_checkpoint, target_folder
     from ..safe_write import model_folders
 
     protected = model_folders(req.target, req.draft)
@@ -289,27 +290,20 @@ def _preflight(req: SmokeRequest, profile_out: Optional[str], force: bool) -> tu
         from ..serving.profile import check_profile_out
 
         check_profile_out(profile_out, force=force, protected=protected)
-    from ..resolve import check_hub_ref, local_path
-    from ..runtime.checkpoints import draft_checkpoint, target_folder
-
-    layers = None
-    if local_path(req.target) is None:
-        check_hub_ref(req.target, "target")  # a revision with ../ or a mistyped path: before any request
-    else:
-        from ..check import load_target
-        from ..resolve import resolve
-
+    if local_path(req.target) is not None:
         target_folder(req.target, token=req.token, trust_remote_code=req.trust_remote_code)
-        layers = load_target(resolve(req.target, "target", token=req.token)).num_hidden_layers
-    if local_path(req.draft) is None:
-        check_hub_ref(req.draft, "draft")
-        return protected
-    ids = draft_checkpoint(req.draft, token=req.token).cfg.target_layer_ids
-    bad = [i for i in ids if layers is not None and not 0 <= i < layers]
-    if bad:  # core.check_pairing's verdict, before a draft with a 50,000-wide fc is built
-        raise RuntimeUnsupportedError(f"draft target_layer_ids {quote_items(bad)} are out of range for a target "
-                                      f"with {layers} layers")
+    if local_path(req.draft) is not None:
+        draft_checkpoint(req.draft, token=req.token)
     return protected
+
+
+def _refuse(findings) -> None:
+    """The findings smoke refuses the pair for, one line each (the check's own code and message), exit 2."""
+    from ..emitters._safe import printable
+
+    for finding in findings:  # escaped like every error line: a config value's control bytes never reach a terminal
+        click.echo(printable(f"dflash-check: error: {refusal_line(finding)}"), err=True)
+    sys.exit(EXIT_INPUT)
 
 
 def _fail(exc: DFlashCompatError) -> None:
@@ -372,8 +366,13 @@ def smoke_cmd(target, draft, prompts, prompts_file, prompt_ids, max_new_tokens, 
     decoding of TARGET alone, and report losslessness, acceptance lengths and the speed-up.
 
     \b
+    Before loading any weights, smoke runs the checker's config rules for its engine (transformers for
+    torch, mlx for MLX) and refuses the pair, one line per finding, where `dflash-check` reports an error.
+
+    \b
     Exit codes: 0 passed; 1 output differs from the greedy baseline (temperature 0) or the mean
-    acceptance is under --min-acceptance; 2 bad input, or a pairing the runtime cannot run.
+    acceptance is under --min-acceptance; 2 bad input, a pairing the check calls an error, or one
+    the runtime cannot run.
     """
     try:
         sampling = Sampling(temperature=temperature, top_p=top_p, top_k=top_k, seed=seed)  # checked before any load
@@ -383,13 +382,20 @@ def smoke_cmd(target, draft, prompts, prompts_file, prompt_ids, max_new_tokens, 
         ids = _parse_ids(prompt_ids)
         if not texts and not ids:
             texts = [DEFAULT_PROMPT]
+        # the checker's config rules first: smoke refuses what `dflash-check` calls an error, before any load
+        pre = preflight(target, draft, backend, token=token, trust_remote_code=trust_remote_code)
+        if pre.refusals:
+            _refuse(pre.refusals)
+            return
+        if block_size is not None:
+            check_block_size(block_size, pre.draft_block_size, "--block-size")
         req = SmokeRequest(
             target=target, draft=draft, texts=texts, prompt_ids=ids, max_new_tokens=max_new_tokens,
             block_size=block_size, sampling=sampling, device=device, dtype=dtype,
             trust_remote_code=trust_remote_code, token=token, adapter=adapter, threads=threads,
             profile_block_size=2 if profile_out else None,
         )
-        protected = _preflight(req, profile_out, force)
+        protected = _check_files(req, profile_out, force)
         run = _run_with_progress(backend, req)
         payload = build_payload(run, temperature)
         if profile_out:
