@@ -15,10 +15,13 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from dflash_compat.exceptions import InputError, error_line
+from dflash_compat.safe_read import read_bytes
 
 from . import registry
 
 __all__ = ["is_shim_file", "load_shim_file", "torch_adapter", "mlx_adapter", "builtin_shim", "check_wrapper"]
+
+_MAX_SHIM_BYTES = 1_000_000  # a generated shim is a few KB
 
 
 def is_shim_file(adapter: str) -> bool:
@@ -39,8 +42,12 @@ def load_shim_file(path: str, framework: str = "torch") -> types.ModuleType:
     if spec is None or spec.loader is None:  # pragma: no cover - a .py file always has a loader
         raise InputError(f"--adapter {path}: cannot be imported")
     module = importlib.util.module_from_spec(spec)
+    # Compiled and run from its source here, never through the import system's loader: that would
+    # write __pycache__/ beside the file (into a model folder, if the shim lives there) unless
+    # PYTHONDONTWRITEBYTECODE happens to be set. A bounded read: a shim is a few KB.
+    source = read_bytes(resolved, _MAX_SHIM_BYTES, what=f"--adapter {path}")
     try:
-        spec.loader.exec_module(module)
+        exec(compile(source, str(resolved), "exec", dont_inherit=True), module.__dict__)  # noqa: S102
     except Exception as exc:  # noqa: BLE001 - the user's file: any failure is their error, in one line
         raise InputError(f"--adapter {path}: importing it failed ({error_line(exc)})") from None
     if not callable(getattr(module, "wrap", None)) or not isinstance(getattr(module, "PATHS", None), dict):

@@ -12,7 +12,6 @@ by assumption: paths and role names come from config files and the command line.
 from __future__ import annotations
 
 import ast
-import json
 import keyword
 import os
 import re
@@ -20,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
-from dflash_compat.exceptions import InputError
+from dflash_compat.exceptions import InputError, one_line
 
 __all__ = [
     "ROLES",
@@ -165,20 +164,18 @@ def parse_map_options(values: "tuple[str, ...] | list[str]") -> dict[str, str]:
     return out
 
 
-def _first_line(exc: BaseException) -> str:
-    lines = str(exc).strip().splitlines()
-    return lines[0] if lines else type(exc).__name__
+_MAX_MAP_BYTES = 1_000_000  # a role map is a few lines
 
 
 def load_map_file(path: "str | os.PathLike[str]") -> dict[str, str]:
-    """Read {role: path} from a JSON or TOML file (a top-level table, or one under `map`)."""
+    """Read {role: path} from a JSON or TOML file (a top-level table, or one under `map`); a bounded read
+    of a regular file (never blocks on a FIFO, never reads /dev/zero without end)."""
+    from dflash_compat.safe_read import parse_json, read_bytes
+
     p = Path(path)
-    try:
-        data_bytes = p.read_bytes()
-    except OSError as exc:
-        raise InputError(f"--map-file {p}: cannot read ({exc.strerror or exc})") from None
-    if len(data_bytes) > 1_000_000:
-        raise InputError(f"--map-file {p}: too large for a role map")
+    if p.suffix.lower() not in (".toml", ".json"):
+        raise InputError(f"--map-file {p}: use a .json or .toml file")
+    data_bytes = read_bytes(p, _MAX_MAP_BYTES, what=f"--map-file {p}")
     if p.suffix.lower() == ".toml":
         try:
             import tomllib  # Python 3.11+
@@ -187,18 +184,15 @@ def load_map_file(path: "str | os.PathLike[str]") -> dict[str, str]:
         try:
             data = tomllib.loads(data_bytes.decode("utf-8"))
         except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-            raise InputError(f"--map-file {p}: invalid TOML ({_first_line(exc)})") from None
+            raise InputError(f"--map-file {p}: invalid TOML ({one_line(exc)})") from None
         except RecursionError:
             raise InputError(f"--map-file {p}: invalid TOML (nested too deeply)") from None
-    elif p.suffix.lower() == ".json":
-        try:
-            data = json.loads(data_bytes.decode("utf-8"))
-        except RecursionError:
-            raise InputError(f"--map-file {p}: invalid JSON (nested too deeply)") from None
-        except ValueError as exc:  # UnicodeDecodeError, JSONDecodeError, an integer too long
-            raise InputError(f"--map-file {p}: invalid JSON ({_first_line(exc)})") from None
     else:
-        raise InputError(f"--map-file {p}: use a .json or .toml file")
+        try:
+            text = data_bytes.decode("utf-8")
+        except UnicodeDecodeError:
+            raise InputError(f"--map-file {p}: not UTF-8 text") from None
+        data = parse_json(text, what=f"--map-file {p}")
     if isinstance(data, dict) and isinstance(data.get("map"), dict):
         data = data["map"]
     if not isinstance(data, dict):
@@ -353,26 +347,16 @@ def _split_constants(tree: ast.Module) -> tuple[list[ast.stmt], dict[str, ast.ex
     return others, consts
 
 
-def write_shim(source: str, out: "str | os.PathLike[str]", force: bool = False) -> Path:
-    """Write the shim to `out` (never over an existing file unless `force`); returns the path."""
+def write_shim(source: str, out: "str | os.PathLike[str]", force: bool = False,
+               protected: "tuple[Path, ...]" = ()) -> Path:
+    """Write the shim to `out` through safe_write (atomically, never over an existing file or through a
+    symlink unless `force`, never into a `protected` model folder); returns the path."""
+    from dflash_compat.safe_write import write_output
+
     path = Path(out)
     if path.is_dir():
         raise InputError(f"-o {path}: is a folder; pass a file name such as {path / 'adapter.py'}")
     if path.suffix != ".py":
         raise InputError(f"-o {path}: the shim is a Python module; use a name ending in .py")
-    if (path.exists() or path.is_symlink()) and not force:
-        raise InputError(f"-o {path}: already exists; pass --force to overwrite it")
-    if not path.parent.is_dir():
-        raise InputError(f"-o {path}: folder {path.parent} does not exist")
     compile(source, str(path), "exec", dont_inherit=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        with open(tmp, "x", encoding="utf-8") as fh:
-            fh.write(source)
-        os.replace(tmp, path)
-    except OSError as exc:
-        raise InputError(f"-o {path}: cannot write ({exc.strerror or exc})") from None
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    return path
+    return write_output(path, source, force=force, option="-o", protected=protected)

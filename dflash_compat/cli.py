@@ -93,7 +93,7 @@ def cli() -> None:
 
 @cli.command("check", cls=ConfigCommand)
 @check_options
-def check_cmd(fmt: str, output: Optional[str], **params: Any) -> None:
+def check_cmd(fmt: str, output: Optional[str], force: bool, **params: Any) -> None:
     """Check TARGET against DRAFT for every selected backend.
 
     Settings (target, draft, backends, select / ignore, severity, engine options, strict, format,
@@ -103,9 +103,14 @@ def check_cmd(fmt: str, output: Optional[str], **params: Any) -> None:
     from .check import run_check
 
     req = build_request(params, click.get_current_context().meta.get("dflash_check.severity"))
+    out = _Output(output, force, (req.target, req.draft)) if output else None  # refused before the work
     with _progress(req):
         report = run_check(req)
-    _write(_render(report, fmt, output), output)
+    text = _render(report, fmt, output)
+    if out is None:  # color=True: click must not strip what we decided (styles only when color_enabled said so)
+        click.echo(text, nl=False, color=True)
+    else:
+        out.write(text)
     sys.exit(report.exit_code())
 
 
@@ -135,17 +140,21 @@ def _render(report, fmt: str, output: Optional[str]) -> str:
     return render(report, width=terminal_width(sys.stdout), color=color_enabled(sys.stdout))
 
 
-def _write(text: str, output: Optional[str]) -> None:
-    from .exceptions import InputError
+class _Output:
+    """`check -o FILE`: checked when the command starts, written atomically at its end (safe_write)."""
 
-    if output:
-        try:
-            with open(output, "w", encoding="utf-8") as fh:
-                fh.write(text)
-        except OSError as exc:
-            raise InputError(f"cannot write {output}: {exc.strerror or exc}") from None
-    else:  # color=True: click must not strip what we decided (styles only when color_enabled said so)
-        click.echo(text, nl=False, color=True)
+    def __init__(self, path: str, force: bool, refs: tuple[str, str]) -> None:
+        from .emitters import looks_like_report
+        from .safe_write import check_output, model_folders
+
+        self.kw = {"force": force, "option": "-o", "is_ours": looks_like_report, "protected": model_folders(*refs)}
+        self.path = path
+        check_output(path, **self.kw)
+
+    def write(self, text: str) -> None:
+        from .safe_write import write_output
+
+        write_output(self.path, text, **self.kw)
 
 
 @cli.command("rules", short_help="List every rule, one line each.")

@@ -14,7 +14,6 @@ __all__ = [
     "MissingDependencyError",
     "ConversionError",
     "error_line",
-    "first_line",
     "one_line",
     "ResourceError",
 ]
@@ -68,24 +67,17 @@ class ConversionError(DFlashCompatError):
     """`dflash-check convert` cannot convert this draft without changing what the engines load."""
 
 
-def first_line(exc: BaseException) -> str:
-    """The first non-blank line of an exception's message, else its class name: for one-line errors
-    that must not break on an empty or multi-line message."""
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    return lines[0] if lines else type(exc).__name__
-
-
-def error_line(exc: BaseException) -> str:
-    """`Type: first line` of a foreign exception (just `Type` when it has no message)."""
-    text = first_line(exc)
-    return type(exc).__name__ if text == type(exc).__name__ else f"{type(exc).__name__}: {text}"
-
-
 def one_line(exc: BaseException, limit: int = 300) -> str:
     """An exception's message for a one-line error: its lines joined, cut at `limit` characters;
     the exception's type name when the message is empty (never an IndexError on an empty message)."""
     text = " ".join(part.strip() for part in str(exc).splitlines() if part.strip()) or type(exc).__name__
     return text if len(text) <= limit else text[:limit] + " ..."
+
+
+def error_line(exc: BaseException, limit: int = 300) -> str:
+    """`Type: message` of a foreign exception on one line (just `Type` when it has no message)."""
+    text = one_line(exc, limit)
+    return type(exc).__name__ if text == type(exc).__name__ else f"{type(exc).__name__}: {text}"
 
 
 class ResourceError(DFlashCompatError):

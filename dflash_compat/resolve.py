@@ -2,24 +2,22 @@
 
 from __future__ import annotations
 
-import json
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from .exceptions import ConfigError, ResolutionError, first_line
+from .exceptions import ConfigError, ResolutionError, one_line
+from .safe_read import MAX_CONFIG_BYTES, is_regular_file, load_json_file
 
-__all__ = ["Resolved", "resolve", "load_json", "download_weights", "SMALL_FILES", "WEIGHT_PATTERNS"]
+__all__ = ["Resolved", "resolve", "check_hub_ref", "local_path", "looks_local", "load_json", "download_weights",
+           "SMALL_FILES", "WEIGHT_PATTERNS"]
 
 # The only files the config-level checks fetch: never weights.
 SMALL_FILES = ("config.json", "generation_config.json", "tokenizer_config.json")
 # What the runtime fetches to run a model: weights (safetensors only, never pickles), configs and
 # tokenizer files.
 WEIGHT_PATTERNS = ("*.safetensors", "*.json", "*.model", "*.tiktoken", "merges.txt", "vocab.txt")
-_REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
-_MAX_JSON_BYTES = 64 * 1024 * 1024
 
 
 @dataclass
@@ -42,22 +40,17 @@ class Resolved:
 
 
 def load_json(path: Path) -> Any:
-    """Parse a JSON file; any problem becomes a one-line ConfigError."""
-    try:
-        size = path.stat().st_size
-        if size > _MAX_JSON_BYTES:
-            raise ConfigError(f"{path}: {size} bytes is too large for a config file")
-        text = path.read_text(encoding="utf-8")
-    except ConfigError:
-        raise
-    except UnicodeDecodeError:
-        raise ConfigError(f"{path}: not UTF-8 text") from None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    """Parse a JSON file (a bounded read of a regular file, nesting and integers capped); any problem
+    becomes a one-line ConfigError."""
+    return load_json_file(path, what=str(path), error=ConfigError, limit=MAX_CONFIG_BYTES)
+
+
+_REVISION_OPTION = {"target": "--revision", "draft": "--draft-revision"}
+
+
+def _who(role: str, ref: str) -> str:
+    """`target REF` for a message, REF cut to 200 characters (a hostile argument may be 5,000)."""
+    return f"{role} {ref if len(ref) <= 200 else ref[:200] + '...'}"
 
 
 def _split_revision(ref: str) -> tuple[str, Optional[str]]:
@@ -68,68 +61,82 @@ def _split_revision(ref: str) -> tuple[str, Optional[str]]:
     return ref, None
 
 
+def local_path(ref: str) -> Optional[Path]:
+    """`ref` as an existing path, else None (also for names too long for the file system, an unknown
+    `~user`, a NUL byte: they name no folder)."""
+    try:
+        path = Path(ref).expanduser()
+        return path if path.exists() else None
+    except (OSError, RuntimeError, ValueError):
+        return None
+
+
+def looks_local(ref: str) -> bool:
+    """A name that can only mean a path: it starts with `.`, `/` or `~`, has more than one slash (or a
+    Windows separator), or its first segment is an existing folder (`examples/nope`). Never sent to
+    the Hub."""
+    if ref.startswith((".", "/", "~")) or ref.count("/") > 1 or (os.sep != "/" and os.sep in ref):
+        return True
+    first = ref.split("/", 1)[0]
+    try:
+        return "/" in ref and Path(first).is_dir()
+    except (OSError, ValueError):
+        return False
+
+
+def _resolve_local(ref: str, path: Path, role: str) -> Resolved:
+    who = _who(role, ref)
+    if path.is_file():
+        if path.name != "config.json":
+            raise ResolutionError(f"{who}: is a file; pass the model's folder (the one holding config.json)")
+        path = path.parent
+    if not path.is_dir():
+        raise ResolutionError(f"{who}: not a folder; pass the model's folder (the one holding config.json)")
+    try:
+        os.lstat(path / "config.json")
+    except FileNotFoundError:
+        raise ResolutionError(f"{who}: folder has no config.json") from None
+    except OSError as exc:  # a folder without read/search permission, a name too long
+        raise ResolutionError(f"{who}: cannot read the folder ({exc.strerror or exc})") from None
+    # config.json as it is (reading it refuses a FIFO, a device or a folder in one line); the optional
+    # files only when they are regular files (stat, never open: a FIFO would block the reader).
+    files = {name: path / name for name in SMALL_FILES if name == "config.json" or is_regular_file(path / name)}
+    return Resolved(ref=ref, folder=path, files=files)
+
+
 def resolve(ref: str, role: str, *, revision: Optional[str] = None, token: Optional[str] = None) -> Resolved:
-    """Find `ref` as a local folder, else as a Hub repo id (`org/name[@revision]`)."""
-    path = Path(ref).expanduser()
-    if path.exists():
-        if path.is_file():
-            if path.name != "config.json":
-                raise ResolutionError(f"{role} {ref}: is a file; pass the model's folder (the one holding config.json)")
-            path = path.parent
-        if not (path / "config.json").is_file():
-            raise ResolutionError(f"{role} {ref}: folder has no config.json")
-        files = {name: path / name for name in SMALL_FILES if (path / name).is_file()}
-        return Resolved(ref=ref, folder=path, files=files)
+    """Find `ref` as a local folder, else as a Hub repo id (`org/name[@revision]`). A name that looks
+    like a path, or is no repo id, never reaches the Hub; revisions are validated before any request."""
+    path = local_path(ref)
+    if path is not None:
+        return _resolve_local(ref, path, role)
+    repo_id, rev = check_hub_ref(ref, role, revision=revision)
+    return _resolve_hub(ref, repo_id, revision or rev, role, token)  # a revision may hold slashes (refs/pr/1)
+
+
+def check_hub_ref(ref: str, role: str, *, revision: Optional[str] = None) -> tuple[str, Optional[str]]:
+    """(repo id, the revision after `@`) of a ref that names no existing path, checked without any request:
+    ResolutionError in one line for a name that looks like a path or is no repo id, and for a revision
+    that is no branch, tag or commit (`../` never reaches the Hub or its cache)."""
+    from .hub import check_revision, is_repo_id
 
     repo_id, rev = _split_revision(ref)
-    rev = revision or rev  # a revision may hold slashes itself (refs/pr/1)
-    looks_local = repo_id.startswith((".", "/", "~")) or repo_id.count("/") > 1 or (os.sep != "/" and os.sep in repo_id)
-    if looks_local or not _REPO_ID.match(repo_id):
-        raise ResolutionError(f"{role} {ref}: no such folder, and not a Hub repo id (org/name)")
-    return _resolve_hub(ref, repo_id, rev, role, token)
+    if looks_local(repo_id):
+        raise ResolutionError(f"{_who(role, ref)}: no such folder")
+    if not is_repo_id(repo_id):
+        raise ResolutionError(f"{_who(role, ref)}: no such folder, and not a Hub repo id (org/name)")
+    if rev is not None:
+        check_revision(rev, _who(role, ref))
+    if revision is not None:
+        check_revision(revision, f"{_who(role, ref)} ({_REVISION_OPTION.get(role, '--revision')})")
+    return repo_id, rev
 
 
 def _resolve_hub(ref: str, repo_id: str, revision: Optional[str], role: str, token: Optional[str]) -> Resolved:
-    try:
-        from huggingface_hub import errors as hf_errors
-        from huggingface_hub import hf_hub_download
-    except ImportError:  # pragma: no cover - a core dependency
-        raise ResolutionError(f"{role} {ref}: huggingface_hub is not installed; pip install huggingface_hub") from None
+    from .hub import fetch_files
 
-    files: dict[str, Path] = {}
-    for name in SMALL_FILES:
-        try:
-            local = hf_hub_download(repo_id, name, revision=revision, token=token)
-        except hf_errors.GatedRepoError:
-            raise ResolutionError(
-                f"{role} {ref}: gated repo; accept its terms on the Hub and log in (hf auth login or HF_TOKEN)"
-            ) from None
-        except hf_errors.RepositoryNotFoundError:
-            raise ResolutionError(
-                f"{role} {ref}: repository not found on the Hub (or private: log in or set HF_TOKEN)"
-            ) from None
-        except hf_errors.RevisionNotFoundError:
-            raise ResolutionError(f"{role} {ref}: revision {revision!r} not found") from None
-        except (hf_errors.LocalEntryNotFoundError, hf_errors.OfflineModeIsEnabled):
-            if name == "config.json":
-                raise ResolutionError(
-                    f"{role} {ref}: not in the local Hugging Face cache and the Hub cannot be reached "
-                    "(offline: HF_HUB_OFFLINE is set or there is no network); download it first or pass a folder"
-                ) from None
-            continue
-        except hf_errors.EntryNotFoundError:
-            if name == "config.json":
-                raise ResolutionError(f"{role} {ref}: the repo has no config.json") from None
-            continue
-        except hf_errors.HFValidationError:
-            raise ResolutionError(f"{role} {ref}: not a valid Hub repo id") from None
-        except hf_errors.HfHubHTTPError as exc:
-            raise ResolutionError(f"{role} {ref}: Hub request failed ({first_line(exc)})") from None
-        except (OSError, ValueError) as exc:
-            if name == "config.json":
-                raise ResolutionError(f"{role} {ref}: cannot fetch config.json ({exc})") from None
-            continue
-        files[name] = Path(local)
+    files = fetch_files(repo_id, SMALL_FILES, revision=revision, token=token, limit=MAX_CONFIG_BYTES,
+                        who=f"{_who(role, ref)}", required="config.json")
     folder = files["config.json"].parent
     return Resolved(ref=ref, folder=folder, repo_id=repo_id, revision=revision, files=files)
 
@@ -149,16 +156,19 @@ def download_weights(resolved: Resolved, *, token: Optional[str] = None,
     except ImportError:  # pragma: no cover - a core dependency
         raise ResolutionError(
             f"{resolved.ref}: huggingface_hub is not installed; pip install huggingface_hub") from None
+    from .hub import quiet
+
     try:
-        folder = snapshot_download(
-            resolved.repo_id, revision=resolved.revision, token=token, allow_patterns=list(patterns)
-        )
+        with quiet():
+            folder = snapshot_download(
+                resolved.repo_id, revision=resolved.revision, token=token, allow_patterns=list(patterns)
+            )
     except (hf_errors.LocalEntryNotFoundError, hf_errors.OfflineModeIsEnabled):
         raise ResolutionError(
             f"{resolved.ref}: weights are not in the local Hugging Face cache and the Hub cannot be reached"
         ) from None
     except hf_errors.HfHubHTTPError as exc:
-        raise ResolutionError(f"{resolved.ref}: weight download failed ({first_line(exc)})") from None
+        raise ResolutionError(f"{resolved.ref}: weight download failed ({one_line(exc)})") from None
     except OSError as exc:
         raise ResolutionError(f"{resolved.ref}: weight download failed ({exc})") from None
     return Path(folder)

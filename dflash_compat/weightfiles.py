@@ -9,54 +9,37 @@ framework; the index is read with O_NONBLOCK and checked with fstat before a byt
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 from .exceptions import WeightsError, one_line
+from .quoting import quote, quote_items
+from .safe_read import file_kind, parse_json, read_text
 
 __all__ = [
     "INDEX_FILE",
-    "load_json",
-    "read_regular_text",
+    "PickledShardsError",
     "index_shards",
     "local_weight_files",
     "weight_paths",
     "refuse_special_files",
+    "refuse_link_out",
 ]
 
 INDEX_FILE = "model.safetensors.index.json"
 MAX_INDEX_BYTES = 64 * 1024 * 1024  # a real index lists tensors by name: a few MB at most
 
-_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
-          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
 
+class PickledShardsError(WeightsError):
+    """An index names weight files that are not safetensors (.bin, .pt: pickles); none is ever opened.
+    The checker reports it as a skip (DF007 pickle-shards); every other reader stops with it."""
 
-def load_json(text: str) -> Any:
-    """json.loads that turns every way hostile JSON fails (deep nesting, >4300-digit integers) into ValueError."""
-    try:
-        return json.loads(text)
-    except RecursionError:
-        raise ValueError("nested too deeply") from None
-
-
-def _kind(mode: int) -> str:
-    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
-
-
-def read_regular_text(path: Path, limit: int) -> str:
-    """A small text file's contents; OSError / ValueError if it is not a regular file of at most `limit` bytes.
-    O_NONBLOCK: opening a FIFO returns at once instead of waiting for a writer; fstat then refuses it."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    with os.fdopen(fd, "rb") as fh:
-        mode, size = os.fstat(fd).st_mode, os.fstat(fd).st_size
-        if not stat.S_ISREG(mode):
-            raise ValueError(f"{_kind(mode)}, not a regular file")
-        if size > limit:
-            raise ValueError(f"{size} bytes, more than the {limit} allowed")
-        return fh.read(limit + 1).decode("utf-8")
+    def __init__(self, names: list[str]) -> None:
+        self.names = names
+        super().__init__(f"{INDEX_FILE} lists {quote_items(names)}, not safetensors; pickled weights are never "
+                         "opened")
 
 
 def _is_plain_name(name: str) -> bool:
@@ -65,24 +48,30 @@ def _is_plain_name(name: str) -> bool:
 
 
 def index_shards(index_path: Path) -> tuple[list[str], dict[str, str]]:
-    """The shard file names an index lists (sorted, each once) and its tensor -> file map; WeightsError
-    in one line for an unreadable index, a missing map, or a value that is not a plain file name."""
+    """The shard file names an index lists (sorted, each once) and its tensor -> file map. WeightsError in
+    one line for an unreadable index (safe_read's bounds: a regular file, size and nesting capped), a
+    missing map, or a value that is not a plain file name; PickledShardsError for names that are not
+    `*.safetensors`."""
     name = index_path.name
-    try:
-        index = load_json(read_regular_text(index_path, MAX_INDEX_BYTES))
-    except (OSError, ValueError) as exc:  # UnicodeDecodeError, JSONDecodeError, too deep, not a file
-        raise WeightsError(f"{name}: unreadable index ({one_line(exc)})") from None
+    what = f"{name}: unreadable index"
+    index = parse_json(read_text(index_path, MAX_INDEX_BYTES, what=what, error=WeightsError), what=what,
+                       error=WeightsError)
     wmap = index.get("weight_map") if isinstance(index, dict) else None
     if not isinstance(wmap, dict) or not wmap:
         raise WeightsError(f"{name}: corrupt index (no weight_map of tensor -> file)")
     for tensor, shard in wmap.items():
         if not isinstance(shard, str):
             raise WeightsError(
-                f"{name}: corrupt index (the file of {repr(tensor)[:80]} is {repr(shard)[:40]}, not a file name)")
+                f"{name}: corrupt index (the file of {quote(tensor, chars=80)} is {quote(shard, chars=40)}, "
+                "not a file name)")
         # An index must name files beside it; never follow paths out of the model folder.
         if not _is_plain_name(shard):
-            raise WeightsError(f"{name}: corrupt index (shard name {repr(shard)[:80]} is not a file name)")
-    return sorted(set(wmap.values())), wmap
+            raise WeightsError(f"{name}: corrupt index (shard name {quote(shard, chars=80)} is not a file name)")
+    names = sorted(set(wmap.values()))
+    pickled = [n for n in names if not n.endswith(".safetensors")]
+    if pickled:  # never opened, not even for 8 bytes: a weight file that is not safetensors is a pickle
+        raise PickledShardsError(pickled)
+    return names, wmap
 
 
 def _allowed_roots(folder: Path) -> list[Path]:
@@ -104,6 +93,11 @@ def _check_inside(path: Path, roots: list[Path]) -> None:
     if not any(real == r or r in real.parents for r in roots):
         raise WeightsError(
             f"{path.name}: a symlink to {str(real)[:120]}, outside the model folder; files outside it are never read")
+
+
+def refuse_link_out(path: Path, folder: Path) -> None:
+    """WeightsError when `path` (a file of the model in `folder`) is a symlink leading out of the folder."""
+    _check_inside(path, _allowed_roots(folder))
 
 
 def local_weight_files(folder: Path) -> tuple[list[str], Optional[dict[str, str]]]:
@@ -140,7 +134,7 @@ def refuse_special_files(folder: Path, who: str) -> None:
         except OSError:
             continue  # a dangling symlink: nothing to open
         if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-            raise WeightsError(f"{who}: {entry.name[:120]!r} is {_kind(mode)}, not a regular file; "
+            raise WeightsError(f"{who}: {entry.name[:120]!r} is {file_kind(mode)}, not a regular file; "
                                "a model folder holds regular files only")
 
 

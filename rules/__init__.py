@@ -14,6 +14,7 @@ from . import (
     df007_draft_weights_not_checked,
     df008_target_not_buildable,
     df009_draft_family_not_loadable,
+    df010_model_size_implausible,
     df101_hidden_size_mismatch,
     df103_layer_ids_missing,
     df104_layer_id_out_of_range,
@@ -133,6 +134,7 @@ ALL_RULES: list[Rule] = [
     df007_draft_weights_not_checked.RULE,
     df008_target_not_buildable.RULE,
     df009_draft_family_not_loadable.RULE,
+    df010_model_size_implausible.RULE,
     # --- DF1xx: the common contract, from configs ---
     df101_hidden_size_mismatch.RULE,
     df103_layer_ids_missing.RULE,

@@ -26,11 +26,12 @@ def disagreeing_locations(ctx: CheckContext, field: str, locations: dict[str, An
                           what: str, readers: str, others: str):
     """DF114 / DF116: one draft setting written under two keys with different values."""
     from dflash_compat.engine import Violation
+    from dflash_compat.quoting import quote
 
     if len({repr(v) for v in locations.values()}) < 2:
         return
-    listed = ", ".join(f"{k}={v!r}" for k, v in locations.items())
+    listed = ", ".join(f"{k}={quote(v)}" for k, v in locations.items())
     yield Violation(
-        f"{what} disagree: {listed}; {readers} use {locations.get(nested_key, '?')!r}, {others} the other one",
+        f"{what} disagree: {listed}; {readers} use {quote(locations.get(nested_key, '?'))}, {others} the other one",
         [ctx.dloc(field, k) for k in locations],
     )

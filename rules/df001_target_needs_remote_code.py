@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, EngineSource, Rule, Violation
+from dflash_compat.quoting import MAX_CHARS, MAX_ITEMS, quote, quote_items
 
 from ._sources import MLX_LOAD_TARGET, REF_LOAD
 
@@ -17,7 +18,9 @@ def check(ctx: CheckContext):
     model_file = (ctx.target.raw or {}).get("model_file")
     given = "" if ctx.options.trust_remote_code else "; --trust-remote-code was not given, so the module checks skip it"
     if auto_map:
-        classes = ", ".join(f"{k}={v}" for k, v in sorted(auto_map.items()) if isinstance(v, str)) or "?"
+        pairs = [(k, v) for k, v in sorted(auto_map.items()) if isinstance(v, str)]
+        shown = [f"{k[:MAX_CHARS]}={v[:MAX_CHARS]}" for k, v in pairs[:MAX_ITEMS]]
+        classes = quote_items(shown, raw=True, total=len(pairs)) or "?"
         yield Violation(
             f"target config has auto_map ({classes}): loading it runs the repository's own code{given}",
             [ctx.tloc("auto_map", "auto_map")],
@@ -25,7 +28,7 @@ def check(ctx: CheckContext):
     if model_file is not None:
         # mlx-lm's own convention: the config names a Python file of the repo that defines Model / ModelArgs
         yield Violation(
-            f"target config has model_file ({model_file!r}): mlx-lm loading it runs the repository's own code{given}",
+            f"target config has model_file ({quote(model_file)}): mlx-lm loading it runs the repository's own code{given}",
             [ctx.tloc("model_file", "model_file")],
         )
 

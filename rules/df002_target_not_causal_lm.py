@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
+from dflash_compat.quoting import quote
 from dflash_compat.specs.target import ENCODER_DECODER_MODEL_TYPES
 
 from ._sources import MLX_BIND, REF_EMBED, REF_LOAD, REF_TARGET_CALL
@@ -16,13 +17,13 @@ def check(ctx: CheckContext):
     model_type = t.text_model_type or t.model_type
     if model_type in ENCODER_DECODER_MODEL_TYPES:
         yield Violation(
-            f"target model_type {model_type!r} is an encoder-decoder model: DFlash drafts condition on, and are "
+            f"target model_type {quote(model_type)} is an encoder-decoder model: DFlash drafts condition on, and are "
             "verified by, a decoder-only causal LM",
             [ctx.tloc("model_type", "model_type")],
         )
         return
     yield Violation(
-        f"target architectures {archs} name no *ForCausalLM / *ForConditionalGeneration / *LMHeadModel class: "
+        f"target architectures {quote(archs)} name no *ForCausalLM / *ForConditionalGeneration / *LMHeadModel class: "
         "it has no output head to verify drafted tokens with",
         [ctx.tloc("architectures", "architectures")],
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
+from dflash_compat.quoting import quote
 from dflash_compat.specs.families import FAMILIES
 
 from ._sources import DRAFT_REGISTRIES
@@ -14,7 +15,7 @@ def check(ctx: CheckContext):
         return
     known = ", ".join(a for f in FAMILIES.values() for a in f.architectures)
     yield Violation(
-        f"draft architectures {d.architectures or '(none)'} name no DFlash draft family that vLLM, SGLang, MLX or "
+        f"draft architectures {quote(d.architectures) if d.architectures else '(none)'} name no DFlash draft family that vLLM, SGLang, MLX or "
         "transformers loads; it was read as a z-lab layout, and the family-specific checks (weights, engine "
         f"support) were skipped. Known draft classes: {known}",
         [ctx.dloc("architectures", "architectures")],

@@ -7,6 +7,8 @@ from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
 WHY = {
     "no-safetensors": "the draft has no .safetensors files",
     "pickle-only": "the draft ships only pickled .bin/.pt weights, which dflash-check never opens",
+    "pickle-shards": "the draft's shard index lists pickled (non-safetensors) weight files, which dflash-check "
+    "never opens",
     "hub-offline": "HF_HUB_OFFLINE is set and the weights are not in the local cache",
     "hub-unreachable": "the Hub could not be asked for the weight headers",
 }

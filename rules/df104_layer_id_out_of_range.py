@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
+from dflash_compat.quoting import MAX_ITEMS, quote, quote_items
 
 from ._common import is_int
 from ._sources import MLX_HOOK, REF_FEATURES, SGL_IDS, VLLM_FC_CHECK
@@ -15,16 +16,31 @@ def check(ctx: CheckContext):
         return
     written = " (written +1 in aux_hidden_state_layer_ids)" if d.is_speculators else ""
     loc = [ctx.dloc("target_layer_ids")]
-    for i, lid in enumerate(ids):
-        if not is_int(lid):
-            yield Violation(f"target layer id #{i} is {lid!r}, not an integer", loc)
-        elif lid < 0:
-            yield Violation(f"target layer id {lid}{written} is negative: layer ids count decoder layers from 0", loc)
-        elif n is not None and lid >= n:
-            yield Violation(
-                f"target layer id {lid}{written} does not exist: the target has {n} decoder layers (ids 0..{n - 1})",
-                [*loc, ctx.tloc("num_hidden_layers")],
-            )
+    # one finding per kind of problem, however many ids have it (a hostile config may list 50,000)
+    not_int = [(i, lid) for i, lid in enumerate(ids) if not is_int(lid)]
+    negative = [lid for lid in ids if is_int(lid) and lid < 0]
+    missing = [lid for lid in ids if is_int(lid) and n is not None and lid >= n]
+    if not_int:
+        which = ", ".join(f"#{i} is {quote(lid)}" for i, lid in not_int[:MAX_ITEMS])
+        more = f", ... ({len(not_int) - MAX_ITEMS} more)" if len(not_int) > MAX_ITEMS else ""
+        yield Violation(f"target layer id {which}{more}, not an integer", loc)
+    if negative:
+        yield Violation(f"target layer {_ids(negative)}{written} {_is(negative)} negative: layer ids count decoder "
+                        "layers from 0", loc)
+    if missing:
+        yield Violation(
+            f"target layer {_ids(missing)}{written} {'does' if len(missing) == 1 else 'do'} not exist: the target "
+            f"has {n} decoder layers (ids 0..{n - 1})",
+            [*loc, ctx.tloc("num_hidden_layers")],
+        )
+
+
+def _ids(ids: list) -> str:
+    return f"id {ids[0]}" if len(ids) == 1 else f"ids {quote_items(ids)}"
+
+
+def _is(ids: list) -> str:
+    return "is" if len(ids) == 1 else "are"
 
 
 RULE = Rule(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from dflash_compat.engine import COMMON, CheckContext, EngineSource, Rule, Violation
+from dflash_compat.quoting import quote, quote_items
 
 from ._sources import REF_FEATURES, SGL_IDS, VLLM_AUX_SORTED, VLLM_FC_CHECK
 
@@ -22,7 +23,7 @@ def check(ctx: CheckContext):
         return
     dups = sorted(i for i, c in Counter(repr(i) for i in ids).items() if c > 1)
     if dups:
-        yield Violation(f"target layer ids {ids} repeat {', '.join(dups)}", loc)
+        yield Violation(f"target layer ids {quote(ids)} repeat {quote_items(dups, raw=True)}", loc)
 
 
 RULE = Rule(

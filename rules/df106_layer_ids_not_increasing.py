@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
+from dflash_compat.quoting import quote
 
 from ._common import is_int
 from ._sources import MLX_HOOK, REF_FEATURES, VLLM_AUX_SORTED
@@ -14,8 +15,8 @@ def check(ctx: CheckContext):
         return
     if any(b < a for a, b in zip(ids, ids[1:])):
         yield Violation(
-            f"target layer ids {ids} are not increasing: vLLM collects features in layer order, "
-            f"{sorted(ids)}, the dflash reference and MLX in the listed order",
+            f"target layer ids {quote(ids)} are not increasing: vLLM collects features in layer order, "
+            f"{quote(sorted(ids))}, the dflash reference and MLX in the listed order",
             [ctx.dloc("target_layer_ids")],
         )
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
+from dflash_compat.quoting import quote
 
 from ._sources import MLX_LOAD_DRAFT, REF_DRAFT_INIT, SGL_TARGET_DEPTH
 
@@ -13,7 +14,7 @@ def check(ctx: CheckContext):
         return
     guessed = d.target_layer_ids_guessed
     tail = (
-        f"; the layer ids {d.target_layer_ids} were derived from it, so they are wrong for this target"
+        f"; the layer ids {quote(d.target_layer_ids)} were derived from it, so they are wrong for this target"
         if guessed
         else ": the draft was probably trained for another model"
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, Rule, Violation
+from dflash_compat.quoting import quote
 from dflash_compat.specs.draft import build_target_layer_ids
 
 from ._sources import (
@@ -41,7 +42,7 @@ def check(ctx: CheckContext):
                         "and fails with KeyError", locs, backends=("vllm",), severity="error")
         return
     yield Violation(
-        f"draft config gives no target layer ids; the dflash reference derives {d.target_layer_ids} from "
+        f"draft config gives no target layer ids; the dflash reference derives {quote(d.target_layer_ids)} from "
         f"num_target_layers {d.num_target_layers} and {d.num_hidden_layers} draft layers, which may not be the "
         "ids it was trained with",
         locs, backends=("transformers",),

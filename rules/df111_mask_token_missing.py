@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, EngineSource, Rule, Violation
+from dflash_compat.quoting import quote
 from dflash_compat.specs._reader import get_dotted
 
 from ._sources import (
@@ -27,10 +28,10 @@ def _sglang(ctx: CheckContext) -> Violation:
     token = next((n for n in named if isinstance(n, str) and n), SGLANG_DEFAULT_MASK)
     loc = [ctx.dloc("mask_token_id", "dflash_config.mask_token_id")]
     if t.mask_token == token and t.mask_token_id is not None:
-        return Violation(f"SGLang resolves mask token {token!r} through the target tokenizer: id {t.mask_token_id}; "
+        return Violation(f"SGLang resolves mask token {quote(token)} through the target tokenizer: id {t.mask_token_id}; "
                          "check it is the id the draft was trained with", loc, backends=("sglang",), severity="info")
     return Violation(
-        f"SGLang resolves mask token {token!r} through the target tokenizer: its vocabulary id if it has one, "
+        f"SGLang resolves mask token {quote(token)} through the target tokenizer: its vocabulary id if it has one, "
         "otherwise it adds the token (a new id; ValueError if that is past the embedding rows), whichever id the "
         "draft was trained with", loc, backends=("sglang",), severity="warning",
     )
@@ -46,7 +47,7 @@ def check(ctx: CheckContext):
         return
     hint = ""
     if ctx.target.mask_token_id is not None:
-        hint = f" (the target tokenizer's mask token {ctx.target.mask_token!r} is id {ctx.target.mask_token_id})"
+        hint = f" (the target tokenizer's mask token {quote(ctx.target.mask_token)} is id {ctx.target.mask_token_id})"
     yield Violation(
         f"draft config has no `dflash_config.mask_token_id`{hint}: the dflash reference fills the block with "
         "None and fails, vLLM raises ValueError, the MLX loader KeyError",

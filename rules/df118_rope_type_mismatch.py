@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from dflash_compat.engine import COMMON, CheckContext, EngineSource, Rule, Violation
+from dflash_compat.quoting import quote
 
 from ._sources import HF_QWEN3_ROPE, MLX_ROPE, MLXLM_ROPE, SGL_ROPE, VLLM_ROPE_DIM
 
@@ -23,14 +24,14 @@ def check(ctx: CheckContext):
     if tv != dv:
         field = "rope.rope_type"
         yield Violation(
-            f"draft RoPE rope_type {dv!r} != target {tv!r}",
+            f"draft RoPE rope_type {quote(dv)} != target {quote(tv)}",
             [ctx.dloc(field, ctx.draft.key(field, "rope_scaling")),
              ctx.tloc(field, ctx.target.key(field, "rope_scaling"))],
         )
     elif tv != "default" and t.factor is not None and d.factor is not None:
         if not math.isclose(float(t.factor), float(d.factor)):
             yield Violation(
-                f"draft RoPE scaling factor {d.factor!r} != target {t.factor!r}",
+                f"draft RoPE scaling factor {quote(d.factor)} != target {quote(t.factor)}",
                 [ctx.dloc("rope.factor"), ctx.tloc("rope.factor")],
             )
 

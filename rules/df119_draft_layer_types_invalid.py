@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dflash_compat.contract import DRAFT_LAYER_TYPES as KNOWN
 from dflash_compat.engine import COMMON, CheckContext, EngineSource, Rule, Violation
+from dflash_compat.quoting import quote, quote_items
 
 from ._sources import MLX_LOAD_DRAFT, REF_ATTENTION
 
@@ -24,9 +25,9 @@ def check(ctx: CheckContext):
             f"draft layer_types has {len(kinds)} entries for {d.num_hidden_layers} layers (num_hidden_layers)",
             [*loc, ctx.dloc("num_hidden_layers")],
         )
-    unknown = sorted({repr(k) for k in kinds if k not in KNOWN})
+    unknown = sorted({quote(k) for k in kinds if k not in KNOWN})
     if unknown:
-        yield Violation(f"draft layer_types has unknown types {', '.join(unknown)} (known: {', '.join(KNOWN)})", loc)
+        yield Violation(f"draft layer_types has unknown types {quote_items(unknown, raw=True)} (known: {', '.join(KNOWN)})", loc)
     if "sliding_attention" in kinds and d.sliding_window is None:
         yield Violation(
             "draft layer_types has sliding_attention layers but sliding_window is not set",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, EngineSource, Rule, Violation
+from dflash_compat.quoting import quote
 
 HF_QWEN3_MLP = EngineSource("transformers", "transformers/models/qwen3/modeling_qwen3.py", "70-83",
                             "Qwen3MLP: act_fn = ACT2FN[config.hidden_act] (the dflash reference's draft MLP)")
@@ -19,7 +20,7 @@ def check(ctx: CheckContext):
     act = ctx.draft.hidden_act
     if act is None or act == "silu":
         return
-    yield Violation(f"draft hidden_act is {act!r}, not 'silu'", [ctx.dloc("hidden_act")])
+    yield Violation(f"draft hidden_act is {quote(act)}, not 'silu'", [ctx.dloc("hidden_act")])
 
 
 RULE = Rule(

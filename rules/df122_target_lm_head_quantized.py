@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
+from dflash_compat.quoting import quote
 
 from ._sources import MLX_BIND, REF_EMBED
 
@@ -13,7 +14,7 @@ def check(ctx: CheckContext):
         return
     key = t.key("lm_head_quantized")
     yield Violation(
-        f"target is quantised ({t.quant_method or 'unknown method'}) and `{key}` does not keep lm_head in full "
+        f"target is quantised ({quote(t.quant_method) if t.quant_method else 'unknown method'}) and `{key}` does not keep lm_head in full "
         "precision: the draft's logits come from the quantised head",
         [ctx.tloc("lm_head_quantized", key)],
     )

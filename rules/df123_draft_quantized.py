@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
+from dflash_compat.quoting import quote
 
 from ._sources import MLX_LOAD_WEIGHTS, REF_LOAD, REF_MLX_QUANTIZE
 
@@ -11,7 +12,7 @@ def check(ctx: CheckContext):
     q = ctx.draft.quantization_config
     if not q:
         return
-    method = q.get("quant_method") or "unknown method"
+    method = quote(q["quant_method"]) if q.get("quant_method") else "unknown method"
     yield Violation(
         f"draft is quantised ({method}): quantised drafts have silently lost most of their acceptance",
         [ctx.dloc("quantization_config")],

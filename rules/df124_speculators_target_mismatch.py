@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, EngineSource, Rule, Violation
+from dflash_compat.quoting import quote
 
 from ._sources import SPEC_CONVERT, VLLM_AUX_CAPTURE, VLLM_FC_CHECK, VLLM_FC_WIDTH, VLLM_LLAMA_CAPTURE, VLLM_SPECULATORS
 
@@ -23,9 +24,9 @@ def check(ctx: CheckContext):
         )
     archs = d.verifier_architectures
     if archs and t.architectures and not set(archs) & set(t.architectures):
-        name = f" ({d.verifier_name_or_path})" if d.verifier_name_or_path else ""
+        name = f" ({quote(d.verifier_name_or_path)})" if d.verifier_name_or_path else ""
         yield Violation(
-            f"draft was trained for verifier architectures {archs}{name}, the target is {t.architectures}",
+            f"draft was trained for verifier architectures {quote(archs)}{name}, the target is {quote(t.architectures)}",
             [ctx.dloc("verifier_architectures"), ctx.tloc("architectures", "architectures")],
             severity="warning",
         )

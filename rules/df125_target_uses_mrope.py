@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, EngineSource, Rule, Violation
+from dflash_compat.quoting import quote
 
 from ._sources import REF_BLOCK
 
@@ -15,7 +16,7 @@ def check(ctx: CheckContext):
     if not section or ctx.draft.rope.mrope_section:
         return
     yield Violation(
-        f"target rotates positions in mrope sections {section}, the draft with plain 1-D positions: text-only "
+        f"target rotates positions in mrope sections {quote(section)}, the draft with plain 1-D positions: text-only "
         "prompts match, but after image or video tokens the draft's positions differ from the target's",
         [ctx.tloc("rope.mrope_section")],
     )

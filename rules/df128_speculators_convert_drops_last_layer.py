@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, EngineSource, Rule, Violation
+from dflash_compat.quoting import quote
 
 from ._common import is_int
 from ._sources import SPEC_CONVERT, SPEC_FC
@@ -25,7 +26,7 @@ def check(ctx: CheckContext):
     kept = [i + 1 for i in ids if is_int(i) and i + 1 != n]
     yield Violation(
         f"target layer id {n - 1} is the target's last layer: `speculators convert` derives aux_hidden_state_layer_ids "
-        f"{kept} without it (speculators adds the last layer separately) and builds fc for {len(kept)} features, "
+        f"{quote(kept)} without it (speculators adds the last layer separately) and builds fc for {len(kept)} features, "
         f"while this checkpoint's fc.weight has {len(ids)}: the conversion stops with a size mismatch (for fused-qkv "
         "checkpoints it silently cuts fc's columns instead)",
         [ctx.dloc("target_layer_ids"), ctx.tloc("num_hidden_layers")],

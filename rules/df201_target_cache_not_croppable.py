@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, EngineSource, Rule, Violation
+from dflash_compat.quoting import quote
 
 from ._common import model_type_loc
 from ._sources import HF_LINEAR_CROP, HF_STATEFUL, MLX_GDN, REF_CACHE, REF_VERIFY
@@ -26,7 +27,7 @@ def check(ctx: CheckContext):
         which = f"{len(t.recurrent_layers)} of its {n} layers are recurrent / linear-attention"
         locs = [ctx.tloc("layer_types")] if "layer_types" in t.sources else []
     else:
-        which = f"model_type {model_type!r} has recurrent / state-space layers"
+        which = f"model_type {quote(model_type)} has recurrent / state-space layers"
         locs = []
     yield Violation(
         f"target cannot be rolled back by cropping its cache: {which}; rejected draft tokens would stay in "

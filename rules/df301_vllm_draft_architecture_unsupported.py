@@ -5,6 +5,7 @@ from __future__ import annotations
 from dflash_compat.engine import CheckContext, EngineSource, Rule, Violation
 from dflash_compat.engine_support import engine_data
 from dflash_compat.family_support import family_support
+from dflash_compat.quoting import quote
 
 
 def _served() -> list[str]:
@@ -20,7 +21,7 @@ def check(ctx: CheckContext):
     if support is not None and not support.loads:
         return  # a known family vLLM does not load (MiniMax DFlash2): DF009 says so, with its reason
     yield Violation(
-        f"draft architectures {d.architectures} name no vLLM DFlash draft class: vLLM looks each one up as "
+        f"draft architectures {quote(d.architectures)} name no vLLM DFlash draft class: vLLM looks each one up as "
         "written if it starts or ends with DFlash, else as DFlash<name>, and stops with \"Model architectures "
         "[...] are not supported for now\"",
         [ctx.dloc("architectures", "architectures")],

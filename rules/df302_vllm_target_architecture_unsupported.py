@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, EngineSource, Rule, Violation
 from dflash_compat.engine_support import engine_data, provenance, target_support
+from dflash_compat.quoting import quote, quote_items
 
 
 def check(ctx: CheckContext):
@@ -17,13 +18,13 @@ def check(ctx: CheckContext):
     fallback = engine_data("vllm").get("fallback")
     if verdict == "unsupported":
         yield Violation(
-            f"vLLM's {', '.join(names)} does not implement the EAGLE-3 aux-hidden-state interface: vLLM stops with "
+            f"vLLM's {quote_items(names, raw=True)} does not implement the EAGLE-3 aux-hidden-state interface: vLLM stops with "
             "\"Model does not support EAGLE3 interface\"",
             loc,
         )
     else:
         yield Violation(
-            f"target architectures {names} are not in our list of vLLM classes with the EAGLE-3 aux-hidden-state "
+            f"target architectures {quote(names)} are not in our list of vLLM classes with the EAGLE-3 aux-hidden-state "
             f"interface ({provenance('vllm')}); {fallback or 'check the vLLM model class'}",
             loc,
             severity="warning",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, EngineSource, Rule, Violation
+from dflash_compat.quoting import quote
 
 
 def check(ctx: CheckContext):
@@ -10,7 +11,7 @@ def check(ctx: CheckContext):
     if not section:
         return
     yield Violation(
-        f"draft RoPE has mrope_section {section}: vLLM's default V2 model runner drafts with text positions (the "
+        f"draft RoPE has mrope_section {quote(section)}: vLLM's default V2 model runner drafts with text positions (the "
         "same as plain RoPE); its V1 runner refuses the draft (\"Speculative Decoding with draft models or parallel "
         "drafting does not support M-RoPE yet\")",
         [ctx.dloc("rope.mrope_section")],

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from dflash_compat.engine import CheckContext, EngineSource, Rule, Violation
+from dflash_compat.quoting import quote
 from dflash_compat.specs._reader import get_dotted
 
 from ._common import is_int
@@ -23,7 +24,7 @@ def _same_layers(eagle: list[int], ids: Any) -> bool:
 
 
 def _wanted(ids: Any) -> str:
-    return f"; the DFlash ids ask for the outputs of layers {ids}" if ids is not None else ""
+    return f"; the DFlash ids ask for the outputs of layers {quote(ids)}" if ids is not None else ""
 
 
 def check(ctx: CheckContext):
@@ -35,8 +36,8 @@ def check(ctx: CheckContext):
     if top is not None:
         if not _same_layers(top, ids):
             yield Violation(
-                f"vLLM uses {TOP} {top} as written (no +1 shift) instead of the DFlash ids: it captures the outputs "
-                f"of decoder layers {[i - 1 for i in top]}{_wanted(ids)}",
+                f"vLLM uses {TOP} {quote(top)} as written (no +1 shift) instead of the DFlash ids: it captures the outputs "
+                f"of decoder layers {quote([i - 1 for i in top])}{_wanted(ids)}",
                 [ctx.dloc("eagle_aux_hidden_state_layer_ids", TOP), ctx.dloc("target_layer_ids")],
             )
         return
@@ -47,7 +48,7 @@ def check(ctx: CheckContext):
     if (nested is None and TOP in eagle_config) or (nested is not None and _same_layers(nested, ids)):
         return  # not a list of ints: not judged here; the shifted DFlash ids: the same layers
     if nested is not None:
-        got = f"captures the outputs of decoder layers {[i - 1 for i in nested]} ({IN_EAGLE_CONFIG} as written)"
+        got = f"captures the outputs of decoder layers {quote([i - 1 for i in nested])} ({IN_EAGLE_CONFIG} as written)"
         loc = [ctx.dloc("eagle_aux_hidden_state_layer_ids", IN_EAGLE_CONFIG), ctx.dloc("target_layer_ids")]
     else:
         got = "ignores the DFlash ids and captures the target's default EAGLE-3 layers (2, N/2, N-3)"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, EngineSource, Rule, Violation
+from dflash_compat.quoting import quote
 from dflash_compat.specs.draft import build_target_layer_ids
 
 from ._common import is_int
@@ -21,10 +22,10 @@ def check(ctx: CheckContext):
     if ids != [i + 1 for i in default]:
         return
     yield Violation(
-        f"target_layer_ids {ids} are the dflash default for a {n}-layer target ({default}) moved up by one, as if "
+        f"target_layer_ids {quote(ids)} are the dflash default for a {n}-layer target ({quote(default)}) moved up by one, as if "
         "edited for vLLM builds without the layer-offset fix (vllm PR #40727), which read each id one layer early. "
-        f"vLLM 0.33.0 adds the one itself and captures the outputs of layers {ids}: if the draft was trained on "
-        f"{default}, every feature now comes from the layer after",
+        f"vLLM 0.33.0 adds the one itself and captures the outputs of layers {quote(ids)}: if the draft was trained on "
+        f"{quote(default)}, every feature now comes from the layer after",
         [ctx.dloc("target_layer_ids")],
     )
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, EngineSource, Rule, Violation
 from dflash_compat.engine_support import engine_data, provenance, target_support
+from dflash_compat.quoting import quote, quote_items
 
 
 def check(ctx: CheckContext):
@@ -23,13 +24,13 @@ def check(ctx: CheckContext):
         )
     elif verdict == "unsupported":
         yield Violation(
-            f"SGLang's {', '.join(names)} has no set_dflash_layers_to_capture: SGLang stops at start-up (\"Model ... "
+            f"SGLang's {quote_items(names, raw=True)} has no set_dflash_layers_to_capture: SGLang stops at start-up (\"Model ... "
             "implements neither set_dspark_layers_to_capture nor set_dflash_layers_to_capture\")",
             loc,
         )
     else:
         yield Violation(
-            f"target architectures {names} are not in our list of SGLang classes with set_dflash_layers_to_capture "
+            f"target architectures {quote(names)} are not in our list of SGLang classes with set_dflash_layers_to_capture "
             f"({provenance('sglang')}); check the SGLang model class",
             loc,
             severity="warning",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, EngineSource, Rule, Violation
+from dflash_compat.quoting import quote
 
 # ModelOpt FP8 / NVFP4 heads: SGLang checks their runtime layout and scores candidates through them.
 MODELOPT_ALGOS = {"FP8", "NVFP4", "W4A16_NVFP4"}
@@ -23,7 +24,7 @@ def check(ctx: CheckContext):
     if _modelopt(t.quantization_config or {}):
         return
     yield Violation(
-        f"DFlash 2 draft with a target whose lm_head is quantised ({t.quant_method or 'unknown method'}): SGLang "
+        f"DFlash 2 draft with a target whose lm_head is quantised ({quote(t.quant_method) if t.quant_method else 'unknown method'}): SGLang "
         "scores the candidates through the head's own quantised kernel when its quantisation method provides one, "
         "and otherwise stops at the first step (\"DFlash candidate top-k requires a dense FP16/BF16/FP32 target "
         "lm_head or a supported lm_head.quant_method\")",

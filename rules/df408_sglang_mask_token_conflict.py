@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, EngineSource, Rule, Violation
+from dflash_compat.quoting import quote
 from dflash_compat.specs._reader import get_dotted
 
 DEFAULT_MASK_TOKEN = "<|MASK|>"  # SGLang's default when the draft names no mask token
@@ -24,7 +25,7 @@ def check(ctx: CheckContext):
         return  # the tokenizer facts we read cover only its declared mask token
     if t.mask_token_id == d.mask_token_id:
         return
-    named = f"the draft's mask_token {token!r} ({key})" if key else f"SGLang's default mask token {token!r}"
+    named = f"the draft's mask_token {quote(token)} ({key})" if key else f"SGLang's default mask token {quote(token)}"
     yield Violation(
         f"mask_token_id {d.mask_token_id} != {t.mask_token_id}, the target tokenizer's id for {named}: SGLang stops "
         "at start-up (\"DFLASH config mismatch: dflash_config.mask_token_id conflicts with tokenizer vocab id\")",

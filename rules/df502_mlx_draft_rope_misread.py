@@ -6,6 +6,7 @@ import math
 from typing import Any
 
 from dflash_compat.engine import CheckContext, Rule, Violation
+from dflash_compat.quoting import quote
 
 from ._sources import HF_ROPE_PARAMS, MLX_ROPE, MLX_THETA, MLXLM_ROPE, SGL_THETA
 
@@ -56,7 +57,7 @@ def check(ctx: CheckContext):
         kind = rope.get("type") or rope.get("rope_type", "default")
         if isinstance(kind, str) and kind not in MLX_ROPE_TYPES:
             yield Violation(
-                f"draft {key} has rope type {kind!r}: mlx-lm's initialize_rope raises 'Unsupported RoPE type', so "
+                f"draft {key} has rope type {quote(kind)}: mlx-lm's initialize_rope raises 'Unsupported RoPE type', so "
                 "the MLX draft does not load",
                 [ctx.dloc("rope.rope_type", f"{key}.{'type' if 'type' in rope else 'rope_type'}")],
                 severity="error",

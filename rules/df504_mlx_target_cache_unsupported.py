@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, EngineSource, Rule, Violation
 from dflash_compat.engine_support import engine_data
+from dflash_compat.quoting import quote
 
 from ._common import model_type_loc
 from ._sources import MLX_GDN, MLX_LOOP, MLX_ROLLBACK, MLX_TRIM, MLXLM_ROTATING, MLXLM_TRIM
@@ -17,7 +18,7 @@ def check(ctx: CheckContext):
     loc = [model_type_loc(ctx)]
     if t.is_hybrid and not types & set(data["replay_model_types"]):
         yield Violation(
-            f"target {shown!r} has recurrent / state-space layers: MLX rolls back only qwen3_5 GatedDeltaNet "
+            f"target {quote(shown)} has recurrent / state-space layers: MLX rolls back only qwen3_5 GatedDeltaNet "
             "layers, any other non-trimmable cache fails an assertion",
             loc,
         )
@@ -31,7 +32,7 @@ def check(ctx: CheckContext):
     if rotating and (built is None or "RotatingKVCache" in built):
         window = f" of {t.sliding_window} tokens" if t.sliding_window else ""
         yield Violation(
-            f"mlx-lm gives {shown!r} a RotatingKVCache for its sliding-window layers{window}: MLX DFlash code "
+            f"mlx-lm gives {quote(shown)} a RotatingKVCache for its sliding-window layers{window}: MLX DFlash code "
             "that trims through mlx-lm's trim_prompt_cache stops trimming once the window wraps and corrupts "
             "the output silently (dflash 0.1.0 and dflash-compat reorder the ring buffer and stay exact)",
             [*loc, ctx.tloc("sliding_window")] if t.sliding_window else loc,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, Rule, Violation
+from dflash_compat.quoting import quote
 
 from ._sources import MLX_LOAD_TARGET, MLXLM_CLASSES
 
@@ -13,7 +14,7 @@ def check(ctx: CheckContext):
         return
     version = facts.mlx_lm_version or "?"
     yield Violation(
-        f"mlx-lm {version} cannot build model_type {facts.model_type!r} from this config "
+        f"mlx-lm {version} cannot build model_type {quote(facts.model_type)} from this config "
         f"({facts.error}); MLX module checks skipped",
         [ctx.tloc("model_type", key="model_type")],
     )

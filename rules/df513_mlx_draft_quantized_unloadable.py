@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, Rule, Violation
+from dflash_compat.quoting import quote
 
 from ._sources import MLX_ATTENTION, MLX_LOAD_WEIGHTS, REF_MLX_QUANTIZE
 
@@ -18,7 +19,7 @@ def check(ctx: CheckContext):
         return
     bits, group = q.get("bits"), q.get("group_size", 64)
     yield Violation(
-        f"the draft is quantised by MLX ({bits}-bit, group size {group}, mode {q.get('mode', 'affine')}): "
+        f"the draft is quantised by MLX ({quote(bits)}-bit, group size {quote(group)}, mode {quote(q.get('mode', 'affine'))}): "
         "dflash.model_mlx.load_draft builds full-precision layers and load_weights fails with "
         "'Received N parameters not in model: fc.biases, fc.scales, ...'"
         + ("; a draft this low-bit has also given near-zero acceptance" if isinstance(bits, int) and bits < 8 else ""),

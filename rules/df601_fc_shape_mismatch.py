@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
+from dflash_compat.quoting import quote
 
 from ._draft_tensors import modelled, source_name, weight_shapes
 from ._sources import MLX_DRAFT_INIT, MLX_LOAD_WEIGHTS, REF_DRAFT_INIT, SGL_DRAFT_FC, VLLM_FC_WIDTH
@@ -25,7 +26,7 @@ def check(ctx: CheckContext):
     if len(got) == 2 and got[0] == h and got[1] % h == 0:
         implied = f": the weights were trained on {got[1] // h} target layers, the config lists {len(ids)}"
     yield Violation(
-        f"fc.weight is {got}, expected {want} (hidden {h} x {len(ids)} target_layer_ids){implied}",
+        f"fc.weight is {quote(got)}, expected {want} (hidden {h} x {len(ids)} target_layer_ids){implied}",
         [ctx.tensor_loc(fc := source_name(ctx.headers, "fc.weight"), ctx.headers.tensor_files.get(fc, "model.safetensors")),
          ctx.dloc("target_layer_ids")],
     )

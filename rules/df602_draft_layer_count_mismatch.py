@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
+from dflash_compat.quoting import quote
 
 from ._draft_tensors import layer_index, modelled, weight_shapes
 from ._sources import MLX_DRAFT_INIT, MLX_LOAD_WEIGHTS, REF_DRAFT_INIT
@@ -17,15 +18,16 @@ def check(ctx: CheckContext):
     want = list(range(d.num_hidden_layers))
     if present == want:
         return
-    missing = [i for i in want if i not in present]
+    have = set(present)
+    missing = [i for i in want if i not in have]
     extra = [i for i in present if i >= d.num_hidden_layers]
     parts = []
     if missing:
-        parts.append(f"layer(s) {missing} missing")
+        parts.append(f"layer(s) {quote(missing)} missing")
     if extra:
-        parts.append(f"layer(s) {extra} beyond the config's {d.num_hidden_layers}")
+        parts.append(f"layer(s) {quote(extra)} beyond the config's {d.num_hidden_layers}")
     yield Violation(
-        f"the weights hold {len(present)} decoder layer(s) {present[:8]}{'...' if len(present) > 8 else ''}, "
+        f"the weights hold {len(present)} decoder layer(s) {quote(present)}, "
         f"num_hidden_layers is {d.num_hidden_layers}: {', '.join(parts)}",
         [ctx.dloc("num_hidden_layers"), ctx.tensor_loc(f"layers.{(missing or extra)[0]}.*", "*.safetensors")],
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
+from dflash_compat.quoting import quote
 
 from ._draft_tensors import FLOAT_DTYPES, expected, expected_head, layer_index, modelled, source_name, weight_shapes
 from ._sources import MLX_ATTENTION, MLX_LOAD_WEIGHTS, REF_ATTENTION
@@ -39,7 +40,7 @@ def check(ctx: CheckContext):
         (f for pre, f in _HEAD_BLAME.items() if name.startswith(pre)), "hidden_size")
     more = f" (and {len(wrong) - 1} more)" if len(wrong) > 1 else ""
     yield Violation(
-        f"{name} is {got}, the config implies {want}{more}: check {blame}",
+        f"{name} is {quote(got)}, the config implies {quote(want)}{more}: check {blame}",
         [ctx.tensor_loc(src := source_name(ctx.headers, name), ctx.headers.tensor_files.get(src, "model.safetensors")),
          ctx.dloc(blame)],
     )

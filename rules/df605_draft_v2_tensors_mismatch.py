@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, EngineSource, Rule, Violation
+from dflash_compat.quoting import quote, quote_items
 
 from ._draft_tensors import expected_v2, layer_index, modelled, normalise_v2, source_name, v2_name, weight_shapes
 from ._sources import MLX_LOAD_WEIGHTS, REF_LOAD, REF_V2, REF_V2_INIT
@@ -23,7 +24,7 @@ def check(ctx: CheckContext):
         first = unread[0]
         what = "DFlash v1" if d.format == "zlab-v1" else f"a {d.family} draft without DFlash 2 layers"
         yield Violation(
-            f"the config says {what} ({', '.join(d.architectures) or 'no DFlash2 architecture'}) but the weights "
+            f"the config says {what} ({quote_items(d.architectures, raw=True) or 'no DFlash2 architecture'}) but the weights "
             f"hold {len(present)} DFlash 2 tensor(s) such as {first}: its loader ignores them",
             [ctx.dloc("architectures", "architectures"), ctx.tensor_loc(source_name(ctx.headers, first), "*.safetensors")],
         )
@@ -40,7 +41,7 @@ def check(ctx: CheckContext):
         )
     for name, got, w in wrong[:3]:
         yield Violation(
-            f"{name} is {got}, the config (conv_kernel_size {d.conv_kernel_size}, conv_group_size "
+            f"{name} is {quote(got)}, the config (conv_kernel_size {d.conv_kernel_size}, conv_group_size "
             f"{d.conv_group_size}, selector_rank {d.selector_rank}, vocab {d.vocab_size}) implies {w}",
             [ctx.tensor_loc(source_name(ctx.headers, name), "*.safetensors")],
         )

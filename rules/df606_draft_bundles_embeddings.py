@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, EngineSource, Rule, Violation
+from dflash_compat.quoting import quote
 
 from ._draft_tensors import BUNDLED, own_head, weight_shapes
 
@@ -18,7 +19,7 @@ def check(ctx: CheckContext):
     for n in found:
         s = shapes[n]
         if len(s) == 2 and t.vocab_size and (s[0] != t.vocab_size or s[1] != t.hidden_size):
-            notes.append(f"{n} is {s}, the target's table is [{t.vocab_size}, {t.hidden_size}]")
+            notes.append(f"{n} is {quote(s)}, the target's table is [{t.vocab_size}, {t.hidden_size}]")
     detail = f" ({'; '.join(notes)}: it was trained with another vocabulary)" if notes else ""
     yield Violation(
         f"the draft weights include {', '.join(found)}: vLLM keeps and uses a bundled copy that differs from the "

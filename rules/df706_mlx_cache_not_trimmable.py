@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, Rule, Violation
+from dflash_compat.quoting import quote, quote_items
 
 from . import df504_mlx_target_cache_unsupported as df504
 from ._modules import MLX_REPLAY_MODEL_TYPES, model_type
@@ -20,7 +21,7 @@ def check(ctx: CheckContext):
         if m.cache is not None and m.cache.rollback == "none":
             odd = sorted({c for c in kinds if c not in ("KVCache", "RotatingKVCache", "CacheList")})
             yield Violation(
-                f"mlx-lm builds {', '.join(odd) or 'non-trimmable'} cache layers for {mt!r}: the MLX loop cannot "
+                f"mlx-lm builds {quote_items(odd, raw=True) or 'non-trimmable'} cache layers for {quote(mt)}: the MLX loop cannot "
                 "trim them (only qwen3_5 GatedDeltaNet state is replayed), its assertion fails",
                 [ctx.module_loc(layers or "")],
             )

@@ -169,7 +169,7 @@ def test_unknown_model_names_the_served_ones(server):
 
 @pytest.mark.parametrize("content, message", [
     ("{\"prompt\": 3}\n", "expected a string"),
-    ("not json\n", "not a JSON line"),
+    ("not json\n", "invalid JSON"),
     ("\n\n", "no prompts"),
     ("{\"prompt_ids\": [1, -2]}\n", "expected a string"),
 ])

@@ -235,12 +235,12 @@ def test_mlx_checkpoints_dispatch_to_the_mlx_inspector(tmp_path, monkeypatch):
     (plain / "config.json").write_text(json.dumps(TINY["llama"]))
     assert detect_framework(Resolved(ref=str(plain), folder=plain)) == "torch"
     from dflash_compat.exceptions import MissingDependencyError
-    from dflash_compat.probe import mlx_tree
+    from dflash_compat.probe import mlx_build
 
     def no_mlx(*args, **kwargs):
         raise MissingDependencyError("mlx is not installed")
 
-    monkeypatch.setattr(mlx_tree, "import_mlx", no_mlx)  # as on a machine without mlx
+    monkeypatch.setattr(mlx_build, "import_mlx", no_mlx)  # as on a machine without mlx (buildable_config asks it)
     m = inspect_target(res, t, CheckOptions(), "auto")
     assert isinstance(m, Skipped) and (m.reason, m.framework) == ("mlx-inspector-missing", "mlx")
 

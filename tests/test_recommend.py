@@ -75,7 +75,7 @@ def test_cost_fit_reproduces_the_measured_steps():
 
 
 @pytest.mark.parametrize("content, message", [
-    ("{", "not JSON"),
+    ("{", "invalid JSON"),
     ('{"kind": "other"}', "not an acceptance profile"),
     ('{"kind": "dflash-acceptance-profile", "per_position_acceptance": [0.5, 1.5]}', "numbers in [0, 1]"),
     ('{"kind": "dflash-acceptance-profile", "per_position_acceptance": [0.5], "cost": {"draft": -1}}', "cost must"),

@@ -18,8 +18,9 @@ from dflash_compat.contract import BACKEND_ENGINES, ENGINE_VERSIONS
 from dflash_compat.engine import COMMON, EngineSource
 from dflash_compat.rules import ALL_RULES, RETIRED, RULES_BY_CODE
 
-# Reports about dflash-check's own inspection (what it could not read): no engine behaviour to cite.
-CHECKER_ONLY = {"DF006", "DF007"}
+# Reports about dflash-check's own inspection (what it could not read, or would not build: DF010's size
+# caps guard the checker, no engine): no engine behaviour to cite.
+CHECKER_ONLY = {"DF006", "DF007", "DF010"}
 # The engines whose code can speak for each backend.
 SPEAKS_FOR = {backend: set(engines) for backend, engines in BACKEND_ENGINES.items()}
 # The serving engines' own rule ranges must cite that engine itself, not only a tool around it.

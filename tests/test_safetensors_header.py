@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import builtins
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -34,7 +34,7 @@ def test_header_is_parsed(tmp_path):
 def test_only_the_header_bytes_are_read(tmp_path, monkeypatch):
     n = write_safetensors(tmp_path / "model.safetensors", draft_tensors(TINY), data="garbage")
     read = []
-    real_open = builtins.open
+    real_fdopen = os.fdopen  # read_header opens with os.open (O_NONBLOCK), then reads through os.fdopen
 
     class Spy:
         def __init__(self, fh):
@@ -46,17 +46,16 @@ def test_only_the_header_bytes_are_read(tmp_path, monkeypatch):
             read.append(len(data))
             return data
 
+        def fileno(self):
+            return self.fh.fileno()
+
         def __enter__(self):
             return self
 
         def __exit__(self, *exc):
             self.fh.close()
 
-    def spy_open(path, mode="r", *a, **kw):
-        fh = real_open(path, mode, *a, **kw)
-        return Spy(fh) if str(path).endswith(".safetensors") else fh
-
-    monkeypatch.setattr(builtins, "open", spy_open)
+    monkeypatch.setattr(os, "fdopen", lambda fd, *a, **kw: Spy(real_fdopen(fd, *a, **kw)))
     header = read_header(tmp_path / "model.safetensors")
     assert sum(read) == 8 + n  # the length prefix and the JSON header, nothing of the data section
     assert header.data_bytes_present == header.data_bytes_declared
@@ -339,3 +338,11 @@ def test_header_reading_imports_nothing_heavy(tmp_path):
     )
     res = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, res.stderr
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_a_fifo_shard_named_by_the_index_is_refused_without_blocking(tmp_path):
+    # open() of a FIFO waits for a writer forever; read_header opens with O_NONBLOCK and checks fstat first
+    os.mkfifo(tmp_path / "model-1.safetensors")
+    with pytest.raises(WeightsError, match="model-1.safetensors: is a FIFO, not a regular file"):
+        read_header(tmp_path / "model-1.safetensors")

@@ -186,10 +186,12 @@ def test_trust_remote_code_fetches_the_repos_code(models, monkeypatch):
 
     calls = []
     real = resolve_mod.download_weights
-    monkeypatch.setattr(resolve_mod, "download_weights", lambda r, **kw: calls.append(kw) or real(r, **kw))
+    monkeypatch.setattr(resolve_mod, "download_weights",
+                        lambda r, **kw: calls.append((r.folder.name, kw)) or real(r, **kw))
     res = _smoke(models, "--prompt-ids", "1,2", "--max-new-tokens", "4", "--trust-remote-code", "-f", "json")
     assert res.exit_code == 0, res.output
-    assert calls and all(kw.get("trust_remote_code") for kw in calls[:2])
+    target_calls = [kw for name, kw in calls if name == "target"]
+    assert target_calls and all(kw.get("trust_remote_code") for kw in target_calls)
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-GPU message")

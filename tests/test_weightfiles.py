@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from dflash_compat.exceptions import WeightsError, one_line
-from dflash_compat.weightfiles import INDEX_FILE, local_weight_files, read_regular_text, weight_paths
+from dflash_compat.weightfiles import INDEX_FILE, PickledShardsError, index_shards, local_weight_files, weight_paths
 
 
 def _index(folder: Path, wmap: dict) -> None:
@@ -54,8 +54,8 @@ def test_fifos_are_never_opened(tmp_path):
         weight_paths(tmp_path, "draft d")  # a runtime refuses the folder: loaders open files by name
     os.unlink(tmp_path / "extra.safetensors")
     os.mkfifo(tmp_path / INDEX_FILE)
-    with pytest.raises(ValueError, match="a FIFO, not a regular file"):
-        read_regular_text(tmp_path / INDEX_FILE, 100)  # returns at once: O_NONBLOCK, then fstat
+    with pytest.raises(WeightsError, match="a FIFO, not a regular file"):
+        index_shards(tmp_path / INDEX_FILE)  # returns at once: safe_read opens with O_NONBLOCK, then fstat
 
 
 def test_symlinks_out_of_the_folder_are_refused(tmp_path):
@@ -97,3 +97,25 @@ def test_hub_cache_snapshots_may_link_into_their_blob_store(tmp_path):
 def test_one_line_never_fails_on_odd_messages(exc):
     text = one_line(exc)
     assert text and "\n" not in text and len(text) < 320
+
+
+def test_an_index_naming_pickles_is_refused_before_any_file_is_opened(tmp_path):
+    (tmp_path / "pytorch_model.bin").write_bytes(b"\x80\x04 a pickle")
+    _index(tmp_path, {"w1": "pytorch_model.bin", "w2": "model.safetensors"})
+    with pytest.raises(PickledShardsError, match="pytorch_model.bin', not safetensors") as err:
+        local_weight_files(tmp_path)
+    assert err.value.names == ["pytorch_model.bin"]
+    with pytest.raises(WeightsError, match="pickled weights are never opened"):
+        weight_paths(tmp_path, "draft d")
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ('{"weight_map": {"w": ' + "[" * 5000 + "]" * 5000 + "}}", "nested more than"),
+    ('{"weight_map": {"w": 1' + "0" * 400 + "}}", "digits"),
+    ("{not json", "unreadable index: invalid JSON"),
+])
+def test_hostile_index_json_is_one_line(tmp_path, text, message):
+    (tmp_path / INDEX_FILE).write_text(text)
+    with pytest.raises(WeightsError, match=message) as err:
+        local_weight_files(tmp_path)
+    assert "\n" not in str(err.value)

@@ -147,7 +147,7 @@ def plan_for_target(
 )
 @click.option("--map-file", type=click.Path(dir_okay=False),
               help="Read ROLE = PATH pairs from a .json or .toml file (--map wins).")
-@click.option("--force", is_flag=True, help="Overwrite the output file if it exists.")
+@click.option("--force", is_flag=True, help="Let -o replace an existing file or symlink (never in a model folder).")
 @click.option("--revision", help="Hub revision of TARGET (also TARGET@revision).")
 @click.option("--token", envvar="HF_TOKEN", help="Hugging Face token for private or gated repos.")
 @click.option("--trust-remote-code", is_flag=True,
@@ -167,7 +167,11 @@ def adapt_cmd(target: str, output: Optional[str], framework: str, maps: tuple[st
     without weights, then from --map-file and --map. Exit codes: 0 written, 2 bad input.
     """
     from ..adapters.shim import load_map_file, parse_map_options, render_shim, write_shim
+    from ..safe_write import check_output, model_folders
 
+    protected = model_folders(target)
+    if output is not None and output != "-":  # refused before the model is built, not after
+        check_output(output, force=force, option="-o", protected=protected)
     mapping = load_map_file(map_file) if map_file else {}
     mapping.update(parse_map_options(maps))
     notes: list[str] = []
@@ -182,7 +186,7 @@ def adapt_cmd(target: str, output: Optional[str], framework: str, maps: tuple[st
     if output is None or output == "-":
         click.echo(source, nl=False)
         return
-    path = write_shim(source, output, force=force)
+    path = write_shim(source, output, force=force, protected=protected)
     import shlex
 
     roles = ", ".join(f"{role} -> {p}" for role, p in plan.checked().paths.items())

@@ -89,8 +89,11 @@ def check_options(command: Callable) -> Callable:
         click.option("--strict", is_flag=True, help="Treat warnings as failures for the exit code."),
         click.option("--format", "-f", "fmt", type=click.Choice(FORMAT_CHOICES), default="text", show_default=True,
                      help="Output format; json, sarif and junit are for CI."),
-        click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True),
-                     help="Write the report to this file instead of stdout."),
+        click.option("--output", "-o", type=click.Path(dir_okay=False),
+                     help="Write the report to this file instead of stdout (never through a symlink, never into a "
+                     "model folder; an existing file only if it is a previous report)."),
+        click.option("--force", is_flag=True,
+                     help="Let -o replace an existing file or symlink that is not a previous report."),
         *_ENGINE_OPTIONS,
         pair_options(trust_help="Allow importing the target repo's own Python code for the module checks."),
         click.option("--adapter", metavar="FILE_OR_NAME",

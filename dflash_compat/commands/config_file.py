@@ -5,8 +5,9 @@ Found from the current directory upward (in each folder `dflash-check.toml` firs
 Keys are the long names of `check`'s options (`num-speculative-tokens = 15`, `backends = ["vllm"]`,
 `format = "sarif"`) plus `target`, `draft` and a `severity` table of per-rule overrides. A value is
 a default: a flag on the command line wins. Local paths (target, draft, output) are relative to the
-file's folder. Settings that run code or hold secrets (`trust-remote-code`, `adapter`, `token`)
-are refused in a file: a repository's config must not switch them on for whoever runs the check.
+file's folder. Settings that run code, hold secrets or overwrite files (`trust-remote-code`,
+`adapter`, `token`, `force`) are refused in a file: a repository's config must not switch them on
+for whoever runs the check.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ _REFUSED = {
     "trust-remote-code": "it would run the model repository's own code; pass --trust-remote-code yourself",
     "adapter": "it imports (runs) a Python file; pass --adapter yourself",
     "token": "a token does not belong in a file; set HF_TOKEN",
+    "force": "it lets -o replace a file that is not a report; pass --force yourself",
 }
 _NOT_SETTINGS = ("config-file", "no-config")  # the options that choose the file itself
 _PATHS = ("target", "draft", "output")
@@ -43,12 +45,13 @@ def _read_toml(path: Path) -> dict[str, Any]:
     except ImportError:  # Python 3.10
         import tomli as tomllib  # type: ignore[no-redef]
 
+    from ..safe_read import read_text
+
+    text = read_text(path, MAX_CONFIG_BYTES)  # a regular file of bounded size (a FIFO never blocks it)
     try:
-        if path.stat().st_size > MAX_CONFIG_BYTES:
-            raise InputError(f"{path}: larger than {MAX_CONFIG_BYTES // 1024} KiB; not a config file")
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read it ({getattr(exc, 'strerror', None) or exc})") from None
+        return tomllib.loads(text)
+    except RecursionError:
+        raise InputError(f"{path}: not valid TOML (nested too deeply); --no-config ignores settings files") from None
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"{path}: not valid TOML ({exc}); --no-config ignores settings files") from None
 
@@ -214,7 +217,7 @@ class ConfigCommand(click.Command):
         if chosen is not None and off:
             raise click.UsageError("--config and --no-config contradict each other", ctx)
         path = Path(chosen) if chosen else (None if off else find_config(Path.cwd()))
-        if chosen and not path.is_file():
+        if chosen and not os.path.lexists(chosen):
             raise InputError(f"--config {chosen}: no such file")
         if path is not None:
             defaults, severity = load_settings(path, self, ctx)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,13 +13,14 @@ from typing import Any, Optional
 import click
 
 from ..exceptions import DFlashCompatError, InputError
+from ..weightfiles import INDEX_FILE
 
 __all__ = ["convert_cmd", "convert_checkpoint", "Converted"]
 
-INDEX_FILE = "model.safetensors.index.json"
 # Files next to the weights that the engines read in both formats (vLLM: qwen3_dflash.py:894-931). Copied
 # as bytes; never unpickled here.
 COMPANION_FILES = ("mask_embedding.pt",)
+MAX_COMPANION_BYTES = 256 * 1024 * 1024  # one embedding row: a few KB to a few MB
 
 
 @dataclass
@@ -36,36 +36,41 @@ class Converted:
     notes: list[str] = field(default_factory=list)
 
 
-def _paths(src: Path, out: Path, force: bool) -> tuple[Path, Path]:
+def _paths(src: Path, out: Path, force: bool, verifier: Optional[str]) -> tuple[Path, Path]:
+    """The input folder (resolved) and the output path (absolute, not resolved: a symlink named as OUT is
+    replaced itself with --force, never the folder it points to), checked before anything is read."""
+    from ..safe_write import check_output_folder, model_folders
+
     if not (src / "config.json").is_file():
         raise InputError(f"{src}: not a local draft folder with a config.json (convert reads local folders; "
                          "download a Hub draft first, e.g. `hf download REPO --local-dir DIR`)")
-    s, o = src.resolve(), out.resolve()
-    if o == s or s in o.parents:
-        raise InputError(f"output {out} is inside the input folder {src}; write it somewhere else")
-    if o in s.parents:
-        raise InputError(f"output {out} contains the input folder {src}; write it somewhere else")
-    if not o.parent.is_dir():
-        raise InputError(f"output {out}: its parent folder does not exist")
-    if o.exists() or o.is_symlink():
-        if not force:
-            raise InputError(f"output {out} exists; pass --force to replace it")
-        if not o.is_dir() or o.is_symlink():
-            raise InputError(f"output {out} exists and is not a folder; remove it yourself")
-    return s, o
+    s = src.resolve()
+    absolute = Path(os.path.abspath(out.expanduser()))
+    if absolute.parent.is_dir():
+        o = absolute.parent.resolve() / absolute.name  # where OUT really is, the last name not followed
+        if o == s or s in o.parents:
+            raise InputError(f"output {out} is inside the input folder {src}; write it somewhere else")
+        if o in s.parents:
+            raise InputError(f"output {out} contains the input folder {src}; write it somewhere else")
+    # the rules every output follows (safe_write): no symlink or existing folder without --force, never a
+    # file, never in, at or around a model folder (the draft, a local --verifier, the Hugging Face cache)
+    return s, check_output_folder(out, force=force, option="-o", protected=model_folders(str(src), verifier))
 
 
 def _read_source(src: Path):
-    from ..probe.safetensors_header import local_weight_files, read_local_headers
+    from ..probe.safetensors_header import read_local_headers
     from ..safetensors_stream import read_tensors
+    from ..weightfiles import weight_paths
 
-    files, wmap = local_weight_files(src)
+    # the one checked lookup (the runtimes' too): index names inside the folder, safetensors only,
+    # regular files, no symlink out of the folder, no FIFO or device among its files
+    files = [p.name for p in weight_paths(src, f"draft {src}")]
     if not files:
         pickles = sorted(p.name for p in src.glob("*.bin"))
         why = f" ({pickles[0]} is pickled, which convert never opens)" if pickles else ""
         raise InputError(f"{src}: no .safetensors weights to convert{why}")
     read_local_headers(src)  # validates every header and the index before anything is written
-    return files, wmap is not None, {f: read_tensors(src / f) for f in files}
+    return files, (src / INDEX_FILE).is_file(), {f: read_tensors(src / f) for f in files}
 
 
 def _write(tmp: Path, plan, files: list[str], indexed: bool, per_file: dict) -> tuple[int, int]:
@@ -100,9 +105,19 @@ def _verify(tmp: Path, expect_formats: tuple[str, ...]) -> None:
             raise DFlashCompatError(f"internal error: {h.name} was written incompletely")
 
 
+def _copy_companion(src: Path, dst: Path) -> None:
+    """Copy a small file beside the weights as bytes (a bounded read of a regular file: a FIFO or a device
+    in its place is refused, never waited on)."""
+    from ..safe_read import read_bytes
+    from ..weightfiles import refuse_link_out
+
+    refuse_link_out(src, src.parent)  # never copy a file from outside the draft folder into the output
+    dst.write_bytes(read_bytes(src, MAX_COMPANION_BYTES, what=f"{src.parent.name}/{src.name}"))
+
+
 def _swap_in(tmp: Path, out: Path) -> None:
     """Replace `out` by `tmp` with renames only: a failure leaves the old output (or none) in place."""
-    if out.exists():
+    if os.path.lexists(out):  # an existing folder, or (with --force) a symlink: the link is moved, not its target
         backup = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
         backup.rmdir()
         out.rename(backup)
@@ -111,7 +126,10 @@ def _swap_in(tmp: Path, out: Path) -> None:
         except OSError:
             backup.rename(out)
             raise
-        shutil.rmtree(backup, ignore_errors=True)
+        if backup.is_symlink():
+            backup.unlink()
+        else:
+            shutil.rmtree(backup, ignore_errors=True)
     else:
         tmp.rename(out)
 
@@ -136,7 +154,7 @@ def convert_checkpoint(src: Path, out: Path, to: str, force: bool = False, verif
     from ..resolve import load_json
     from ..specs import parse_draft_config
 
-    s, o = _paths(src, out, force)
+    s, o = _paths(src, out, force, verifier)
     spec = parse_draft_config(load_json(s / "config.json"), str(src))
     files, indexed, per_file = _read_source(s)
     names = [t.name for f in files for t in per_file[f][1]]
@@ -148,8 +166,8 @@ def convert_checkpoint(src: Path, out: Path, to: str, force: bool = False, verif
     try:
         count, total = _write(tmp, plan, files, indexed, per_file)
         for extra in COMPANION_FILES:
-            if (s / extra).is_file():
-                shutil.copyfile(s / extra, tmp / extra)
+            if os.path.lexists(s / extra):
+                _copy_companion(s / extra, tmp / extra)
                 plan.notes.append(f"{extra} copied unchanged (vLLM and SGLang read it in both formats)")
         _verify(tmp, ("speculators", "speculators-dflash2") if to == "speculators" else ("zlab-v1", "zlab-v2"))
         _swap_in(tmp, o)
@@ -186,11 +204,15 @@ def convert_cmd(draft: str, to: str, output: str, force: bool, verifier: Optiona
     try:
         done = convert_checkpoint(Path(draft), Path(output), to, force=force, verifier=verifier)
     except DFlashCompatError as exc:
-        message = str(exc).replace("\n", " ").strip()
-        click.echo(f"dflash-check: error: {message}", err=True)
-        sys.exit(exc.exit_code)
-    click.echo(f"converted {draft} ({done.source_format}) -> {output} ({done.target_format})")
-    click.echo(f"  {done.tensors} tensors, {done.data_bytes} bytes in {', '.join(done.files)}")
-    click.echo(f"  {done.ids[0]} {done.ids[1]} -> {done.ids[2]} {done.ids[3]}")
-    for note in done.notes:
-        click.echo(f"  note: {note}")
+        from ..cli import fail
+
+        fail(exc)  # one line on stderr, control bytes escaped
+    from ..emitters._safe import printable
+    from ..quoting import quote, quote_items
+
+    # the output policy of every command: what came from the draft is quoted short and escaped
+    lines = [f"converted {draft} ({done.source_format}) -> {output} ({done.target_format})",
+             f"  {done.tensors} tensors, {done.data_bytes} bytes in {quote_items(done.files, raw=True)}",
+             f"  {done.ids[0]} {quote(done.ids[1])} -> {done.ids[2]} {quote(done.ids[3])}",
+             *(f"  note: {note}" for note in done.notes)]
+    click.echo("\n".join(printable(line) for line in lines))

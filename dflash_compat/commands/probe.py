@@ -36,13 +36,16 @@ __all__ = ["probe_cmd"]
 @click.option("--min-acceptance", type=float, help="Fail (exit 1) when the mean acceptance length tau is below this.")
 @click.option("--profile-out", type=click.Path(dir_okay=False),
               help="Write the measured per-position acceptance profile "
-              "to this JSON file, for `dflash-check recommend`.")
+              "to this JSON file, for `dflash-check recommend` (never through a symlink, never into a model folder; "
+              "an existing file only if it is a previous profile).")
+@click.option("--force", is_flag=True,
+              help="Let --profile-out replace a file or symlink that is not a previous profile.")
 @click.option("--format", "-f", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True,
               help="text: a summary; json: server, results and summary as data.")
 @click.option("--token", envvar="HF_TOKEN", help="Hugging Face token when --reference is a Hub repo id.")
 @click.option("--trust-remote-code", is_flag=True, help="Allow the reference target repo's own Python code.")
 def probe_cmd(url, model, engine, prompts_path, max_tokens, timeout, reference_target, draft, min_acceptance,
-              profile_out, fmt, token, trust_remote_code) -> None:
+              profile_out, force, fmt, token, trust_remote_code) -> None:
     """Measure a running OpenAI-compatible vLLM or SGLang server at URL (e.g. http://127.0.0.1:8000):
     send a few greedy completions, read the engine's own speculative-decoding counters before and
     after, and report whether speculation is engaged, the mean acceptance length tau (in the
@@ -59,6 +62,12 @@ def probe_cmd(url, model, engine, prompts_path, max_tokens, timeout, reference_t
 
     if draft and not reference_target:
         raise InputError("--draft needs --reference TARGET (the draft runs next to the local target)")
+    if profile_out:  # refused before the run that would fill it
+        from ..safe_write import model_folders
+        from ..serving.profile import check_profile_out
+
+        protected = model_folders(reference_target, draft)
+        check_profile_out(profile_out, force=force, protected=protected)
     req = ProbeRequest(url=url, model=model, prompts=read_prompts(prompts_path), max_tokens=max_tokens,
                        timeout=timeout, engine=engine)
     reference = None
@@ -70,7 +79,7 @@ def probe_cmd(url, model, engine, prompts_path, max_tokens, timeout, reference_t
     if profile_out:
         from ..serving.profile import profile_from_probe, write_profile
 
-        write_profile(profile_out, profile_from_probe(payload))
+        write_profile(profile_out, profile_from_probe(payload), force=force, protected=protected)
     if fmt == "json":
         from ..emitters._safe import dumps
 

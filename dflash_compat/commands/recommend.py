@@ -65,10 +65,12 @@ def recommend_doc(profile: dict[str, Any], cost: Optional[dict[str, float]], dra
 @click.option("--draft", "draft_name", default="DRAFT", show_default=True,
               help="The draft's name for the printed vLLM flag.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False),
-              help="Also draw the profile and the model to this PNG (needs matplotlib).")
+              help="Also draw the profile and the model to this PNG (needs matplotlib; never through a symlink; an "
+              "existing file only if it is a previous plot).")
+@click.option("--force", is_flag=True, help="Let --plot replace a file or symlink that is not a previous plot.")
 @click.option("--format", "-f", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True,
               help="text: histogram, table and flags; json: the same as data.")
-def recommend_cmd(profile_path, draft_cost, verify_cost_per_token, draft_name, plot_path, fmt) -> None:
+def recommend_cmd(profile_path, draft_cost, verify_cost_per_token, draft_name, plot_path, force, fmt) -> None:
     """Estimate the speed-up of each K (draft tokens per step) from an acceptance profile and a cost
     model, recommend the best K and print the engine flags that launch it.
 
@@ -89,9 +91,10 @@ def recommend_cmd(profile_path, draft_cost, verify_cost_per_token, draft_name, p
         cost = {"draft": base["draft"] if draft_cost is None else draft_cost, "verify_per_token": verify}
     doc = recommend_doc(profile, cost, draft_name)
     if plot_path:
+        from ..safe_write import model_folders
         from ..serving.render import plot_profile
 
-        plot_profile(doc, plot_path)
+        plot_profile(doc, plot_path, force=force, protected=model_folders())
     if fmt == "json":
         from ..emitters._safe import dumps
 

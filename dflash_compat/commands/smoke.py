@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,7 +11,6 @@ import click
 
 from ..exceptions import EXIT_FAIL, EXIT_INPUT, EXIT_OK, DFlashCompatError, InputError, MissingDependencyError, one_line
 from ..runtime.core import GREEDY, Sampling, check_block_size, check_token_ids
-from ..weightfiles import read_regular_text
 from .smoke_preflight import preflight, refusal_line
 
 __all__ = ["smoke_cmd", "SmokeRequest", "SmokeRun", "PromptRun", "build_payload", "SCHEMA_VERSION"]
@@ -270,23 +268,48 @@ def _parse_ids(values: tuple[str, ...]) -> list[list[int]]:
 def _read_prompts_file(path: Optional[str]) -> list[str]:
     if path is None:
         return []
-    try:  # a regular file of bounded size: never /dev/zero or a FIFO that blocks
-        text = read_regular_text(Path(path), MAX_PROMPTS_BYTES)
-    except (OSError, ValueError) as exc:
-        raise InputError(f"--prompts-file {path}: cannot read it ({one_line(exc)})") from None
+    from ..safe_read import read_text
+
+    # a regular file of bounded size: never /dev/zero or a FIFO that blocks
+    text = read_text(path, MAX_PROMPTS_BYTES, what=f"--prompts-file {path}")
     return [line for line in text.splitlines() if line.strip()]
+
+
+def _check_files(req: SmokeRequest, profile_out: Optional[str], force: bool) -> tuple:
+    """What a hostile folder holds, refused before torch or mlx is imported (seconds, not the minutes a
+    load takes; the config rules ran already, in preflight): the --profile-out path, and for local
+    folders the checked weight lookup (an index leading out of the folder, pickled shards, FIFOs or
+    devices among the files). Hub snapshots are checked the same way once downloaded. Returns the
+    folders outputs must stay out of."""
+    from ..resolve import local_path
+    from ..runtime.checkpoints import draft_checkpoint, target_folder
+    from ..safe_write import model_folders
+
+    protected = model_folders(req.target, req.draft)
+    if profile_out:
+        from ..serving.profile import check_profile_out
+
+        check_profile_out(profile_out, force=force, protected=protected)
+    if local_path(req.target) is not None:
+        target_folder(req.target, token=req.token, trust_remote_code=req.trust_remote_code)
+    if local_path(req.draft) is not None:
+        draft_checkpoint(req.draft, token=req.token)
+    return protected
 
 
 def _refuse(findings) -> None:
     """The findings smoke refuses the pair for, one line each (the check's own code and message), exit 2."""
-    for finding in findings:
-        click.echo(f"dflash-check: error: {refusal_line(finding)}", err=True)
+    from ..emitters._safe import printable
+
+    for finding in findings:  # escaped like every error line: a config value's control bytes never reach a terminal
+        click.echo(printable(f"dflash-check: error: {refusal_line(finding)}"), err=True)
     sys.exit(EXIT_INPUT)
 
 
 def _fail(exc: DFlashCompatError) -> None:
-    click.echo(f"dflash-check: error: {str(exc).replace(chr(10), ' ').strip()}", err=True)
-    sys.exit(exc.exit_code)
+    from ..cli import fail
+
+    fail(exc)  # one line on stderr, control bytes from a hostile config escaped
 
 
 @click.command("smoke", context_settings={"help_option_names": ["-h", "--help"]})
@@ -329,13 +352,16 @@ def _fail(exc: DFlashCompatError) -> None:
               help="Hugging Face token for private or gated repos (default: HF_TOKEN or the saved login).")
 @click.option("--profile-out", type=click.Path(dir_okay=False),
               help="Write the acceptance profile (per-position acceptance and the measured draft / verify costs) "
-              "to this JSON file, for `dflash-check recommend`.")
+              "to this JSON file, for `dflash-check recommend` (never through a symlink, never into a model folder; "
+              "an existing file only if it is a previous profile).")
+@click.option("--force", is_flag=True,
+              help="Let --profile-out replace a file or symlink that is not a previous profile.")
 @click.option("--adapter", metavar="FILE_OR_NAME",
               help="Run the target through this adapter: a shim file written by `dflash-check adapt` (it is imported, "
               "i.e. run) or a built-in adapter name such as gpt2. Default: chosen by the model_type.")
 def smoke_cmd(target, draft, prompts, prompts_file, prompt_ids, max_new_tokens, block_size, temperature, top_p, top_k,
               seed, device, dtype, min_acceptance, fmt, backend, threads, trust_remote_code, token, profile_out,
-              adapter) -> None:
+              force, adapter) -> None:
     """Run DFlash speculative decoding of TARGET with DRAFT on a few prompts, next to plain greedy
     decoding of TARGET alone, and report losslessness, acceptance lengths and the speed-up.
 
@@ -369,17 +395,21 @@ def smoke_cmd(target, draft, prompts, prompts_file, prompt_ids, max_new_tokens, 
             trust_remote_code=trust_remote_code, token=token, adapter=adapter, threads=threads,
             profile_block_size=2 if profile_out else None,
         )
+        protected = _check_files(req, profile_out, force)
         run = _run_with_progress(backend, req)
         payload = build_payload(run, temperature)
         if profile_out:
             from ..serving.profile import profile_from_smoke, write_profile
 
-            write_profile(profile_out, profile_from_smoke(run, payload["summary"]["speedup"]))
+            write_profile(profile_out, profile_from_smoke(run, payload["summary"]["speedup"]), force=force,
+                          protected=protected)
     except DFlashCompatError as exc:
         _fail(exc)
         return
     if fmt == "json":
-        click.echo(json.dumps(payload, indent=2))
+        from ..emitters._safe import dumps
+
+        click.echo(dumps(payload), nl=False)  # strict JSON, like every JSON output
     else:
         from ..console import make_console, render_smoke
 

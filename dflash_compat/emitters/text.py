@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Iterator, Optional
 
 from ..console import wrap
 from ..findings import Finding
+from ..quoting import quote
 from ..report import Report
 from . import counts
 from ._safe import printable
@@ -133,7 +134,7 @@ def _inherited(items, width: int) -> Iterator["Text"]:
     from rich.text import Text
 
     for item in items:
-        value = "the target's" if item.get("value") is None else repr(item.get("value"))
+        value = "the target's" if item.get("value") is None else quote(item.get("value"))
         head = Text.assemble("  ", ("not in the draft config:", "dim"), " ")
         body = f"{item.get('field')} = {value}: {item.get('detail')}"
         yield from _paragraph(head, printable(body), width, indent=4)
@@ -146,7 +147,7 @@ def _lines(report: Report, width: int) -> Iterator["Text"]:
     yield from _header("target", t.get("source"), f"{t.get('model_type')}, {t.get('num_hidden_layers')} layers, "
                        f"hidden {t.get('hidden_size')}, vocab {t.get('vocab_size')}", width)
     yield from _header("draft", d.get("source"), f"{d.get('format')}, block {d.get('block_size')}, "
-                       f"layer ids {d.get('target_layer_ids')}, mask {d.get('mask_token_id')}", width)
+                       f"layer ids {quote(d.get('target_layer_ids'))}, mask {d.get('mask_token_id')}", width)
     yield from _inherited(d.get("inherited") or (), width)
     for group in ["common", *report.backends]:
         rows = [f for f in report.findings if f.backend == group]

@@ -9,9 +9,12 @@ from __future__ import annotations
 from typing import Any, Optional, Union
 
 from ..facts import DraftWeights, ModuleFacts, Skipped
+from ..foreign import ForeignExit, contained
 from ..options import CheckOptions
+from ..quoting import quote_items
 from ..resolve import Resolved
 from ..specs import TargetSpec
+from ..specs.sizes import oversized
 
 __all__ = ["FRAMEWORKS", "detect_framework", "inspect_draft", "inspect_target"]
 
@@ -34,13 +37,22 @@ def inspect_target(resolved: Resolved, target: TargetSpec, options: CheckOptions
         raise InputError(f"--framework {framework}: expected one of {', '.join(FRAMEWORKS)}")
     if framework == "auto":
         framework = detect_framework(resolved)
-    if framework == "mlx":
-        from .mlx_tree import inspect_mlx_target
+    too_big = oversized(target.raw)
+    if too_big:  # a build would take minutes and gigabytes: refuse before importing anything
+        return Skipped("oversized-config", f"the config gives {quote_items(too_big, raw=True)}, beyond any real "
+                       "model; the module tree was not built", framework=framework)
+    who = "mlx-lm" if framework == "mlx" else "transformers"
+    try:
+        with contained(who):  # what foreign code prints stays out of the report; sys.exit() is caught
+            if framework == "mlx":
+                from .mlx_tree import inspect_mlx_target
 
-        return inspect_mlx_target(resolved, options)
-    from .torch_meta import inspect_torch_target
+                return inspect_mlx_target(resolved, options)
+            from .torch_meta import inspect_torch_target
 
-    return inspect_torch_target(resolved, target, options)
+            return inspect_torch_target(resolved, target, options)
+    except ForeignExit as exc:
+        return Skipped("inspection-failed", str(exc), framework=framework)
 
 
 def inspect_draft(resolved: Resolved, token: Optional[str] = None, api: Any = None) -> Union[DraftWeights, Skipped]:

@@ -7,13 +7,13 @@ that need them.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any, Optional, Union
 
-from ..exceptions import MissingDependencyError, RemoteCodeError, WeightsError
+from ..exceptions import DFlashCompatError, MissingDependencyError, RemoteCodeError, WeightsError
 from ..facts import Skipped
+from ..safe_read import load_json_file
 
 __all__ = [
     "looks_like_mlx_model", "import_mlx", "model_classes", "build_mlx_model", "local_weight_names", "target_config",
@@ -31,8 +31,8 @@ def looks_like_mlx_model(folder: Union[str, Path], repo_id: Optional[str] = None
         return True
     folder = Path(folder)
     try:
-        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        config = load_json_file(folder / "config.json")
+    except DFlashCompatError:
         return False
     if not isinstance(config, dict):
         return False

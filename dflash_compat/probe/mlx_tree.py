@@ -36,6 +36,7 @@ from ..facts import (
     Scaling,
     Skipped,
 )
+from ..foreign import contained
 from ..mlx_layout import cache_facts, get_path
 from ..options import CheckOptions
 from ..resolve import Resolved
@@ -333,8 +334,9 @@ def inspect_mlx_target(resolved: Resolved, options: CheckOptions) -> Union[Modul
     folder = Path(resolved.folder)
     weight_names, notes = local_weight_names(folder) if not getattr(resolved, "is_hub", False) else (None, ())
     try:
-        model, quant = build_mlx_model(config, folder=folder, weight_names=weight_names,
-                                       trust_remote_code=options.trust_remote_code)
+        with contained("mlx-lm"):  # its model modules may print and sys.exit() (olmo without hf_olmo)
+            model, quant = build_mlx_model(config, folder=folder, weight_names=weight_names,
+                                           trust_remote_code=options.trust_remote_code)
     except PermissionError as exc:
         return Skipped("remote-code", str(exc), framework="mlx")
     except RemoteCodeError:

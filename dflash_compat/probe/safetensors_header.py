@@ -6,15 +6,18 @@ No tensor data is ever read, and nothing here imports torch, numpy or safetensor
 from __future__ import annotations
 
 import os
+import stat
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Union
 
-from ..exceptions import WeightsError, first_line
+from ..exceptions import WeightsError, one_line
 from ..facts import DraftWeights, Skipped
+from ..quoting import quote_items
 from ..resolve import Resolved
-from ..weightfiles import INDEX_FILE, load_json, local_weight_files
+from ..safe_read import file_kind, parse_json
+from ..weightfiles import INDEX_FILE, PickledShardsError, local_weight_files
 
 __all__ = [
     "DTYPE_BITS",
@@ -82,9 +85,11 @@ def _short(n: int) -> str:
 def _parse_header(name: str, raw: bytes) -> FileHeader:
     """Validate a header's JSON (the bytes after the 8-byte length); raises WeightsError."""
     try:
-        doc = load_json(raw.decode("utf-8"))
-    except ValueError as exc:  # UnicodeDecodeError, JSONDecodeError, too deep, an integer too long
-        raise WeightsError(f"{name}: corrupt safetensors header (not JSON: {first_line(exc)})") from None
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise WeightsError(f"{name}: corrupt safetensors header (not UTF-8 text)") from None
+    # safe_read's parser: syntax errors, nesting and integers past 64 bits are one WeightsError line
+    doc = parse_json(text, what=f"{name}: corrupt safetensors header (not JSON)", error=WeightsError)
     if not isinstance(doc, dict):
         raise WeightsError(f"{name}: corrupt safetensors header (not a JSON object)")
     out = FileHeader(name=name)
@@ -125,8 +130,13 @@ def read_header(path: Path, name: Optional[str] = None) -> FileHeader:
     """Read only the first 8 + N bytes of a safetensors file (N: the little-endian header length)."""
     name = name or path.name
     try:
-        total = path.stat().st_size
-        with open(path, "rb") as fh:
+        # O_NONBLOCK: a FIFO named like a weight file returns at once (never waits for a writer); fstat refuses it
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+        with os.fdopen(fd, "rb") as fh:
+            info = os.fstat(fh.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                raise WeightsError(f"{name}: is {file_kind(info.st_mode)}, not a regular file")
+            total = info.st_size
             head = fh.read(8)
             if len(head) < 8:
                 raise WeightsError(f"{name}: truncated ({total} bytes): no safetensors header; download it again")
@@ -154,7 +164,7 @@ def read_local_headers(folder: Path, hub_snapshot: bool = False) -> list[FileHea
 
     Only a Hub snapshot (`hub_snapshot`: resolve() fetched the JSON files, not the weights) may
     hold an index without any of its shards; in a local folder that is a broken download."""
-    files, wmap = local_weight_files(folder)
+    files, wmap = local_weight_files(folder)  # PickledShardsError for an index naming pickles: never opened
     missing = [f for f in files if not (folder / f).is_file()]
     if missing and wmap is not None and len(missing) == len(files) and hub_snapshot:
         return []  # a config-only snapshot: nothing local to read, the Hub header API is asked instead
@@ -232,7 +242,11 @@ def _hub_offline() -> bool:
 def inspect_draft_weights(resolved: Resolved, api: Any = None,
                           token: Optional[str] = None) -> Union[DraftWeights, Skipped]:
     """The draft's weight facts: local files first; for Hub drafts without local weights, the Hub header API."""
-    headers = read_local_headers(resolved.folder, hub_snapshot=resolved.is_hub)
+    try:
+        headers = read_local_headers(resolved.folder, hub_snapshot=resolved.is_hub)
+    except PickledShardsError as exc:  # DF007: the weights are not checked, and nothing was unpickled
+        return Skipped("pickle-shards", f"{INDEX_FILE} lists {quote_items(exc.names)}, pickled weights that are "
+                       "never opened")
     if not headers and resolved.is_hub:
         found = _hub_headers(resolved, api, token)
         if isinstance(found, Skipped):
@@ -253,16 +267,19 @@ def _hub_headers(resolved: Resolved, api: Any, token: Optional[str]) -> Union[li
         from huggingface_hub import errors as hf_errors
     except ImportError:  # pragma: no cover - a core dependency
         return Skipped("hub-unreachable", "huggingface_hub is not installed")
+    from ..hub import quiet
+
     try:
-        return read_hub_headers(resolved.repo_id, resolved.revision, token, api=api)
+        with quiet():  # bounded timeouts, no retry noise on stderr
+            return read_hub_headers(resolved.repo_id, resolved.revision, token, api=api)
     except hf_errors.NotASafetensorsRepoError:
         return Skipped("no-safetensors", "the repo has no safetensors files")
     except hf_errors.SafetensorsParsingError as exc:
-        raise WeightsError(f"draft {resolved.ref}: corrupt safetensors header on the Hub ({first_line(exc)})") from None
+        raise WeightsError(f"draft {resolved.ref}: corrupt safetensors header on the Hub ({one_line(exc)})") from None
     except (hf_errors.RepositoryNotFoundError, hf_errors.GatedRepoError) as exc:
         return Skipped("hub-unreachable", type(exc).__name__)
     except WeightsError:
         raise
     except Exception as exc:  # noqa: BLE001 - HTTP client errors (httpx, OSError, HfHubHTTPError, offline)
         # A network failure must not hide the config-level verdict: report the skip instead.
-        return Skipped("hub-unreachable", f"Hub header request failed ({first_line(exc)})")
+        return Skipped("hub-unreachable", f"Hub header request failed ({one_line(exc)})")

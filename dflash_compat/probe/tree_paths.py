@@ -91,7 +91,21 @@ def _mlx(resolved: Resolved, paths: Sequence[str], trust_remote_code: bool) -> U
 def check_paths(resolved: Resolved, target: TargetSpec, framework: str, paths: Sequence[str],
                 trust_remote_code: bool = False) -> Union[PathCheck, Skipped]:
     """Build the target's tree (`framework` torch or mlx) and look each of `paths` up in it; Skipped
-    when the tree cannot be built (then the paths cannot be validated)."""
-    if framework == "mlx":
-        return _mlx(resolved, paths, trust_remote_code)
-    return _torch(resolved, target, paths, trust_remote_code)
+    when the tree cannot be built (then the paths cannot be validated). The deep check's guards apply:
+    sizes no real model has are refused before anything is imported (a build would take minutes and
+    gigabytes), and what the framework prints or sys.exit()s is contained."""
+    from ..foreign import ForeignExit, contained
+    from ..quoting import quote_items
+    from ..specs.sizes import oversized
+
+    too_big = oversized(target.raw)
+    if too_big:
+        return Skipped("oversized-config", f"the config gives {quote_items(too_big, raw=True)}, beyond any real "
+                       "model; the module tree was not built", framework=framework)
+    try:
+        with contained("mlx-lm" if framework == "mlx" else "transformers"):
+            if framework == "mlx":
+                return _mlx(resolved, paths, trust_remote_code)
+            return _torch(resolved, target, paths, trust_remote_code)
+    except ForeignExit as exc:
+        return Skipped("build-failed", str(exc), framework=framework)

@@ -7,10 +7,8 @@ completion is compared token for token with the target's own greedy output.
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Optional
 
 from ..exceptions import InputError
@@ -26,6 +24,7 @@ BUILTIN_PROMPTS = (
     "List the first ten prime numbers and say what makes a number prime.",
     "def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n",
 )
+MAX_PROMPTS_BYTES = 16 * 1024 * 1024  # prompts for a probe, not a data set
 _SETTLE_READS = 4  # counters are re-read until two readings agree (engines record stats asynchronously)
 _SETTLE_PAUSE_S = 0.2
 
@@ -44,18 +43,15 @@ def read_prompts(path: Optional[str]) -> list[dict[str, Any]]:
     """JSONL: each line a string, {"prompt": "..."} or {"prompt_ids": [1, 2, 3]} (optional "max_tokens")."""
     if path is None:
         return [{"prompt": p} for p in BUILTIN_PROMPTS]
-    try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"--prompts {path}: cannot read it ({exc})") from None
+    from ..safe_read import parse_json, read_text
+
+    # a regular file of bounded size: never /dev/zero or a FIFO that blocks
+    lines = read_text(path, MAX_PROMPTS_BYTES, what=f"--prompts {path}").splitlines()
     out = []
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
-        try:
-            item = json.loads(line)
-        except ValueError:
-            raise InputError(f"--prompts {path}:{n}: not a JSON line") from None
+        item = parse_json(line, what=f"--prompts {path}:{n}")
         out.append(_prompt_item(item, f"--prompts {path}:{n}"))
     if not out:
         raise InputError(f"--prompts {path}: no prompts in it")

@@ -13,7 +13,6 @@ S(0) = 1. Costs are stored relative to one plain target step (verify(1) = 1):
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any, Optional, Sequence
@@ -26,6 +25,7 @@ __all__ = ["PROFILE_KIND", "make_profile", "write_profile", "read_profile", "exp
            "profile_from_probe"]
 
 PROFILE_KIND = "dflash-acceptance-profile"
+MAX_PROFILE_BYTES = 16 * 1024 * 1024  # a profile is one number per draft position: a few KB
 SCHEMA_VERSION = 1
 # Assumed when a profile carries no measured cost and none is given: a draft pass costs a tenth of a
 # target step and verifying more tokens in one pass is free (a memory-bound GPU decode). Stated as an
@@ -52,21 +52,32 @@ def make_profile(*, source: str, engine: str, block_size: int, per_position: Seq
     }
 
 
-def write_profile(path: str, profile: dict[str, Any]) -> None:
-    try:
-        Path(path).write_text(dumps(profile), encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"--profile-out {path}: cannot write it ({exc.strerror or exc})") from None
+def looks_like_profile(head: bytes) -> bool:
+    """Whether a file's first bytes are a profile written here (so --profile-out may replace it without --force)."""
+    return head.lstrip().startswith(b"{") and f'"kind": "{PROFILE_KIND}"'.encode() in head
+
+
+def check_profile_out(path: str, force: bool = False, protected: Sequence[Path] = ()) -> None:
+    """Refuse a --profile-out path before the run that would fill it (safe_write's rules)."""
+    from ..safe_write import check_output
+
+    check_output(path, force=force, option="--profile-out", is_ours=looks_like_profile, protected=protected)
+
+
+def write_profile(path: str, profile: dict[str, Any], force: bool = False, protected: Sequence[Path] = ()) -> None:
+    """Write the profile atomically: never through a symlink, over a file that is not a profile (without
+    `force`) or into a `protected` (model) folder."""
+    from ..safe_write import write_output
+
+    write_output(path, dumps(profile), force=force, option="--profile-out", is_ours=looks_like_profile,
+                 protected=protected)
 
 
 def read_profile(path: str) -> dict[str, Any]:
-    """Read and validate a profile; anything malformed is one InputError line."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"--profile {path}: cannot read it ({exc})") from None
-    except ValueError as exc:
-        raise InputError(f"--profile {path}: not JSON ({exc})") from None
+    """Read and validate a profile (a bounded read of a regular file); anything malformed is one InputError line."""
+    from ..safe_read import load_json_file
+
+    data = load_json_file(path, what=f"--profile {path}", limit=MAX_PROFILE_BYTES)
     if not isinstance(data, dict) or data.get("kind") != PROFILE_KIND:
         raise InputError(f"--profile {path}: not an acceptance profile (write one with smoke/probe --profile-out)")
     per = data.get("per_position_acceptance")

@@ -127,8 +127,23 @@ def render_recommend(doc: dict[str, Any], console: "Console") -> None:
         print_paragraph(console, printable(f"  note: {note}"), indent=4)
 
 
-def plot_profile(doc: dict[str, Any], path: str) -> None:
-    """Per-position acceptance (bars) and the modelled speed-up per K (line) as a PNG."""
+PLOT_SOFTWARE = "dflash-check recommend"  # in the PNG's metadata: how --plot knows a previous plot of ours
+
+
+def looks_like_plot(head: bytes) -> bool:
+    """A PNG that names us as its software (matplotlib writes the tEXt chunk near the start)."""
+    return head.startswith(b"\x89PNG") and PLOT_SOFTWARE.encode() in head
+
+
+def plot_profile(doc: dict[str, Any], path: str, force: bool = False, protected: Sequence[Any] = ()) -> None:
+    """Per-position acceptance (bars) and the modelled speed-up per K (line) as a PNG, written like every
+    output (safe_write: atomic, never through a symlink, never over a file that is not our plot without
+    `force`, never into a model folder)."""
+    import io
+
+    from ..safe_write import check_output, write_output
+
+    check_output(path, force=force, option="--plot", is_ours=looks_like_plot, protected=protected)
     try:
         import matplotlib
 
@@ -148,11 +163,9 @@ def plot_profile(doc: dict[str, Any], path: str) -> None:
     right.axvline(doc["recommended_k"], color="grey", linestyle="--")
     right.set(xlabel="K (draft tokens per step)", ylabel="modelled speed-up", title="speed-up model")
     fig.tight_layout()
+    png = io.BytesIO()
     try:
-        fig.savefig(path, dpi=100)
-    except OSError as exc:
-        from ..exceptions import InputError
-
-        raise InputError(f"--plot {path}: cannot write it ({exc.strerror or exc})") from None
+        fig.savefig(png, format="png", dpi=100, metadata={"Software": PLOT_SOFTWARE})
     finally:
         plt.close(fig)
+    write_output(path, png.getvalue(), force=force, option="--plot", is_ours=looks_like_plot, protected=protected)

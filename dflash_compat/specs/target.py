@@ -212,6 +212,7 @@ def _special_tokens(values: dict[str, Any], r: ConfigReader, raw: dict[str, Any]
                     generation_config: Optional[dict[str, Any]]) -> None:
     """EOS / BOS / PAD ids: the config, then generation_config.json (which engines prefer)."""
     eos: list[int] = []
+    seen: set[int] = set()  # a set beside the list: generation configs may list 100,000 ids
     for doc, name, key in (
         (raw, config_file, f"{prefix}.eos_token_id" if prefix else "eos_token_id"),
         (raw, config_file, "eos_token_id"),
@@ -221,7 +222,8 @@ def _special_tokens(values: dict[str, Any], r: ConfigReader, raw: dict[str, Any]
         if value is not MISSING:
             src = key if name == config_file else f"{name}:{key}"
             for i in _as_id_list(value):
-                if i not in eos:
+                if i not in seen:
+                    seen.add(i)
                     eos.append(i)
                     r.sources[f"eos_token_ids.{i}"] = src  # where this id came from, for findings about it
             r.sources.setdefault("eos_token_ids", src)

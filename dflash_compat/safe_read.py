@@ -1,0 +1,147 @@
+"""Bounded reads of files the user names or a model folder holds: regular files only, a size cap, JSON
+with a nesting and integer-size cap. Every failure is one line in the caller's exception class.
+
+A model folder and every file named on the command line are untrusted input: `config.json` may be a
+FIFO (opening it blocks until a writer appears), `/dev/zero` (reading never ends), a 10 GB file, or
+JSON nested a million levels deep (RecursionError in json, pydantic, transformers). Nothing here
+imports more than the standard library.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from typing import Any, Union
+
+from .exceptions import DFlashCompatError, InputError
+
+__all__ = [
+    "MAX_CONFIG_BYTES",
+    "MAX_JSON_DEPTH",
+    "MAX_INT_DIGITS",
+    "read_bytes",
+    "read_text",
+    "parse_json",
+    "load_json_file",
+    "file_kind",
+    "is_regular_file",
+]
+
+# Real config files are a few KB (tokenizer configs with chat templates a few MB).
+MAX_CONFIG_BYTES = 64 * 1024 * 1024
+# Real configs nest 4-5 levels (a VLM's text_config.rope_scaling); far below every recursive
+# consumer's limit (json, pydantic's serializer, copy.deepcopy in transformers).
+MAX_JSON_DEPTH = 64
+# A config integer is a size, an id or a seed: 64 bits at most (20 digits with a sign). Larger ones
+# overflow float() and C ints downstream (OverflowError in torch, mlx and our own arithmetic).
+MAX_INT_DIGITS = 20
+
+_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
+          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def file_kind(mode: int) -> str:
+    """What a non-regular file is, in words ("a FIFO", "a folder", ...)."""
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+def _fail(error: type[DFlashCompatError], what: str, why: str) -> DFlashCompatError:
+    return error(f"{what}: {why}")
+
+
+def read_bytes(path: PathLike, limit: int, *, what: str = "", error: type[DFlashCompatError] = InputError) -> bytes:
+    """The contents of a regular file of at most `limit` bytes, else `error` in one line.
+
+    O_NONBLOCK makes opening a FIFO return at once instead of waiting for a writer; fstat then
+    refuses anything but a regular file before a byte is read, and the read stops at `limit` + 1
+    bytes even if the file grows meanwhile."""
+    what = what or str(path)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        raise _fail(error, what, f"cannot read ({exc.strerror or exc})") from None
+    except ValueError:  # a NUL byte in the path
+        raise _fail(error, what, "cannot read (the path holds a NUL byte)") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise _fail(error, what, f"is {file_kind(info.st_mode)}, not a regular file")
+        if info.st_size > limit:
+            raise _fail(error, what, f"{info.st_size} bytes is more than the {limit} this file may hold")
+        with os.fdopen(fd, "rb") as fh:
+            fd = -1  # closed with fh
+            data = fh.read(limit + 1)
+    except OSError as exc:
+        raise _fail(error, what, f"cannot read ({exc.strerror or exc})") from None
+    finally:
+        if fd >= 0:
+            os.close(fd)
+    if len(data) > limit:
+        raise _fail(error, what, f"more than the {limit} bytes this file may hold")
+    return data
+
+
+def read_text(path: PathLike, limit: int, *, what: str = "", error: type[DFlashCompatError] = InputError) -> str:
+    """read_bytes decoded as UTF-8 (a byte-order mark is dropped)."""
+    what = what or str(path)
+    data = read_bytes(path, limit, what=what, error=error)
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise _fail(error, what, "not UTF-8 text") from None
+
+
+def _parse_int(text: str) -> int:
+    if len(text) > MAX_INT_DIGITS:
+        raise ValueError(f"an integer of {len(text.lstrip('-'))} digits (more than 64 bits)")
+    return int(text)
+
+
+def _too_deep(value: Any, limit: int) -> bool:
+    """Whether lists/objects nest more than `limit` levels; iterative, linear in the number of values."""
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        children = node.values() if isinstance(node, dict) else node
+        if depth > limit:
+            return True
+        stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
+    return False
+
+
+def parse_json(text: str, *, what: str = "JSON", error: type[DFlashCompatError] = InputError,
+               max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """json.loads with every way hostile JSON fails turned into `error` in one line: a syntax error,
+    nesting deeper than `max_depth` (json itself raises RecursionError near 1,000 levels; pydantic
+    and transformers fail far earlier), and integers wider than 64 bits."""
+    try:
+        value = json.loads(text, parse_int=_parse_int)
+    except RecursionError:
+        raise _fail(error, what, f"invalid JSON (nested more than {max_depth} levels deep)") from None
+    except json.JSONDecodeError as exc:
+        raise _fail(error, what, f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    except ValueError as exc:  # from _parse_int
+        raise _fail(error, what, f"invalid JSON ({exc})") from None
+    if isinstance(value, (dict, list)) and _too_deep(value, max_depth):
+        raise _fail(error, what, f"invalid JSON (nested more than {max_depth} levels deep)")
+    return value
+
+
+def load_json_file(path: PathLike, *, what: str = "", error: type[DFlashCompatError] = InputError,
+                   limit: int = MAX_CONFIG_BYTES) -> Any:
+    """A JSON file read with read_text's bounds and parsed with parse_json's."""
+    what = what or str(path)
+    return parse_json(read_text(path, limit, what=what, error=error), what=what, error=error)
+
+
+def is_regular_file(path: PathLike) -> bool:
+    """stat (never open) says a regular file: FIFOs, sockets, devices and folders are not."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
+
