@@ -298,11 +298,15 @@ def _check_files(req: SmokeRequest, profile_out: Optional[str], force: bool) -> 
 
 
 def _refuse(findings) -> None:
-    """The findings smoke refuses the pair for, one line each (the check's own code and message), exit 2."""
+    """Exit 2 with one stderr line, as for every input error: the first finding smoke refuses the pair
+    for (the check's own code and message), then the codes of the others, which `dflash-check` lists."""
     from ..emitters._safe import printable
 
-    for finding in findings:  # escaped like every error line: a config value's control bytes never reach a terminal
-        click.echo(printable(f"dflash-check: error: {refusal_line(finding)}"), err=True)
+    line = f"dflash-check: error: {refusal_line(findings[0])}"
+    if len(findings) > 1:
+        rest = ", ".join(f.code for f in findings[1:])
+        line += f" (and {len(findings) - 1} more: {rest}; `dflash-check TARGET --draft DRAFT` shows them)"
+    click.echo(printable(line), err=True)  # escaped: a config value's control bytes never reach a terminal
     sys.exit(EXIT_INPUT)
 
 
@@ -367,7 +371,7 @@ def smoke_cmd(target, draft, prompts, prompts_file, prompt_ids, max_new_tokens, 
 
     \b
     Before loading any weights, smoke runs the checker's config rules for its engine (transformers for
-    torch, mlx for MLX) and refuses the pair, one line per finding, where `dflash-check` reports an error.
+    torch, mlx for MLX) and refuses the pair in one line where `dflash-check` reports an error.
 
     \b
     Exit codes: 0 passed; 1 output differs from the greedy baseline (temperature 0) or the mean
