@@ -17,8 +17,8 @@ import collections
 import json
 import os
 import resource
+import shlex
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -28,7 +28,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")  # tiny models: one intra-op threa
 
 from hypothesis import HealthCheck, Phase, given, seed, settings  # noqa: E402
 
-from tests.fuzz.cases import Case, shrink_candidates  # noqa: E402
+from tests.fuzz.cases import Case, materialize, shrink_candidates  # noqa: E402
 from tests.fuzz.options import KINDS, any_case  # noqa: E402
 from tests.fuzz.runner import run_case, violation  # noqa: E402
 
@@ -66,6 +66,7 @@ def main() -> int:
     parser.add_argument("--limit", type=float, default=15.0, help="seconds before a case counts as a hang")
     parser.add_argument("--memory-gib", type=float, default=8.0, help="address-space cap (a blow-up fails fast)")
     parser.add_argument("--json-out", help="write the summary to this JSON file")
+    parser.add_argument("--repro-dir", help="write each shrunk reproducer's folders here (DIR/N/, with its command)")
     args = parser.parse_args()
     mix = {k: int(w) for k, w in (part.split("=") for part in args.mix.split(","))}
     unknown = set(mix) - set(KINDS)
@@ -111,11 +112,13 @@ def main() -> int:
     print(f"failure signatures: {len(failures)}")
     summary = {"cases": total, "seconds": round(elapsed), "seed": args.seed, "mix": mix, "by_kind": dict(counts),
                "exit_codes": dict(codes), "failures": {}}
-    with tempfile.TemporaryDirectory():
-        for sig, cases in sorted(failures.items()):
-            small = shrink(cases[0], sig, args.limit)
-            print(f"\n[{len(cases)} cases] {sig}\n  reproducer: {small!r}\n  dflash-check {' '.join(small.argv())}")
-            summary["failures"][sig] = {"count": len(cases), "reproducer": repr(small)[:2000]}
+    for n, (sig, cases) in enumerate(sorted(failures.items()), 1):
+        small = shrink(cases[0], sig, args.limit)
+        print(f"\n[{len(cases)} cases] {sig}\n  reproducer: {small!r}\n  dflash-check {' '.join(small.argv())}")
+        summary["failures"][sig] = {"count": len(cases), "reproducer": repr(small)}
+        if args.repro_dir:
+            folder = materialize(small, Path(args.repro_dir) / str(n))
+            (folder / "command").write_text(" ".join(["dflash-check", *map(shlex.quote, small.argv())]) + "\n")
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(summary, indent=1), encoding="utf-8")
     return 1 if failures else 0

@@ -40,9 +40,10 @@ class Op:
     value: Any = None
 
     def __repr__(self) -> str:  # short, so a reproducer reads on one screen
-        shown = repr(self.value)
-        shown = shown if len(shown) <= 160 else shown[:150] + f"... ({len(shown)} chars)"
-        return f"Op({self.kind!r}, {self.path!r}, {shown})"
+        return f"Op({self.kind!r}, {self.path!r}, {_short(self.value)})"
+
+    def _repr_pretty_(self, printer, cycle) -> None:  # hypothesis prints falsifying examples with this
+        printer.text(repr(self))
 
 
 @dataclass(frozen=True)
@@ -61,9 +62,33 @@ class Case:
     draft_arg: str = "draft"
     tags: tuple[str, ...] = field(default=(), compare=False)
 
+    def __repr__(self) -> str:
+        parts = [repr(self.pair)]
+        for name in ("target_ops", "draft_ops", "weights", "index", "settings", "command", "args", "target_arg",
+                     "draft_arg"):
+            value = getattr(self, name)
+            if value != _DEFAULTS[name]:
+                parts.append(f"{name}={_short(value, 400) if isinstance(value, bytes) else repr(value)}")
+        return f"Case({', '.join(parts)})"
+
+    def _repr_pretty_(self, printer, cycle) -> None:
+        printer.text(repr(self))
+
     def argv(self) -> list[str]:
         head = [self.command] if self.command != "check" else ["check"]
         return [*head, self.target_arg, "--draft", self.draft_arg, *self.args]
+
+
+_DEFAULTS = {"target_ops": (), "draft_ops": (), "weights": None, "index": None, "settings": None, "command": "check",
+             "args": (), "target_arg": "target", "draft_arg": "draft"}
+
+
+def _short(value: Any, limit: int = 160) -> str:
+    """repr() of a value, cut in the middle when long (a 100,000-bracket file prints as its ends)."""
+    shown = repr(value)
+    if len(shown) <= limit:
+        return shown
+    return f"{shown[:limit // 2]}...<{len(shown)} chars>...{shown[-limit // 4:]}"
 
 
 def base_config(pair: str, side: str) -> dict:

@@ -9,7 +9,13 @@ from hypothesis import strategies as st
 
 from .cases import PAIRS, TINY, Case
 from .strategies import (
-    _HUGE_INTS, _NASTY, config_cases, deep_config_cases, deep_full_config_cases, header_cases, hostile_values,
+    HUGE_INTS,
+    NASTY,
+    config_cases,
+    deep_config_cases,
+    deep_full_config_cases,
+    header_cases,
+    hostile_values,
 )
 
 __all__ = ["check_option_cases", "smoke_option_cases", "subprocess_cases", "any_case", "KINDS"]
@@ -29,13 +35,13 @@ def _argv_text() -> st.SearchStrategy[str]:
     """What a real command line can carry: no NUL; surrogates only as surrogateescape'd bytes (U+DC80-DCFF)."""
     chars = st.characters(blacklist_characters="\x00", blacklist_categories=("Cs",))
     escaped = st.integers(0xDC80, 0xDCFF).map(chr)
-    return st.one_of(st.sampled_from(_WORDS), st.sampled_from([s for s in _NASTY if "\x00" not in s
+    return st.one_of(st.sampled_from(_WORDS), st.sampled_from([s for s in NASTY if "\x00" not in s
                                                                and "\ud800" not in s and "\udfff" not in s]),
                      st.text(chars, max_size=30), st.lists(st.one_of(chars, escaped), max_size=6).map("".join))
 
 
 def _int_text() -> st.SearchStrategy[str]:
-    return st.one_of(st.integers(-3, 70).map(str), st.sampled_from(_HUGE_INTS).map(str),
+    return st.one_of(st.integers(-3, 70).map(str), st.sampled_from(HUGE_INTS).map(str),
                      st.sampled_from(("1e3", "0x10", "1.5", "", " 7", "٣", "nan", "inf", "9" * 5000)), _argv_text())
 
 

@@ -39,7 +39,8 @@ class Outcome:
     error: Optional[BaseException]
     where: str  # the innermost frame of our code (or the last frame) for an exception
     seconds: float
-    changed: list[str]
+    changed: list[str]  # input files changed or removed, files added in a model folder
+    written: tuple[str, ...] = ()  # files added elsewhere: a report written to a file
 
 
 def snapshot(root: Path) -> dict[str, str]:
@@ -133,7 +134,7 @@ def _subprocess(argv: list[str], cwd: Path, limit: float) -> tuple[Optional[int]
 def run_case(case: Case, limit: float = 20.0, subprocess: bool = False, workdir: Optional[Path] = None) -> Outcome:
     """Materialize `case` in a fresh folder, run dflash-check there (cwd: the case's root), and compare
     the input files before and after."""
-    with tempfile.TemporaryDirectory(prefix="dflash-fuzz-", dir=workdir) as tmp:
+    with tempfile.TemporaryDirectory(prefix="dflash-fuzz-", dir=workdir or _scratch()) as tmp:
         root = materialize(case, Path(tmp) / "case")
         (root / "out").mkdir()
         before = snapshot(root)
@@ -150,18 +151,36 @@ def run_case(case: Case, limit: float = 20.0, subprocess: bool = False, workdir:
                     os.chdir(cwd)
         seconds = time.monotonic() - start
         after = snapshot(root)
-        changed = sorted(k for k in before.keys() | after.keys()
-                         if before.get(k) != after.get(k) and not k.startswith("out/"))
+        changed = _changed(before, after)
+        written = tuple(sorted(k for k in after.keys() - before.keys() if k not in changed))
     where = _where(error) if error is not None else ""
-    return Outcome(case, code, stdout, stderr, error, where, seconds, changed)
+    return Outcome(case, code, stdout, stderr, error, where, seconds, changed, written)
+
+
+def _changed(before: dict[str, str], after: dict[str, str]) -> list[str]:
+    """Input files changed or removed, and files added inside a model folder. A new file elsewhere is a
+    report the case asked for (`--output`, or `output` in a settings file)."""
+    gone_or_changed = [k for k in before if after.get(k) != before[k]]
+    added = [k for k in after.keys() - before.keys() if k.startswith(("target/", "draft/"))]
+    return sorted(gone_or_changed + added)
+
+
+def _scratch() -> Optional[str]:
+    """Where case folders go: FUZZ_TMP, else a RAM disk when there is one (a case writes and removes a few
+    folders; on a busy disk that cost more than the check itself), else the system's temp folder."""
+    chosen = os.environ.get("FUZZ_TMP")
+    if chosen:
+        return chosen
+    shm = Path("/dev/shm")
+    return str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
 
 
 def _reject_constant(name: str):
     raise ValueError(f"not strict JSON: {name}")
 
 
-def _wrote_report(case: Case) -> bool:
-    return "--output" in case.args or "-o" in case.args
+def _wrote_report(out: Outcome) -> bool:
+    return bool(out.written) or "--output" in out.case.args or "-o" in out.case.args
 
 
 def violation(out: Outcome) -> Optional[str]:
@@ -181,9 +200,9 @@ def violation(out: Outcome) -> Optional[str]:
         return None
     if out.code not in (0, 1):
         return f"exit code {out.code}"
-    if not out.stdout.strip() and not _wrote_report(out.case):
+    if not out.stdout.strip() and not _wrote_report(out):
         return f"exit {out.code} without a report"
-    if _format(out.case) == "json" and not _wrote_report(out.case) and out.case.command == "check":
+    if _format(out.case) == "json" and not _wrote_report(out) and out.case.command == "check":
         try:
             json.loads(out.stdout, parse_constant=_reject_constant)
         except ValueError as exc:

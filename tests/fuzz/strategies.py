@@ -31,9 +31,9 @@ KEYS = (
 )
 NESTED = ("dflash_config", "text_config", "rope_scaling", "transformer_layer_config", "quantization_config")
 
-_HUGE_INTS = (2**31, 2**32, 2**53 + 1, 2**63 - 1, 2**63, 2**64, 10**30, -(2**63), -1, 0, 10**5, 10**7, 10**9)
+HUGE_INTS = (2**31, 2**32, 2**53 + 1, 2**63 - 1, 2**63, 2**64, 10**30, -(2**63), -1, 0, 10**5, 10**7, 10**9)
 # strings that broke renderers or parsers somewhere: markup, escapes, annotations, surrogates, paths
-_NASTY = (
+NASTY = (
     "", " ", "[/x]", "[bold]b[/bold]", "\x1b[31mred\x1b[0m", "\x1b]0;t\x07", "nul\x00", "::error::x", "%0A",
     "\ud800", "\udfff", "\u202e", "\u2028", "\ufeff", "../../etc/passwd", "/dev/zero", "a" * 300, "é" * 50,
     "DF101", "null", "NaN", "1e309", "-1", "0x10", "qwen3", "llama", "DFlashDraftModel", "<x>&amp;", "]]>",
@@ -41,13 +41,13 @@ _NASTY = (
 
 
 def _text() -> st.SearchStrategy[str]:
-    return st.one_of(st.sampled_from(_NASTY), st.text(max_size=40),
+    return st.one_of(st.sampled_from(NASTY), st.text(max_size=40),
                      st.text(st.characters(min_codepoint=0, max_codepoint=0x3000), max_size=12))
 
 
 def _scalars() -> st.SearchStrategy[Any]:
     return st.one_of(
-        st.sampled_from(_HUGE_INTS), st.integers(-10, 300), st.integers(),
+        st.sampled_from(HUGE_INTS), st.integers(-10, 300), st.integers(),
         st.floats(allow_nan=True, allow_infinity=True), st.sampled_from((0.5, -0.0, 1e-300, 1e300, 3.0)),
         st.booleans(), st.none(), _text(),
     )
@@ -65,7 +65,7 @@ def hostile_values() -> st.SearchStrategy[Any]:
     return st.one_of(
         _scalars(), containers,
         st.integers(1, 200).map(_nested), st.sampled_from((70, 200)).map(_nested),
-        st.lists(st.integers(-3, 300), max_size=8), st.lists(st.sampled_from(_HUGE_INTS), min_size=1, max_size=3),
+        st.lists(st.integers(-3, 300), max_size=8), st.lists(st.sampled_from(HUGE_INTS), min_size=1, max_size=3),
     )
 
 
@@ -144,7 +144,7 @@ _DTYPES = ("F32", "F16", "BF16", "F4", "F6_E2M3", "F8_E4M3", "BOOL", "I64", "C64
 
 
 def _entry_values() -> st.SearchStrategy[Any]:
-    return st.one_of(hostile_values(), st.lists(st.sampled_from(_HUGE_INTS), max_size=4),
+    return st.one_of(hostile_values(), st.lists(st.sampled_from(HUGE_INTS), max_size=4),
                      st.lists(st.integers(-5, 100_000), max_size=6))
 
 
