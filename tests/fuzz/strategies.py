@@ -156,6 +156,8 @@ def _header_doc(draw) -> dict:
     for _ in range(draw(st.integers(1, 4))):
         name = draw(st.sampled_from(names))
         field = draw(st.sampled_from(("dtype", "shape", "data_offsets", "entry", "name", "metadata", "drop", "add")))
+        if not isinstance(doc[name], dict) and field in ("dtype", "shape", "data_offsets"):
+            field = "entry"  # an entry already replaced by a non-object has no fields left to bend
         if field == "dtype":
             doc[name]["dtype"] = draw(st.one_of(st.sampled_from(_DTYPES), hostile_values()))
         elif field in ("shape", "data_offsets"):
