@@ -30,16 +30,9 @@ from hypothesis import HealthCheck, Phase, given, seed, settings  # noqa: E402
 
 from tests.fuzz.cases import Case, materialize, shrink_candidates  # noqa: E402
 from tests.fuzz.options import KINDS, any_case  # noqa: E402
-from tests.fuzz.runner import run_case, violation  # noqa: E402
+from tests.fuzz.runner import run_case, violation, warm_up  # noqa: E402
 
 DEFAULT_MIX = "config=40,config-deep=10,header=20,options=15,smoke=12,config-deep-full=3"
-
-
-def warm_up() -> None:
-    """Import the frameworks once, so that a case's time limit measures the check, not an import."""
-    import mlx_lm  # noqa: F401
-    import torch  # noqa: F401
-    import transformers  # noqa: F401
 
 
 def shrink(case: Case, signature: str, limit: float, budget: int = 60) -> Case:

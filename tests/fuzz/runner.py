@@ -23,7 +23,7 @@ from typing import Iterator, Optional
 
 from .cases import ROOT, Case, materialize
 
-__all__ = ["Outcome", "Hang", "run_case", "violation", "fuzz_env", "snapshot"]
+__all__ = ["Outcome", "Hang", "run_case", "violation", "fuzz_env", "snapshot", "warm_up"]
 
 
 class Hang(BaseException):
@@ -173,6 +173,20 @@ def _scratch() -> Optional[str]:
         return chosen
     shm = Path("/dev/shm")
     return str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
+
+
+def warm_up() -> None:
+    """Import the frameworks and run one deep check of the tiny pair with each, unjudged: the first deep
+    build imports a lot lazily (transformers model classes, sympy through torch), which on a busy
+    machine can take longer than a case's time limit. A framework that is not installed is skipped."""
+    from .cases import TINY
+
+    for framework in ("torch", "mlx"):
+        try:
+            __import__("torch" if framework == "torch" else "mlx_lm")
+        except ImportError:
+            continue
+        run_case(Case(TINY, args=("--framework", framework)), limit=600)
 
 
 def _reject_constant(name: str):
