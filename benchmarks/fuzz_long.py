@@ -35,18 +35,18 @@ from tests.fuzz.runner import run_case, violation, warm_up  # noqa: E402
 DEFAULT_MIX = "config=40,config-deep=10,header=20,options=15,smoke=12,config-deep-full=3"
 
 
-def shrink(case: Case, signature: str, limit: float, budget: int = 60) -> Case:
-    """Drop parts of `case` one at a time while it still fails with the same signature."""
-    runs = 0
+def shrink(case: Case, signature: str, limit: float, budget_s: float) -> Case:
+    """Drop parts of `case` one at a time while it still fails with the same signature, for at most
+    `budget_s` seconds (a hang costs `limit` seconds a try)."""
+    deadline = time.monotonic() + budget_s
     improved = True
-    while improved and runs < budget:
+    while improved and time.monotonic() < deadline:
         improved = False
         for smaller in shrink_candidates(case):
-            runs += 1
+            if time.monotonic() >= deadline:
+                break
             if violation(run_case(smaller, limit)) == signature:
                 case, improved = smaller, True
-                break
-            if runs >= budget:
                 break
     return case
 
@@ -58,6 +58,7 @@ def main() -> int:
     parser.add_argument("--mix", default=DEFAULT_MIX, help=f"kind=weight,... (default {DEFAULT_MIX})")
     parser.add_argument("--limit", type=float, default=15.0, help="seconds before a case counts as a hang")
     parser.add_argument("--memory-gib", type=float, default=8.0, help="address-space cap (a blow-up fails fast)")
+    parser.add_argument("--shrink-s", type=float, default=120.0, help="seconds to spend shrinking each failure")
     parser.add_argument("--json-out", help="write the summary to this JSON file")
     parser.add_argument("--repro-dir", help="write each shrunk reproducer's folders here (DIR/N/, with its command)")
     args = parser.parse_args()
@@ -90,6 +91,8 @@ def main() -> int:
         slowest = max(slowest, (out.seconds, case.argv()), key=lambda s: s[0])
         sig = violation(out)
         if sig is not None:
+            if sig not in failures:
+                print(f"new failure after {sum(counts.values())} cases: {sig}\n  {case!r}"[:1500], flush=True)
             failures[sig].append(case)
         done = sum(counts.values())
         if done % 500 == 0:
@@ -106,7 +109,7 @@ def main() -> int:
     summary = {"cases": total, "seconds": round(elapsed), "seed": args.seed, "mix": mix, "by_kind": dict(counts),
                "exit_codes": dict(codes), "failures": {}}
     for n, (sig, cases) in enumerate(sorted(failures.items()), 1):
-        small = shrink(cases[0], sig, args.limit)
+        small = shrink(cases[0], sig, args.limit, args.shrink_s)
         print(f"\n[{len(cases)} cases] {sig}\n  reproducer: {small!r}\n  dflash-check {' '.join(small.argv())}")
         summary["failures"][sig] = {"count": len(cases), "reproducer": repr(small)}
         if args.repro_dir:
