@@ -29,6 +29,9 @@ KEYS = (
     "speculators_model_type", "speculators_config", "draft_vocab_size", "target_hidden_size", "vision_config",
     "attention_chunk_size", "final_logit_softcapping", "logits_scaling", "embedding_multiplier",
 )
+SIZE_KEYS = (("num_hidden_layers",), ("hidden_size",), ("vocab_size",), ("num_attention_heads",),
+             ("intermediate_size",), ("num_experts",), ("num_local_experts",), ("text_config", "num_hidden_layers"),
+             ("vision_config", "depth"), ("block_size",), ("dflash_config", "block_size"))
 NESTED = ("dflash_config", "text_config", "rope_scaling", "transformer_layer_config", "quantization_config")
 
 HUGE_INTS = (2**31, 2**32, 2**53 + 1, 2**63 - 1, 2**63, 2**64, 10**30, -(2**63), -1, 0, 10**5, 10**7, 10**9)
@@ -100,6 +103,10 @@ def _ops(draw, doc: Any, max_ops: int = 3) -> tuple[Op, ...]:
                                  st.integers(0, len(text)).map(lambda n, t=text: t[:n])))
             ops.append(Op("raw", (), raw))
             break
+        if choice == 19:  # a size no real model has: must be a finding or one line at once, never a long build
+            size_key = draw(st.sampled_from(SIZE_KEYS))
+            ops.append(Op("set", size_key, draw(st.sampled_from((10**5, 10**6, 10**7, 2**31, 2**63)))))
+            continue
         path = draw(st.sampled_from(paths if choice < 9 and paths else contract))
         if choice in (1, 2, 9):
             ops.append(Op("delete", path))
