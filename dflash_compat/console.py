@@ -172,6 +172,14 @@ def render_rule(rule: "Rule", console: "Console") -> None:
         for paragraph in text.split("\n"):
             for line in wrap(paragraph, console.width, indent=2):
                 _print(console, line)
+    if rule.sources:
+        _print(console, "")
+        _print(console, Text("Engine sources", style="bold"))
+        for src in rule.sources:  # each citation on its own line, its note wrapped under it
+            for line in wrap(src.cite(), console.width, indent=4, first=2):
+                _print(console, line)
+            for line in wrap(src.note, console.width, indent=4):
+                _print(console, line)
 
 
 # ---- smoke -----------------------------------------------------------------------------------

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 __all__ = [
     "ENGINE_VERSIONS",
+    "BACKEND_ENGINES",
     "TEXT_CONFIG_KEYS",
+    "DEFAULT_BLOCK_SIZE",
     "ATTENTION_LAYER_TYPES",
     "DRAFT_LAYER_TYPES",
     "RECURRENT_MODEL_TYPES",  # noqa: F822 (module __getattr__, read on first use)
@@ -35,6 +37,14 @@ ENGINE_VERSIONS = {
     "speculators": "0.9.0",
 }
 
+# The engines whose code speaks for each backend the checker judges (a backend's verdicts rest on them).
+BACKEND_ENGINES = {
+    "transformers": ("dflash", "transformers"),
+    "vllm": ("vllm", "speculators"),
+    "sglang": ("sglang",),
+    "mlx": ("dflash", "mlx-lm"),
+}
+
 # Where multimodal wrappers keep the language model's config.
 TEXT_CONFIG_KEYS = ("text_config", "llm_config", "language_config")
 
@@ -43,6 +53,9 @@ TEXT_CONFIG_KEYS = ("text_config", "llm_config", "language_config")
 ATTENTION_LAYER_TYPES = frozenset(
     {"full_attention", "sliding_attention", "chunked_attention", "attention", "global", "local"}
 )
+
+# The block size a draft without one runs at (the dflash reference, SGLang and the MLX port all assume it).
+DEFAULT_BLOCK_SIZE = 16
 
 # The layer types a DFlash draft may declare (every engine's draft loader knows only these two).
 DRAFT_LAYER_TYPES = ("full_attention", "sliding_attention")

@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from .exceptions import ConversionError
-from .rules._family_heads import canonical
 from .specs import DraftSpec
 from .specs.families import SPECULATORS_FORMATS
+from .specs.tensor_names import canonical
 
 __all__ = ["Plan", "plan_conversion", "rename_tensors"]
 

@@ -7,7 +7,9 @@ from typing import Sequence
 
 from .engine import Rule
 
-__all__ = ["rule_doc", "rules_json", "rules_markdown"]
+__all__ = ["rule_doc", "rule_sources_markdown", "rules_json", "rules_markdown"]
+
+SOURCES_DOC = "docs/rule-sources.md"  # generated: every rule's engine sources (engine, release, file:line)
 
 
 def rule_doc(rule: Rule) -> dict:
@@ -21,7 +23,15 @@ def rule_doc(rule: Rule) -> dict:
         "why": rule.why,
         "example": rule.example,
         "fix": rule.fix,
+        "sources": [{"engine": src.engine, "version": _version(src.engine), "file": src.path, "lines": src.lines,
+                     "note": src.note} for src in rule.sources],
     }
+
+
+def _version(engine: str) -> str:
+    from .contract import ENGINE_VERSIONS
+
+    return ENGINE_VERSIONS[engine]
 
 
 def rules_json(rules: Sequence[Rule]) -> str:
@@ -32,16 +42,47 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+def _engines_cell(rule: Rule) -> str:
+    """The engine releases a rule cites, linked to its file:line list in the generated sources document."""
+    engines = dict.fromkeys(src.engine for src in rule.sources)  # first-cited order, once each
+    if not engines:
+        return "none (checker only)"
+    names = ", ".join(f"{e} {_version(e)}" for e in engines)
+    return f"[{names}]({SOURCES_DOC}#{rule.code.lower()})"
+
+
 def rules_markdown(rules: Sequence[Rule]) -> str:
     lines = [
-        "| code | name | severity | backends | what it checks |",
-        "|---|---|---|---|---|",
+        "| code | name | severity | backends | what it checks | engine code |",
+        "|---|---|---|---|---|---|",
     ]
     for r in rules:
         deep = " (deep)" if r.needs else ""
         lines.append(
-            f"| {r.code} | `{r.name}` | {r.severity} | {', '.join(r.backends)}{deep} | {_cell(r.what)} |"
+            f"| {r.code} | `{r.name}` | {r.severity} | {', '.join(r.backends)}{deep} | {_cell(r.what)} "
+            f"| {_engines_cell(r)} |"
         )
+    return "\n".join(lines) + "\n"
+
+
+def rule_sources_markdown(rules: Sequence[Rule]) -> str:
+    """docs/rule-sources.md: for every rule, the engine code its verdict rests on, one line per citation."""
+    from .contract import ENGINE_VERSIONS
+
+    releases = ", ".join(f"{name} {version}" for name, version in ENGINE_VERSIONS.items())
+    lines = [
+        "# Engine sources of every rule",
+        "",
+        "Generated from the rules' `sources` by `python -m dflash_compat.docs` (a test keeps it current).",
+        f"Paths are relative to each wheel's top package; releases: {releases}.",
+        "`dflash-check rule DFxxx` and the SARIF rule help show the same list.",
+    ]
+    for r in rules:
+        lines += ["", f"## {r.code}", "", f"`{r.name}` ({r.severity}; {', '.join(r.backends)})", ""]
+        if not r.sources:
+            lines.append("- none: the rule reports on the checker's own inspection, not on an engine")
+        lines += [f"- {src.engine} {_version(src.engine)} `{src.path}:{src.lines}`: {_cell(src.note)}"
+                  for src in r.sources]
     return "\n".join(lines) + "\n"
 
 
@@ -79,6 +120,20 @@ def readme_blocks() -> dict[tuple[str, str], str]:
     }
 
 
+def generated_docs() -> dict[str, str]:
+    """Whole documents generated from the rules, by their path from the repository root."""
+    from .rules import ALL_RULES
+
+    return {SOURCES_DOC: rule_sources_markdown(ALL_RULES)}
+
+
+def _write_if_changed(path: str, new: str, old: str) -> bool:
+    if new != old:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(new)
+    return new != old
+
+
 def update_readme(path: str = "README.md") -> bool:
     """Rewrite every generated block of README.md; True when the file changed."""
     with open(path, encoding="utf-8") as fh:
@@ -88,11 +143,23 @@ def update_readme(path: str = "README.md") -> bool:
         head, _, rest = new.partition(start)
         _, _, tail = rest.partition(end)
         new = f"{head}{start}\n{body}{end}{tail}"
-    if new != text:
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(new)
-    return new != text
+    return _write_if_changed(path, new, text)
+
+
+def update_generated_docs() -> list[str]:
+    """Rewrite every generated document; the paths that changed."""
+    changed = []
+    for path, body in generated_docs().items():
+        try:
+            with open(path, encoding="utf-8") as fh:
+                old = fh.read()
+        except FileNotFoundError:
+            old = ""
+        if _write_if_changed(path, body, old):
+            changed.append(path)
+    return changed
 
 
 if __name__ == "__main__":  # python -m dflash_compat.docs  (run from the repo root)
-    print("README.md updated" if update_readme() else "README.md already current")
+    changed = (["README.md"] if update_readme() else []) + update_generated_docs()
+    print(f"updated: {', '.join(changed)}" if changed else "README.md and generated docs already current")

@@ -182,7 +182,7 @@ class Rule:
 
     @property
     def docs(self) -> RuleDocs:
-        return RuleDocs(what=self.what, why=self.why, example=self.example, fix=self.fix)
+        return RuleDocs(what=self.what, why=self.why, example=self.example, fix=self.fix, sources=self.sources)
 
 
 def _matches(code: str, patterns: Sequence[str]) -> bool:

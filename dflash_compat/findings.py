@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, Optional, Sequence
 
+from .provenance import EngineSource
+
 __all__ = [
     "COMMON",
     "BackendCounts",
@@ -55,6 +57,8 @@ class RuleDocs:
     why: str
     example: str
     fix: str
+    # The engine code the rule rests on (engine, release, file:line): `rule DFxxx` and SARIF show it.
+    sources: tuple[EngineSource, ...] = ()
 
 
 @dataclass(frozen=True)

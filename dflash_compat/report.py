@@ -25,6 +25,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "Summary",
     "build_report",
+    "judged_engines",
     "json_schema",
     "summarize",
 ]
@@ -62,15 +63,18 @@ class Report:
     tool: Tool = field(default_factory=Tool)
     strict: bool = False  # --strict: a warning fails its backend too
     rules: list[RuleRun] = field(default_factory=list)  # what happened to each selected rule
+    # The engine releases the verdicts were judged against: every engine whose code a rule that ran
+    # cites, with its version (contract.ENGINE_VERSIONS), e.g. {"vllm": "0.33.0", "sglang": "0.5.23"}.
+    engines: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready dict, keys in the documented order (schema version 1; `strict` and `rules`
-        and `summary.per_backend` were added later)."""
-        d = dataclasses.asdict(self)
+        """Plain JSON-ready dict, keys in the documented order (schema version 1; `strict`, `rules`,
+        `summary.per_backend` and `engines` were added later)."""
+        d = _plain(self)
         for run in d["rules"]:
-            run["backends"] = list(run["backends"])
             del run["docs"]  # the rules' documentation is `dflash-check rules --format json`
-        order = ("schema_version", "tool", "target", "draft", "backends", "findings", "summary", "strict", "rules")
+        order = ("schema_version", "tool", "engines", "target", "draft", "backends", "findings", "summary", "strict",
+                 "rules")
         return {k: d[k] for k in order}
 
     def exit_code(self, strict: Optional[bool] = None) -> int:
@@ -78,6 +82,32 @@ class Report:
         strict = self.strict if strict is None else strict
         bad = ("fail", "warn") if strict else ("fail",)
         return 1 if any(v in bad for v in self.summary.verdict.values()) else 0
+
+
+def _plain(value: Any) -> Any:
+    """`dataclasses.asdict` without its deep copy of every leaf (a report's leaves are immutable scalars;
+    the containers are new), tuples as lists, and a rule's docs left unconverted (`to_dict` drops them):
+    a quarter of a config-only check's run time went to asdict."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        if isinstance(value, RuleRun):
+            return {f.name: value.docs if f.name == "docs" else _plain(getattr(value, f.name))
+                    for f in dataclasses.fields(value)}
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def judged_engines(runs: list[RuleRun], backends: list[str]) -> dict[str, str]:
+    """The engines (name -> release) whose code the rules that ran cite, among those that speak for the
+    selected backends (a common rule citing vLLM says nothing about an SGLang-only check), in contract order."""
+    from .contract import BACKEND_ENGINES, ENGINE_VERSIONS
+
+    speaking = {engine for b in backends for engine in BACKEND_ENGINES.get(b, ())}
+    cited = {src.engine for run in runs if run.status == "ran" and run.docs for src in run.docs.sources}
+    return {name: version for name, version in ENGINE_VERSIONS.items() if name in cited & speaking}
 
 
 def _verdict(counts: BackendCounts) -> Verdict:
@@ -114,6 +144,7 @@ def build_report(
         summary=summarize(results.findings, results.counts),
         strict=strict,
         rules=list(results.rules),
+        engines=judged_engines(results.rules, list(results.counts)),
     )
 
 

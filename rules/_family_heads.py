@@ -6,22 +6,12 @@ dflash_compat.contract.ENGINE_VERSIONS); shapes are computed from the draft's co
 
 from __future__ import annotations
 
-import re
 from typing import Optional
 
 from dflash_compat.specs import DraftSpec
+from dflash_compat.specs.tensor_names import ALIASES, canonical
 
 __all__ = ["ALIASES", "canonical", "head_tensors", "head_prefixes", "VOCAB_MAPS", "COMPANIONS"]
-
-# Names other exports use for backbone tensors. vLLM maps all three for every family built on its
-# DFlash model (vllm/model_executor/models/qwen3_dflash.py:391-402); SGLang maps the two encoder names
-# (srt/models/dflash.py:900-903) and ignores `midlayer`; transformers' Muse-Glimmer assistant owns
-# `encoder.*` (models/muse_glimmer_assistant/modeling_muse_glimmer_assistant.py:294-301).
-ALIASES: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"(?<![A-Za-z0-9_])encoder\.output_norm_enc(?=\.|$)"), "hidden_norm"),
-    (re.compile(r"(?<![A-Za-z0-9_])encoder\.fc(?=\.|$)"), "fc"),
-    (re.compile(r"(?<![A-Za-z0-9_])midlayer(?=\.|$)"), "layers.0"),
-)
 
 # A reduced draft vocabulary's maps: vLLM loads `d2t` as draft_id_to_target_id and skips `t2d`
 # (qwen3_dflash.py:861-865); speculators saves both (speculators/models/dflash/core.py:43-60).
@@ -29,13 +19,6 @@ VOCAB_MAPS = ("d2t", "t2d")
 # Tensors some loaders accept next to the backbone: vLLM's separately trained mask row, loaded from
 # mask_embedding.pt (a pickle we never open) into the `mask_embedding` parameter (qwen3_dflash.py:437-447).
 COMPANIONS = ("mask_embedding",)
-
-
-def canonical(name: str) -> str:
-    """A tensor name with the alias spellings replaced by the z-lab ones."""
-    for pattern, new in ALIASES:
-        name = pattern.sub(new, name)
-    return name
 
 
 def _int(value: object) -> Optional[int]:

@@ -18,6 +18,11 @@ PREDICATES: dict[str, Callable[[CheckContext], bool]] = {
 }
 
 
+# The way out for the engines that load z-lab drafts only: dflash-check's converter writes the z-lab layout.
+CONVERT_FIX = ("Convert it to the z-lab layout the dflash reference and the MLX port load: "
+               "`dflash-check convert DRAFT --to zlab -o OUT`, then use OUT.")
+
+
 def check(ctx: CheckContext):
     d = ctx.draft
     for engine in BACKENDS:
@@ -32,6 +37,7 @@ def check(ctx: CheckContext):
                 f"{ENGINE_NAMES[engine]} does not load {d.family} drafts: {support.reason}; {elsewhere} "
                 f"({support.cite()})",
                 [ctx.dloc("architectures", "architectures")],
+                fix=CONVERT_FIX if d.is_speculators and engine in ("transformers", "mlx") else None,
                 backends=(engine,),
             )
             continue

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, EngineSource, Rule, Violation
-from dflash_compat.engine_support import provenance, target_support
+from dflash_compat.engine_support import engine_data, provenance, target_support
 
 
 def check(ctx: CheckContext):
@@ -14,7 +14,14 @@ def check(ctx: CheckContext):
     if verdict == "supported":
         return
     loc = [ctx.tloc("architectures", "architectures")]
-    if verdict == "unsupported":
+    delegated = engine_data("sglang").get("hook_delegated_to_missing", {})
+    if verdict == "unsupported" and names[0] in delegated:  # the class has the hook; the part it calls has none
+        yield Violation(
+            f"SGLang's {names[0]} hands set_dflash_layers_to_capture to its language model, a "
+            f"{delegated[names[0]]}, which has none: SGLang stops at start-up with AttributeError",
+            loc,
+        )
+    elif verdict == "unsupported":
         yield Violation(
             f"SGLang's {', '.join(names)} has no set_dflash_layers_to_capture: SGLang stops at start-up (\"Model ... "
             "implements neither set_dspark_layers_to_capture nor set_dflash_layers_to_capture\")",
@@ -46,5 +53,7 @@ RULE = Rule(
     sources=(
         EngineSource("sglang", "sglang/srt/model_executor/model_runner_components/attention_backend_setup.py",
                      "62-72", "no set_dflash_layers_to_capture: start-up error"),
+        EngineSource("sglang", "sglang/srt/models/qwen3_vl.py", "1680-1688", "the VL wrapper's hook calls "
+                     "self.model's; the dense body Qwen3LLMModel (:1169) has none: AttributeError"),
     ),
 )

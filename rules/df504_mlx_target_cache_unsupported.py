@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dflash_compat.engine import CheckContext, Rule, Violation
+from dflash_compat.engine import CheckContext, EngineSource, Rule, Violation
 from dflash_compat.engine_support import engine_data
 
 from ._common import model_type_loc
@@ -25,7 +25,10 @@ def check(ctx: CheckContext):
     rotating = (types & set(data["rotating_kv_cache_model_types"]) and t.uses_sliding_window) or (
         types & set(data["rotating_when_layer_types_sliding"]) and sliding_layers
     )
-    if rotating:
+    # mlx-lm builds the class of the top-level model_type; a wrapper without make_cache (mistral3, llava)
+    # gets plain KVCaches whatever its text model would build
+    built = data["cache_classes"].get(t.model_type)
+    if rotating and (built is None or "RotatingKVCache" in built):
         window = f" of {t.sliding_window} tokens" if t.sliding_window else ""
         yield Violation(
             f"mlx-lm gives {shown!r} a RotatingKVCache for its sliding-window layers{window}: MLX DFlash code "
@@ -55,5 +58,7 @@ RULE = Rule(
     example='target {"model_type": "gpt_oss", "sliding_window": 128, "layer_types": ["sliding_attention", "full_attention"]}',
     fix="Recurrent layers: serve this target with vLLM or SGLang. Rotating caches: use dflash >= 0.1.0 or "
     "`dflash-check smoke --backend mlx` (both roll them back exactly) and smoke-test past the window.",
-    sources=(MLX_LOOP, MLX_ROLLBACK, MLX_GDN, MLX_TRIM, MLXLM_TRIM, MLXLM_ROTATING),
+    sources=(MLX_LOOP, MLX_ROLLBACK, MLX_GDN, MLX_TRIM, MLXLM_TRIM, MLXLM_ROTATING,
+             EngineSource("mlx-lm", "mlx_lm/models/cache.py", "31-40", "make_prompt_cache: the model's make_cache, "
+                          "else a plain KVCache per layer (mistral3.py:23-39 has no make_cache)")),
 )

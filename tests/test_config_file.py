@@ -61,6 +61,27 @@ def test_discovery_order(tmp_path):
     assert find_config(deep) == tmp_path / "a" / "dflash-check.toml"  # beside a pyproject, it wins
 
 
+@pytest.mark.parametrize("body, found", [
+    ('[tool.dflash-check]\ndraft = "d"\n', True),
+    ('[tool."dflash-check"]\ndraft = "d"\n', True),
+    ('[ tool . dflash-check ]\ndraft = "d"\n', True),
+    ('[tool]\ndflash-check = { draft = "d" }\n', True),
+    ('tool = { dflash-check = { draft = "d" } }\n', True),
+    ('tool.dflash-check.draft = "d"\n', True),
+    ('[project.scripts]\ndflash-check = "dflash_compat.cli:main"\n', False),  # named, but not our table
+    ('# [tool.dflash-check] would go here\n[project]\nname = "x"\n', False),  # parsed: a comment only
+])
+def test_every_spelling_of_the_table_is_found(tmp_path, body, found):
+    """A pyproject.toml that cannot hold the table is skipped unparsed; every TOML spelling of it is found."""
+    (tmp_path / "pyproject.toml").write_text(body)
+    assert (find_config(tmp_path) is not None) == found
+
+
+def test_an_unrelated_broken_pyproject_is_never_parsed(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[project\nname = "x"\n')  # not TOML, and not ours
+    assert find_config(tmp_path) is None
+
+
 def test_plain_dflash_check_runs_the_configured_check_from_a_subfolder(repo, monkeypatch):
     pyproject(repo, 'target = "."\ndraft = "drafts/d"\nno-deep = true\nbackends = ["vllm", "mlx"]\n'
                     'format = "json"\n')

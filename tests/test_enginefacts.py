@@ -80,7 +80,7 @@ def test_vllm_drafts_runners_and_rename():
 
 def test_sglang_entry_classes_and_inherited_hook():
     sec = sglang.extract(tree("sglang"))
-    assert sec.data["supported"] == ["LlamaForCausalLM", "MistralForCausalLM", "Phi3ForCausalLM"]
+    assert {"LlamaForCausalLM", "MistralForCausalLM", "Phi3ForCausalLM"} <= set(sec.data["supported"])
     assert "Qwen2ForCausalLM" in sec.data["unsupported"]  # it has only the EAGLE-3 hook
     entry = sec.sources["supported"]["MistralForCausalLM"]
     assert (entry["file"], entry["line"]) == ("sglang/srt/models/llama.py", 8)  # the inherited def
@@ -90,6 +90,22 @@ def test_sglang_entry_classes_and_inherited_hook():
     assert list(sec.data["dspark_architectures_classes"]) == ["DSparkDraftModel"]
     assert sec.sources["where"]["domino_projector"]["line"] == 3
     assert sec.sources["where"]["fallback_without_hook"]["file"] == "sglang/srt/models/transformers.py"
+
+
+def test_sglang_follows_a_hook_handed_to_a_part_without_it():
+    """qwen3_vl.py-like wrappers: a hook that calls self.<part>.<hook> works only if the part's class has it.
+    The part's class is found through __init__ defaults passed down by super().__init__, a factory method's
+    return and a class attribute; a hasattr guard means the author handled a part without it."""
+    sec = sglang.extract(tree("sglang"))
+    works = {"VLHookedForConditionalGeneration", "FactoryForConditionalGeneration", "GuardedForCausalLM"}
+    fails = {"VLForConditionalGeneration", "VLAliasForConditionalGeneration", "BodyClsForCausalLM"}
+    assert works <= set(sec.data["supported"]) and not fails & set(sec.data["supported"])
+    assert fails <= set(sec.data["unsupported"])
+    assert sec.data["hook_delegated_to_missing"] == dict.fromkeys(sorted(fails), "TextModel")
+    src = sec.sources["unsupported"]["VLAliasForConditionalGeneration"]
+    assert (src["file"], src["line"]) == ("sglang/srt/models/qwen3_vl.py", 24)  # the failing call, inherited
+    assert "self.model is TextModel" in src["note"] and "AttributeError" in src["note"]
+    assert sec.sources["hook_delegated_to_missing"]["BodyClsForCausalLM"]["line"] == 61
 
 
 # -- mlx-lm and dflash's MLX path -------------------------------------------------------------------
@@ -187,7 +203,10 @@ BROKEN = [
     ("vllm", "vllm/transformers_utils/configs/eagle.py", 'f"DFlash{arch}"', "arch", "changed shape"),
     ("vllm", "vllm/config/vllm.py", "self._is_dflash_candidate_draft()", "False", "refusal"),
     ("sglang", "sglang/srt/models/registry.py", "<delete>", "", "is missing"),
-    ("sglang", "sglang/srt/models/llama.py", "def set_dflash_layers_to_capture", "def other", "none found"),
+    ("sglang", "sglang/srt/models/llama.py", "def set_dflash_layers_to_capture", "def other",
+     "LlamaForCausalLM not found"),
+    ("sglang", "sglang/srt/models/qwen3_vl.py", "self.model = language_model_cls(", "self.model = build(",
+     "delegations whose target class was not found"),
     ("mlx-lm", "mlx_lm/models/cache.py", "class RotatingKVCache(", "class Ring(", "RotatingKVCache not found"),
     ("mlx-lm", "mlx_lm/models/mamba.py", "ArraysCache(size=2)", "list()", "builds no cache class"),
     ("mlx-lm", "mlx_lm/utils.py", '"llava": "mistral3"', '"llava": "mistral9"', "unknown module"),

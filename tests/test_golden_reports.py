@@ -18,9 +18,11 @@ import pytest
 from click.testing import CliRunner
 
 from dflash_compat.cli import cli
+from dflash_compat.contract import ENGINE_VERSIONS
 from dflash_compat.emitters import FORMATS, get_renderer
 from dflash_compat.findings import Finding, Location, RuleDocs, RuleRun, backend_counts
-from dflash_compat.report import Report, summarize
+from dflash_compat.provenance import EngineSource
+from dflash_compat.report import Report, judged_engines, summarize
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = Path(__file__).resolve().parent / "golden"
@@ -29,9 +31,17 @@ EXT = {"text": "txt", "json": "json", "sarif": "sarif.json", "junit": "junit.xml
 BACKENDS = ["transformers", "vllm", "mlx"]
 
 
+# Hand-written citations (the real rules' own are pinned by tests/test_rule_provenance.py).
+_SOURCES = {
+    "DF101": (EngineSource("dflash", "dflash/model.py", "554-571", "fc built from hidden_size"),),
+    "DF303": (EngineSource("vllm", "vllm/config/speculative.py", "1614", "K checked against the block"),
+              EngineSource("speculators", "speculators/models/dflash/config.py", "40-42", "block_size default")),
+}
+
+
 def _docs(code: str) -> RuleDocs:
     return RuleDocs(what=f"What {code} checks.", why=f"Why {code} matters.", example=f"An example for {code}.",
-                    fix=f"How to fix {code}.")
+                    fix=f"How to fix {code}.", sources=_SOURCES.get(code, ()))
 
 
 def _run(code: str, name: str, severity: str, backends: tuple[str, ...], status: str = "ran", **why) -> RuleRun:
@@ -77,6 +87,7 @@ def hand_built_report(strict: bool = False) -> Report:
         draft={"source": "./draft", "format": "zlab-v1", "block_size": 16, "target_layer_ids": [1, 9, 17],
                "mask_token_id": 151645, "weights": None},
         backends=BACKENDS, findings=findings, summary=summarize(findings, counts), strict=strict, rules=runs,
+        engines=judged_engines(runs, BACKENDS),
     )
 
 
@@ -122,9 +133,11 @@ def test_every_format_has_goldens():
 def test_json_report_shape():
     """The top-level keys and finding keys the issue fixes, independent of which rules fire."""
     report = json.loads((GOLDEN / "bad.json").read_text())
-    assert list(report) == ["schema_version", "tool", "target", "draft", "backends", "findings", "summary",
-                            "strict", "rules"]
+    assert list(report) == ["schema_version", "tool", "engines", "target", "draft", "backends", "findings",
+                            "summary", "strict", "rules"]
     assert report["schema_version"] == 1 and report["tool"]["name"] == "dflash-check"
+    # the releases the verdicts rest on: every backend is selected, and their rules cite every engine
+    assert report["engines"] == ENGINE_VERSIONS
     for key in ("source", "model_type", "architectures", "hidden_size", "num_hidden_layers", "vocab_size"):
         assert key in report["target"]
     for key in ("source", "format", "hidden_size", "block_size", "target_layer_ids", "mask_token_id"):

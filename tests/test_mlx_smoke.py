@@ -70,7 +70,9 @@ def test_unrollbackable_target_is_refused(tmp_path):
     target = save_target(tmp_path / "t", build_target(cfg), cfg)
     draft = save_draft(tmp_path / "d", draft_config(cfg, layer_ids=(0, 1), block_size=4))
     out = CliRunner().invoke(smoke_cmd, [str(target), "--draft", str(draft), "--backend", "mlx", "--prompt-ids", "5,6"])
-    assert out.exit_code == 2 and "rejected tokens" in out.output and "Traceback" not in out.output
+    # the checker's config rule refuses it before any load, with the check's finding
+    assert out.exit_code == 2 and "DF504 mlx-target-cache-unsupported" in out.stderr and "Traceback" not in out.output
+    assert out.stderr.count("\n") == 1
 
 
 @pytest.mark.parametrize("breakage,message", [("layers", "weights do not match"), ("truncate", "cannot load its weights")])
@@ -95,3 +97,28 @@ def test_too_many_new_tokens_and_empty_id_exit_2(pair):
     assert out.exit_code == 2 and "max_position_embeddings 512" in out.stderr and out.stderr.count("\n") == 1
     out = CliRunner().invoke(smoke_cmd, base + ["--prompt-ids", "5,,6"])
     assert out.exit_code == 2 and "comma-separated" in out.stderr
+
+
+def test_transformers_saved_gpt2_target_is_one_line_naming_why(tmp_path):
+    """transformers 5 writes no `n_ctx`, which mlx-lm's gpt2 ModelArgs requires: exit 2, one line, no traceback."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    from dflash_compat.runtime.tiny_pair import draft_config as zlab_draft_config
+    from dflash_compat.runtime.tiny_pair import draft_state
+    from dflash_compat.runtime.tiny_pair import save_draft as save_zlab_draft
+
+    config = transformers.GPT2Config(n_embd=32, n_layer=4, n_head=2, vocab_size=64, n_positions=128,
+                                     bos_token_id=None, eos_token_id=None)
+    torch.manual_seed(0)
+    transformers.GPT2LMHeadModel(config).save_pretrained(str(tmp_path / "target"), safe_serialization=True)
+    assert "n_ctx" not in json.loads((tmp_path / "target" / "config.json").read_text())
+    sizes = dict(vocab_size=64, hidden_size=32, intermediate_size=64, num_attention_heads=4, num_key_value_heads=2,
+                 head_dim=8, max_position_embeddings=128, rms_norm_eps=1e-6, rope_theta=10000.0, hidden_act="silu",
+                 num_hidden_layers=4)
+    dcfg = zlab_draft_config(sizes, block_size=4)
+    draft = save_zlab_draft(tmp_path / "draft", dcfg, draft_state(dcfg, 3))
+    out = CliRunner().invoke(smoke_cmd, [str(tmp_path / "target"), "--draft", str(draft), "--backend", "mlx",
+                                         "--prompt-ids", "1,2,3"])
+    assert out.exit_code == 2, out.output
+    assert out.stderr.count("\n") == 1 and out.stderr.startswith("dflash-check: error: ") and "Traceback" not in out.output
+    assert "n_ctx" in out.stderr and "DF510" in out.stderr and "--backend torch" in out.stderr

@@ -38,6 +38,27 @@ def test_readme_generated_blocks_are_current():
         assert text.split(start)[1].split(end)[0] == "\n" + body, f"{start}: run python -m dflash_compat.docs"
 
 
+def test_generated_docs_are_current():
+    """docs/rule-sources.md (every rule's engine citations) is generated like the README's rule table."""
+    from dflash_compat.docs import generated_docs
+
+    for path, body in generated_docs().items():
+        assert (ROOT / path).read_text() == body, f"{path}: run python -m dflash_compat.docs"
+
+
+def test_rule_table_links_each_rules_engine_sources():
+    """The README rule table names each rule's engine releases and links its file:line list."""
+    from dflash_compat.rules import RULES_BY_CODE
+
+    table = (ROOT / "README.md").read_text().split("<!-- rules:start -->")[1].split("<!-- rules:end -->")[0]
+    sources = (ROOT / "docs" / "rule-sources.md").read_text()
+    row = next(line for line in table.splitlines() if line.startswith("| DF302 "))
+    assert "[vllm 0.33.0](docs/rule-sources.md#df302)" in row
+    section = sources.split("## DF302\n")[1].split("\n## ")[0]
+    for src in RULES_BY_CODE["DF302"].sources:
+        assert f"- vllm 0.33.0 `{src.path}:{src.lines}`: {src.note}" in section
+
+
 def test_cited_documents_are_in_the_repository():
     """Docs, messages and data cite only documents this repository has (no team-internal paths)."""
     cited = []

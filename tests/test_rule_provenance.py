@@ -14,15 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from dflash_compat.contract import ENGINE_VERSIONS
+from dflash_compat.contract import BACKEND_ENGINES, ENGINE_VERSIONS
 from dflash_compat.engine import COMMON, EngineSource
 from dflash_compat.rules import ALL_RULES, RETIRED, RULES_BY_CODE
 
 # Reports about dflash-check's own inspection (what it could not read): no engine behaviour to cite.
 CHECKER_ONLY = {"DF006", "DF007"}
 # The engines whose code can speak for each backend.
-SPEAKS_FOR = {"transformers": {"dflash", "transformers"}, "mlx": {"dflash", "mlx-lm"},
-              "vllm": {"vllm", "speculators"}, "sglang": {"sglang"}}
+SPEAKS_FOR = {backend: set(engines) for backend, engines in BACKEND_ENGINES.items()}
 # The serving engines' own rule ranges must cite that engine itself, not only a tool around it.
 SERVING_ENGINE = {"DF3": "vllm", "DF4": "sglang"}
 TOP_PACKAGE = {"vllm": "vllm", "sglang": "sglang", "dflash": "dflash", "mlx-lm": "mlx_lm",

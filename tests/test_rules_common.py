@@ -231,6 +231,18 @@ def test_df115_warns_on_huge_and_informs_on_absent():
     assert absent.severity == "info" and "16" in absent.message
 
 
+def test_df115_catches_a_block_longer_than_the_context():
+    [f] = run_rule("DF115", target(), draft(block_size=10**9))
+    assert f.severity == "error" and "max_position_embeddings 40960" in f.message and "target's" in f.message
+    [f] = run_rule("DF115", target(max_position_embeddings=DELETE), draft(block_size=10**9))
+    assert f.severity == "error" and "draft's context" in f.message  # the draft's own limit when the target has none
+
+
+def test_df115_passes_a_large_block_within_the_context():
+    [f] = run_rule("DF115", target(), draft(block_size=40960))
+    assert f.severity == "warning"  # unusual, not impossible
+
+
 def test_df115_passes_usual_block():
     assert not catches("DF115", target(), draft())
 
@@ -515,3 +527,20 @@ def test_df127_and_df502_agree_with_transformers():
     assert Qwen3RotaryEmbedding(partial).inv_freq.shape[0] == 16 // 2  # full head_dim / 2 frequencies
     both = Qwen3Config(**sizes, rope_theta=1e6, rope_parameters={"rope_type": "default", "rope_theta": 1e7})
     assert both.rope_parameters["rope_theta"] == 1e7
+
+
+# --- DF129 DFlash 2 keys for the reference and the MLX port
+V2 = {"architectures": ["DFlash2DraftModel"], "dflash_config.conv_kernel_size": 3, "dflash_config.conv_group_size": 8,
+      "dflash_config.selector_rank": 4, "dflash_config.selector_top_k": 6}
+
+
+def test_df129_catches_missing_keys_and_an_odd_group():
+    found = run_rule("DF129", target(), draft(**dict(V2, **{"dflash_config.selector_top_k": DELETE})))
+    assert {f.backend for f in found} == {"transformers", "mlx"} and "selector_top_k" in found[0].message
+    [f, _] = run_rule("DF129", target(), draft(**dict(V2, **{"dflash_config.conv_group_size": 7})))
+    assert "does not divide hidden_size 4096" in f.message
+
+
+def test_df129_passes_complete_v2_and_v1_drafts():
+    assert not catches("DF129", target(), draft(**V2))
+    assert not catches("DF129", target(), draft())  # v1 has no such keys

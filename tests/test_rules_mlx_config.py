@@ -1,5 +1,6 @@
 """DF501-DF504: what the MLX DFlash port needs, decided from config.json alone."""
 
+from dflash_compat.specs import parse_target_config
 from tests.configs import DELETE, catches, draft, fixture_config, run_rule, speculators_draft, target
 
 M = ("mlx",)
@@ -76,6 +77,22 @@ def test_df504_catches_rotating_cache_targets():
     assert catches("DF504", ministral3, draft(), backends=M)
 
 
+def test_df504_passes_a_mistral3_vlm_whose_text_model_slides():
+    """mlx-lm 0.32.2's mistral3 wrapper (also `llava`) has no make_cache: make_prompt_cache gives it plain
+    KVCaches (cache.py:31-40), although its ministral3 text model alone would build RotatingKVCaches."""
+    text = {"model_type": "ministral3", "hidden_size": 5120, "num_hidden_layers": 40, "vocab_size": 131072,
+            "sliding_window": 4096, "layer_types": ["sliding_attention", "full_attention"] * 20}
+    for wrapper in ("mistral3", "llava"):
+        vlm = target(model_type=wrapper, architectures=["Mistral3ForConditionalGeneration"], text_config=text,
+                     hidden_size=DELETE, num_hidden_layers=DELETE, vocab_size=DELETE)
+        spec = parse_target_config(vlm, "target")
+        assert spec.text_model_type == "ministral3" and "sliding_attention" in spec.layer_types
+        assert not catches("DF504", vlm, draft(), backends=M)
+    # the same text model as a checkpoint of its own: mlx-lm's ministral3 make_cache builds RotatingKVCaches
+    alone = target(**text, use_sliding_window=DELETE)
+    assert catches("DF504", alone, draft(), backends=M)
+
+
 def test_df504_passes_qwen35_plain_and_mistral_without_layer_types():
     qwen35 = target(model_type="qwen3_5", layer_types=["linear_attention"] * 3 + ["full_attention"])
     assert not catches("DF504", qwen35, draft(), backends=M)
@@ -118,3 +135,26 @@ def test_df502_agrees_with_the_mlx_loader(monkeypatch, tmp_path):
     nested_only = fixture_config("dflash2-draft")
     assert not catches("DF502", target(), nested_only, backends=M)
     assert _mlx_reads(monkeypatch, tmp_path, nested_only)["rope_theta"] == 500000.0  # read from rope_parameters
+
+
+# --- DF505 the target's sliding window, dropped by mlx-lm
+MISTRAL = dict(model_type="mistral", architectures=["MistralForCausalLM"], sliding_window=4096,
+               use_sliding_window=DELETE, max_position_embeddings=32768)
+
+
+def test_df505_catches_a_window_mlx_lm_drops():
+    [f] = run_rule("DF505", target(**MISTRAL), draft(), backends=M)
+    assert f.severity == "warning" and "4096 tokens" in f.message and "mlx_lm/models/llama.py:34-42" in f.message
+    qwen2 = dict(model_type="qwen2", sliding_window=128, use_sliding_window=True, layer_types=DELETE)
+    [f] = run_rule("DF505", target(**qwen2), draft(), backends=M)
+    assert "mlx_lm/models/qwen2.py:17-32" in f.message
+    assert [loc.key for loc in f.locations] == ["sliding_window", "model_type"]
+
+
+def test_df505_passes_kept_unused_or_unbinding_windows():
+    assert not catches("DF505", target(), draft(), backends=M)  # qwen3 without use_sliding_window: no window
+    layered = dict(MISTRAL, layer_types=["sliding_attention", "full_attention"] * 18)
+    assert not catches("DF505", target(**layered), draft(), backends=M)  # llama.py windows those layers
+    assert not catches("DF505", target(**dict(MISTRAL, sliding_window=32768)), draft(), backends=M)  # never binds
+    assert not catches("DF505", target(**dict(MISTRAL, model_type="gemma3_text")), draft(), backends=M)  # kept
+    assert not catches("DF505", target(**MISTRAL), draft(), backends=("transformers",))  # transformers applies it

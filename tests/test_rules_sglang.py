@@ -52,6 +52,23 @@ def test_df402_passes_supported_class():
     assert not catches("DF402", LLAMA31, LLAMA31_DRAFT, backends=S)
 
 
+QWEN3VL = fixture_config("pairs/qwen3-vl-8b/target")  # Qwen3VLForConditionalGeneration (dense), 36 layers
+QWEN3VL_DRAFT = fixture_config("pairs/qwen3-vl-8b/draft")
+
+
+def test_df402_catches_a_hook_handed_to_a_language_model_without_it():
+    """Dense Qwen3-VL: the wrapper's hook calls Qwen3LLMModel's, which does not exist (qwen3_vl.py:1688)."""
+    [f] = run_rule("DF402", QWEN3VL, QWEN3VL_DRAFT, backends=S)
+    assert f.severity == "error" and "Qwen3LLMModel" in f.message and "AttributeError" in f.message
+
+
+def test_df402_passes_wrappers_whose_language_model_has_the_hook():
+    """Qwen3-VL-MoE (Qwen3MoeLLMModel has it, qwen3_moe.py:987) and Qwen3.5 (Qwen3_5MoeForCausalLM) work."""
+    moe = merge(QWEN3VL, architectures=["Qwen3VLMoeForConditionalGeneration"], model_type="qwen3_vl_moe")
+    assert not catches("DF402", moe, QWEN3VL_DRAFT, backends=S)
+    assert not catches("DF402", QWEN35, QWEN35_DRAFT, backends=S)
+
+
 def test_df404_notes_a_dflash2_draft_on_a_non_modelopt_quantised_head():
     [f] = run_rule("DF404", target(quantization_config=QUANT_HEAD), DFLASH2, backends=S)
     assert f.severity == "info" and "compressed-tensors" in f.message

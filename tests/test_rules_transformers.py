@@ -130,3 +130,41 @@ def test_df204_agrees_with_the_dflash_package():
                     model.DFlashDraftModel(Qwen3Config(**config))
             else:
                 assert model.DFlashDraftModel(Qwen3Config(**config)).target_layer_ids == [1, 3]
+
+
+# --- DF205 the reference runtime's draft RoPE
+@pytest.mark.parametrize("changes, text", [
+    ({"rope_scaling": {"rope_type": "dynamic", "factor": 2.0}}, "RoPE type 'dynamic'"),
+    ({"rope_scaling": {"rope_type": "longrope", "factor": 2.0}}, "RoPE type 'longrope'"),
+    ({"rope_scaling": {"rope_type": "default", "mrope_section": [16, 24, 24]}}, "mrope_section"),
+    ({"rope_scaling": {"rope_type": "yarn", "factor": 4.0}, "partial_rotary_factor": 0.5}, "partial_rotary_factor 0.5"),
+])
+def test_df205_catches_rope_the_runtime_does_not_implement(changes, text):
+    found = run_rule("DF205", target(), draft(**changes))
+    assert {f.backend for f in found} == {"transformers", "mlx"} and all(f.severity == "warning" for f in found)
+    assert text in found[0].message and "dflash-check smoke" in found[0].message
+
+
+def test_df205_passes_static_rope_and_a_partial_factor_with_default_rope():
+    assert not catches("DF205", target(), draft())
+    assert not catches("DF205", target(), draft(rope_scaling={"rope_type": "yarn", "factor": 4.0}))
+    assert not catches("DF205", target(), draft(partial_rotary_factor=0.5))  # rotated over the whole head
+    proportional = {"rope_type": "proportional", "factor": 1.0, "partial_rotary_factor": 0.25}
+    assert not catches("DF205", target(), draft(rope_parameters=proportional))
+
+
+def test_df205_agrees_with_the_runtime():
+    from dflash_compat.exceptions import RuntimeUnsupportedError
+    from dflash_compat.runtime.draft_config import draft_config
+    from dflash_compat.specs import parse_draft_config
+
+    for changes in ({"rope_scaling": {"rope_type": "dynamic", "factor": 2.0}}, {"partial_rotary_factor": 0.5}):
+        spec = parse_draft_config(draft(**changes), "d")
+        refused = catches("DF205", target(), draft(**changes))
+        try:
+            draft_config(spec)
+            ran = True
+        except RuntimeUnsupportedError as exc:
+            ran = False
+            assert "DF205" in str(exc)
+        assert ran is not refused, changes

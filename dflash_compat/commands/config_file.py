@@ -12,6 +12,7 @@ are refused in a file: a repository's config must not switch them on for whoever
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any, Optional
 
@@ -64,6 +65,25 @@ def _table(path: Path, data: dict[str, Any]) -> Optional[dict[str, Any]]:
     return table
 
 
+# Spellings of tool.dflash-check in TOML: `[tool.dflash-check]`, `tool."dflash-check".x = ...` (the key
+# after "tool" and a dot), or `dflash-check` as a key of a `[tool]` table or of an inline `tool = {...}`.
+_TOOL_DOTTED = re.compile(rb"""\btool["']?\s*\.\s*["']?dflash-check\b""")
+_TOOL_TABLE = re.compile(rb"""^\s*(\[\s*["']?tool["']?\s*\]|["']?tool["']?\s*=)""", re.MULTILINE)
+
+
+def _may_hold_table(pyproject: Path) -> bool:
+    """False when the file cannot hold [tool.dflash-check]: most projects' pyproject.toml is then never
+    parsed, which keeps tomllib's import and its regexes off a check's start-up."""
+    try:
+        with pyproject.open("rb") as fh:
+            data = fh.read(MAX_CONFIG_BYTES + 1)
+    except OSError:
+        return True  # let _read_toml report it
+    if TABLE[1].encode() not in data:
+        return False
+    return bool(_TOOL_DOTTED.search(data) or _TOOL_TABLE.search(data))
+
+
 def find_config(start: Path) -> Optional[Path]:
     """The nearest settings file from `start` upward: dflash-check.toml, else a pyproject.toml with
     [tool.dflash-check]; None when there is none."""
@@ -72,7 +92,7 @@ def find_config(start: Path) -> Optional[Path]:
         if candidate.is_file():
             return candidate
         pyproject = folder / "pyproject.toml"
-        if pyproject.is_file() and _table(pyproject, _read_toml(pyproject)) is not None:
+        if pyproject.is_file() and _may_hold_table(pyproject) and _table(pyproject, _read_toml(pyproject)) is not None:
             return pyproject
     return None
 

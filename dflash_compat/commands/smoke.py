@@ -10,9 +10,10 @@ from typing import Any, Callable, Optional
 
 import click
 
-from ..exceptions import EXIT_FAIL, EXIT_OK, DFlashCompatError, InputError, MissingDependencyError, one_line
+from ..exceptions import EXIT_FAIL, EXIT_INPUT, EXIT_OK, DFlashCompatError, InputError, MissingDependencyError, one_line
 from ..runtime.core import GREEDY, Sampling, check_block_size, check_token_ids
 from ..weightfiles import read_regular_text
+from .smoke_preflight import preflight, refusal_line
 
 __all__ = ["smoke_cmd", "SmokeRequest", "SmokeRun", "PromptRun", "build_payload", "SCHEMA_VERSION"]
 
@@ -276,6 +277,13 @@ def _read_prompts_file(path: Optional[str]) -> list[str]:
     return [line for line in text.splitlines() if line.strip()]
 
 
+def _refuse(findings) -> None:
+    """The findings smoke refuses the pair for, one line each (the check's own code and message), exit 2."""
+    for finding in findings:
+        click.echo(f"dflash-check: error: {refusal_line(finding)}", err=True)
+    sys.exit(EXIT_INPUT)
+
+
 def _fail(exc: DFlashCompatError) -> None:
     click.echo(f"dflash-check: error: {str(exc).replace(chr(10), ' ').strip()}", err=True)
     sys.exit(exc.exit_code)
@@ -332,8 +340,13 @@ def smoke_cmd(target, draft, prompts, prompts_file, prompt_ids, max_new_tokens, 
     decoding of TARGET alone, and report losslessness, acceptance lengths and the speed-up.
 
     \b
+    Before loading any weights, smoke runs the checker's config rules for its engine (transformers for
+    torch, mlx for MLX) and refuses the pair, one line per finding, where `dflash-check` reports an error.
+
+    \b
     Exit codes: 0 passed; 1 output differs from the greedy baseline (temperature 0) or the mean
-    acceptance is under --min-acceptance; 2 bad input, or a pairing the runtime cannot run.
+    acceptance is under --min-acceptance; 2 bad input, a pairing the check calls an error, or one
+    the runtime cannot run.
     """
     try:
         sampling = Sampling(temperature=temperature, top_p=top_p, top_k=top_k, seed=seed)  # checked before any load
@@ -343,6 +356,13 @@ def smoke_cmd(target, draft, prompts, prompts_file, prompt_ids, max_new_tokens, 
         ids = _parse_ids(prompt_ids)
         if not texts and not ids:
             texts = [DEFAULT_PROMPT]
+        # the checker's config rules first: smoke refuses what `dflash-check` calls an error, before any load
+        pre = preflight(target, draft, backend, token=token, trust_remote_code=trust_remote_code)
+        if pre.refusals:
+            _refuse(pre.refusals)
+            return
+        if block_size is not None:
+            check_block_size(block_size, pre.draft_block_size, "--block-size")
         req = SmokeRequest(
             target=target, draft=draft, texts=texts, prompt_ids=ids, max_new_tokens=max_new_tokens,
             block_size=block_size, sampling=sampling, device=device, dtype=dtype,

@@ -20,14 +20,19 @@ def _rule(rule: RuleRun) -> dict:
     described = {}
     if docs is not None:
         help_text = f"{docs.what}\n\nWhy it matters: {docs.why}\n\nExample: {docs.example}\n\nHow to fix: {docs.fix}"
+        if docs.sources:
+            help_text += "\n\nEngine sources:" + "".join(f"\n- {src.cite()}: {src.note}" for src in docs.sources)
         described = {"shortDescription": {"text": docs.what}, "fullDescription": {"text": docs.why},
                      "help": {"text": help_text}}
+    properties: dict = {"backends": list(rule.backends)}
+    if docs is not None and docs.sources:
+        properties["sources"] = [src.cite() for src in docs.sources]
     return {
         "id": rule.code,
         "name": rule.name,
         **described,
         "defaultConfiguration": {"level": _LEVEL[rule.severity]},
-        "properties": {"backends": list(rule.backends)},
+        "properties": properties,
     }
 
 

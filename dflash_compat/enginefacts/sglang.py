@@ -6,6 +6,7 @@ import ast
 
 from ..contract import ENGINE_VERSIONS
 from .astutil import assigned, calls_to, function
+from .delegation import Unresolved, delegation_gap
 from .facts import Section, require
 from .pymod import ClassRef, Modules, string_value
 from .source import LayoutError, Loc, SourceTree
@@ -60,20 +61,39 @@ def entry_classes(tree: SourceTree, mods: Modules) -> dict[str, tuple[ClassRef, 
 
 
 def capture_support(mods: Modules, entries: dict[str, tuple[ClassRef, Loc]]):
+    """Classes whose hook works (defined or inherited, and any `self.<attr>.<hook>(...)` it makes reaches a
+    class that has it too), classes without a working hook, and among those the ones whose hook hands the
+    call to a part without it (arch -> (that part's class, the call))."""
     supported: dict[str, Loc] = {}
     unsupported: dict[str, Loc] = {}
+    delegated: dict[str, tuple[str, Loc]] = {}
+    unresolved: list[str] = []
     for arch, (ref, entry) in entries.items():
         found = mods.find_member(ref, HOOK)
         cls = f"{ref.path}:{ref.node.lineno}"
-        if found:
-            owner, stmt = found
-            via = f" (inherited from {owner.name})" if owner != ref else ""
-            supported[arch] = owner.loc(stmt.lineno).with_(f"{ref.name} defines {HOOK}{via}", entry=str(entry), cls=cls)
-        else:
+        if not found:
             unsupported[arch] = ref.loc().with_(f"{ref.name} has no {HOOK}", entry=str(entry))
+            continue
+        try:
+            gap = delegation_gap(mods, ref, HOOK)
+        except Unresolved as exc:
+            unresolved.append(f"{arch} ({exc})")
+            continue
+        if gap is not None:
+            unsupported[arch] = gap.loc.with_(
+                f"{ref.name}'s {HOOK} calls self.{gap.attr}.{HOOK}, but self.{gap.attr} is {gap.missing.name} "
+                f"({gap.missing.path}:{gap.missing.node.lineno}), which has none: AttributeError",
+                entry=str(entry), cls=cls)
+            delegated[arch] = (gap.missing.name, unsupported[arch])
+            continue
+        owner, stmt = found
+        via = f" (inherited from {owner.name})" if owner != ref else ""
+        supported[arch] = owner.loc(stmt.lineno).with_(f"{ref.name} defines {HOOK}{via}", entry=str(entry), cls=cls)
+    if unresolved:
+        raise LayoutError(f"SGLang {HOOK} delegations whose target class was not found: " + ", ".join(unresolved))
     require(supported, f"SGLang classes defining {HOOK}", anchor="LlamaForCausalLM")
     require(unsupported, f"SGLang classes without {HOOK}")
-    return supported, unsupported
+    return supported, unsupported, delegated
 
 
 def draft_classes(mods: Modules, entries: dict[str, tuple[ClassRef, Loc]]):
@@ -113,7 +133,7 @@ def _domino(tree: SourceTree) -> Loc:
 def extract(tree: SourceTree) -> Section:
     mods = Modules(tree)
     entries = entry_classes(tree, mods)
-    supported, unsupported = capture_support(mods, entries)
+    supported, unsupported, delegated = capture_support(mods, entries)
     sec = Section()
     sec.meta("source", f"SGLang: EntryClass classes of sglang/srt/models that define {HOOK} (directly or "
              "through a base class)")
@@ -121,6 +141,7 @@ def extract(tree: SourceTree) -> Section:
     sec.meta("interface", HOOK)
     sec.names("supported", supported)
     sec.names("unsupported", unsupported)
+    sec.mapping("hook_delegated_to_missing", delegated)
     fallback = mods.class_named("sglang.srt.models.transformers", "TransformersForCausalLM")
     if fallback is not None and mods.find_member(fallback, HOOK) is None:
         sec.where("fallback_without_hook", fallback.loc().with_(

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Optional, Union
 
 from ..exceptions import MissingDependencyError, RemoteCodeError, WeightsError
+from ..facts import Skipped
 
 __all__ = [
     "looks_like_mlx_model", "import_mlx", "model_classes", "build_mlx_model", "local_weight_names", "target_config",
@@ -172,6 +173,18 @@ def local_weight_names(folder: Path) -> tuple[Optional[set[str]], tuple[str, ...
     if not headers:
         return None, ()
     return {name for h in headers for name in h.tensors}, ()
+
+
+def buildable_config(resolved: Any) -> Union[dict[str, Any], Skipped]:
+    """The target's config for an mlx-lm build, or why there is none (mlx missing, not an object)."""
+    try:
+        import_mlx()
+    except MissingDependencyError as exc:
+        return Skipped("mlx-inspector-missing", str(exc), framework="mlx")
+    config = target_config(resolved)
+    if not isinstance(config, dict):
+        return Skipped("build-failed", "config.json is not a JSON object", framework="mlx")
+    return config
 
 
 def target_config(resolved: Any) -> Any:

@@ -39,7 +39,7 @@ from ..facts import (
 from ..mlx_layout import cache_facts, get_path
 from ..options import CheckOptions
 from ..resolve import Resolved
-from .mlx_build import build_mlx_model, import_mlx, local_weight_names, target_config
+from .mlx_build import build_mlx_model, buildable_config, local_weight_names
 
 __all__ = ["get_path", "cache_facts", "describe_mlx_model", "inspect_mlx_target"]
 
@@ -327,15 +327,9 @@ def inspect_mlx_target(resolved: Resolved, options: CheckOptions) -> Union[Modul
     (what the DFlash MLX port can do) and `mlx` are what the MLX rules read. A model mlx-lm cannot
     build is `mlx.supported = False` (rule DF510), not an error. Raises RemoteCodeError for a
     `model_file` outside the model folder (the user's error)."""
-    from ..exceptions import MissingDependencyError
-
-    try:
-        import_mlx()
-    except MissingDependencyError as exc:
-        return Skipped("mlx-inspector-missing", str(exc), framework="mlx")
-    config = target_config(resolved)
-    if not isinstance(config, dict):
-        return Skipped("build-failed", "config.json is not a JSON object", framework="mlx")
+    config = buildable_config(resolved)
+    if isinstance(config, Skipped):
+        return config
     folder = Path(resolved.folder)
     weight_names, notes = local_weight_names(folder) if not getattr(resolved, "is_hub", False) else (None, ())
     try:

@@ -74,17 +74,13 @@ def _torch(resolved: Resolved, target: TargetSpec, paths: Sequence[str],
 
 
 def _mlx(resolved: Resolved, paths: Sequence[str], trust_remote_code: bool) -> Union[PathCheck, Skipped]:
-    from ..exceptions import MissingDependencyError, error_line
-    from .mlx_build import build_mlx_model, import_mlx, target_config
+    from ..exceptions import error_line
+    from .mlx_build import build_mlx_model, buildable_config
     from .mlx_tree import _walk
 
-    try:
-        import_mlx()
-    except MissingDependencyError as exc:
-        return Skipped("mlx-inspector-missing", str(exc), framework="mlx")
-    config = target_config(resolved)
-    if not isinstance(config, dict):
-        return Skipped("build-failed", "config.json is not a JSON object", framework="mlx")
+    config = buildable_config(resolved)
+    if isinstance(config, Skipped):
+        return config
     try:
         model, _ = build_mlx_model(config, folder=Path(resolved.folder), trust_remote_code=trust_remote_code)
     except Exception as exc:  # noqa: BLE001 - mlx-lm raises many kinds for configs it cannot build

@@ -15,7 +15,7 @@ from mlx.utils import tree_flatten
 
 from ..exceptions import ConfigError, WeightsError, one_line
 from .checkpoints import check_state, draft_checkpoint, draft_files
-from .draft_config import DraftConfig, DraftFacts, draft_config, normalise_key
+from .draft_config import DraftConfig, DraftFacts, draft_config, put_tensor
 
 __all__ = [
     "DraftConfig",
@@ -91,7 +91,8 @@ class DraftCache:
 # ---------------------------------------------------------------------------------------------
 
 
-def attention_mask(q_start: int, q_len: int, k_len: int, causal: bool, window: Optional[int]) -> Optional[mx.array]:
+def attention_mask(q_start: int, q_len: int, k_len: int, causal: bool, window: Optional[int],
+                   inclusive: bool = False) -> Optional[mx.array]:
     """Boolean [q_len, k_len] mask (True = visible), or None for full attention.
 
     Key index == target position (the cache holds positions 0 .. k_len-1); the queries are the
@@ -105,9 +106,11 @@ def attention_mask(q_start: int, q_len: int, k_len: int, causal: bool, window: O
     if causal:
         visible = visible & (k <= q)
     if window is not None:
-        visible = visible & (q - k < window)
+        # inclusive (the assistant's bidirectional window): |q - k| <= window; else Qwen3's q - k < window
+        reach = window + 1 if inclusive else window
+        visible = visible & (q - k < reach)
         if not causal:
-            visible = visible & (k - q < window)
+            visible = visible & (k - q < reach)
     return visible
 
 
@@ -287,7 +290,7 @@ class DFlashDraftModel(DraftFacts, nn.Module):
         for i, layer in enumerate(self.layers):
             key = (layer.causal, layer.window)
             if key not in masks:
-                masks[key] = attention_mask(start, t, start + t, layer.causal, layer.window)
+                masks[key] = attention_mask(start, t, start + t, layer.causal, layer.window, self.cfg.window_inclusive)
             h = layer(h, ctx, self._rope, start, cache, i, masks[key])
         cache.length = start
         return self.norm(h)
@@ -333,7 +336,7 @@ def load_draft_weights(folder: Union[str, Path], files: Optional[list[Path]] = N
         except (RuntimeError, OSError, ValueError) as exc:
             raise WeightsError(f"{path}: cannot read safetensors ({one_line(exc)})") from None
         for name, tensor in tensors.items():
-            state[normalise_key(name)] = tensor
+            put_tensor(state, name, tensor, path)
     return state
 
 

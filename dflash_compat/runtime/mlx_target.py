@@ -18,7 +18,7 @@ import mlx.nn as nn
 
 from ..adapters import TargetAdapter, mlx_adapter_for
 from ..contract import MLX_REFERENCE_EMBED_PATHS, MLX_ROTATING_CACHES, MLX_RUNTIME_REPLAY_MODULES
-from ..exceptions import RemoteCodeError, RuntimeUnsupportedError, WeightsError, one_line
+from ..exceptions import RemoteCodeError, RuntimeUnsupportedError, WeightsError, error_line, one_line
 from ..mlx_layout import cache_facts
 from .checkpoints import target_folder
 from .target import RollbackKind, Target, TargetOutput, position_limit
@@ -347,6 +347,15 @@ def load_target(
         raise RuntimeUnsupportedError(f"target {ref}: mlx-lm cannot load it ({text})") from None
     except (RuntimeError, OSError) as exc:  # mx.load on a truncated / corrupt safetensors file
         raise WeightsError(f"target {ref}: cannot load its weights ({one_line(exc, 400)})") from None
+    except (TypeError, KeyError, AttributeError, IndexError) as exc:
+        # ModelArgs(**config) without a key mlx-lm requires, e.g. gpt2's n_ctx, which transformers 5 no longer
+        # writes: mlx_lm.load (and so the MLX port) fails the same way; the deep check reports it as DF510
+        import mlx_lm
+
+        raise RuntimeUnsupportedError(
+            f"target {ref}: mlx-lm {getattr(mlx_lm, '__version__', '?')} cannot build it from its config.json "
+            f"({error_line(exc)}), so the MLX port cannot load it either (DF510); run it with --backend torch"
+        ) from None
     if dtype is not None:
         model.set_dtype(dtype)
     return target_for(model, config, adapter=adapter)

@@ -16,7 +16,7 @@ from torch import nn
 
 from ..exceptions import ConfigError, WeightsError, one_line
 from .checkpoints import check_state, draft_checkpoint, draft_files
-from .draft_config import DraftConfig, DraftFacts, draft_config, normalise_key
+from .draft_config import DraftConfig, DraftFacts, draft_config, put_tensor
 
 __all__ = [
     "DraftConfig",
@@ -119,7 +119,7 @@ def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.T
 
 
 def attention_mask(q_start: int, q_len: int, k_len: int, causal: bool, window: Optional[int],
-                   device: torch.device) -> Optional[torch.Tensor]:
+                   device: torch.device, inclusive: bool = False) -> Optional[torch.Tensor]:
     """Boolean [q_len, k_len] mask (True = visible), or None for full attention.
 
     Key index == target position (the cache holds positions 0 .. k_len-1); the queries are the
@@ -133,9 +133,11 @@ def attention_mask(q_start: int, q_len: int, k_len: int, causal: bool, window: O
     if causal:
         visible &= k <= q
     if window is not None:
-        visible &= q - k < window
+        # inclusive (the assistant's bidirectional window): |q - k| <= window; else Qwen3's q - k < window
+        reach = window + 1 if inclusive else window
+        visible &= q - k < reach
         if not causal:
-            visible &= k - q < window
+            visible &= k - q < reach
     return visible
 
 
@@ -332,7 +334,8 @@ class DFlashDraftModel(DraftFacts, nn.Module):
         for i, layer in enumerate(self.layers):
             key = (layer.causal, layer.window)
             if key not in masks:
-                masks[key] = attention_mask(start, t, start + t, layer.causal, layer.window, noise.device)
+                masks[key] = attention_mask(start, t, start + t, layer.causal, layer.window, noise.device,
+                                            self.cfg.window_inclusive)
             h = layer(h, ctx, cos, sin, cache, i, masks[key])
         cache.length = start
         return self.norm(h)
@@ -382,7 +385,7 @@ def load_draft_weights(folder: Union[str, Path], files: Optional[list[Path]] = N
         except (SafetensorError, OSError, ValueError) as exc:
             raise WeightsError(f"{path}: cannot read safetensors ({one_line(exc)})") from None
         for name, tensor in tensors.items():
-            state[normalise_key(name)] = tensor
+            put_tensor(state, name, tensor, path)
     return state
 
 

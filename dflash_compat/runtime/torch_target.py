@@ -18,7 +18,7 @@ from torch import nn
 
 from ..adapters import TargetAdapter, torch_adapter_for
 from ..contract import ATTENTION_LAYER_TYPES, RECURRENT_MODEL_TYPES
-from ..exceptions import ConfigError, RemoteCodeError, RuntimeUnsupportedError, WeightsError, one_line
+from ..exceptions import ConfigError, RemoteCodeError, RuntimeUnsupportedError, WeightsError, error_line, one_line
 from .checkpoints import target_folder
 from .target import RollbackKind, Target, TargetOutput, position_limit
 
@@ -223,6 +223,10 @@ def load_target(
                 errors.append(one_line(exc, 200))
             except StrictDataclassError as exc:
                 raise ConfigError(f"target {ref}: transformers refuses its config.json ({one_line(exc)})") from None
+            except (TypeError, AttributeError, KeyError, IndexError, RecursionError) as exc:
+                # transformers' config classes on a value of an unexpected type (a config the specs accept)
+                raise ConfigError(f"target {ref}: transformers cannot build the model from its config.json "
+                                  f"({error_line(exc)})") from None
             except (OSError, SafetensorError) as exc:  # unreadable / truncated files
                 raise WeightsError(f"target {ref}: cannot load its weights ({one_line(exc)})") from None
             except RuntimeError as exc:

@@ -151,6 +151,9 @@ def parse_target_config(
             or detect_format(raw, where) not in (None, "unknown")):
         raise ConfigError(f"{where} is a DFlash draft config, not a target; pass the target model as TARGET")
 
+    odd = next((k for k in TEXT_CONFIG_KEYS if raw.get(k) is not None and not isinstance(raw[k], dict)), None)
+    if odd is not None:  # transformers builds a sub-config from it and fails with a traceback
+        raise ConfigError(f"{where}: `{odd}` should be a JSON object (got {type(raw[odd]).__name__})")
     prefix = next((k for k in TEXT_CONFIG_KEYS if isinstance(raw.get(k), dict)), "")
     r = ConfigReader(raw, prefix=prefix)
     rope = _read_fields(r, raw, prefix)

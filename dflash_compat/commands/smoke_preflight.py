@@ -1,0 +1,74 @@
+"""smoke's preflight: the checker's config rules on the pair, run before any weight is loaded, so that
+`dflash-check smoke` refuses exactly what `dflash-check` calls an error, with the same finding."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+from ..contract import DEFAULT_BLOCK_SIZE
+from ..engine import CheckContext, check_rules
+from ..exceptions import RuntimeUnsupportedError
+from ..findings import Finding
+from ..options import CheckOptions
+from ..specs import DraftSpec, TargetSpec
+
+__all__ = ["ENGINE_OF", "RUNTIME_LIMITS", "RUNTIME_READS_ITSELF", "Preflight", "preflight", "refusal_line"]
+
+# The engine whose rules a smoke backend answers to: the torch runtime mirrors the dflash reference
+# (transformers), the MLX runtime the MLX port (mlx-lm).
+ENGINE_OF = {"torch": "transformers", "mlx": "mlx"}
+# Rules about the reference runtime's own limits: a warning for the check (no engine is concerned),
+# a refusal for smoke, which cannot run what they find.
+RUNTIME_LIMITS = frozenset({"DF205"})
+# Rules about how an engine's own loader reads a draft family's config, for families whose config the
+# reference runtime reads itself (runtime/draft_config.py). The dflash MLX loader cannot read the
+# Muse-Glimmer assistant's layout (DF009, DF501: dflash 0.1.0 dflash/model_mlx.py:443-457); our MLX
+# runtime can, so smoke does not refuse the assistant for them. The check still reports them for MLX.
+RUNTIME_READS_ITSELF = {"muse-glimmer-assistant": frozenset({"DF009", "DF501"})}
+
+
+@dataclass(frozen=True)
+class Preflight:
+    """Both specs, as the checker reads them, and the findings smoke refuses the pair for (in report order)."""
+
+    target: TargetSpec
+    draft: DraftSpec
+    refusals: Sequence[Finding]
+
+    @property
+    def draft_block_size(self) -> int:
+        return self.draft.block_size if self.draft.block_size is not None else DEFAULT_BLOCK_SIZE
+
+
+def preflight(target: str, draft: str, backend: str, *, token: Optional[str] = None,
+              trust_remote_code: bool = False) -> Preflight:
+    """Resolve both configs (no weights), describe them and run every config-only rule for the backend's
+    engine. Raises a DFlashCompatError for a config the checker itself refuses, or a draft family the
+    runtime does not implement (one line, exit 2)."""
+    from ..check import load_draft, load_target
+    from ..resolve import resolve
+    from ..rules import ALL_RULES
+    from ..runtime.draft_config import refusal
+
+    d_spec = load_draft(resolve(draft, "draft", token=token))
+    why = refusal(d_spec)
+    if why is not None:  # the family's maths is not in the runtime: nothing else about the pair matters
+        raise RuntimeUnsupportedError(f"draft {d_spec.source}: {d_spec.config_file}: {why}")
+    t_spec = load_target(resolve(target, "target", token=token))
+    ctx = CheckContext(target=t_spec, draft=d_spec, options=CheckOptions(deep=False,
+                                                                          trust_remote_code=trust_remote_code))
+    results = check_rules(ctx, [r for r in ALL_RULES if not r.needs], (ENGINE_OF[backend],))
+    read_itself = RUNTIME_READS_ITSELF.get(d_spec.format, frozenset())
+    refusals = [f for f in results.findings
+                if (f.severity == "error" or f.code in RUNTIME_LIMITS) and f.code not in read_itself]
+    return Preflight(t_spec, d_spec, refusals)
+
+
+def refusal_line(finding: Finding) -> str:
+    """One stderr line for a refused finding: code, name, the check's message, where, and its fix."""
+    where = "; ".join(f"{loc.artifact} {loc.file}: {loc.key}" if loc.key else f"{loc.artifact} {loc.file}"
+                      for loc in finding.locations[:2])
+    text = f"{finding.code} {finding.name}: {finding.message}" + (f" [{where}]" if where else "")
+    text += f"; fix: {finding.fix}" if finding.fix else ""
+    return " ".join(text.split())  # a config value's newline must not split the line
