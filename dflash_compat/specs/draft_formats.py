@@ -54,7 +54,7 @@ def parse_any(raw: Any, source: str, config_file: str = "config.json") -> DraftS
     """Build a DraftSpec from a parsed config.json; raises NotADraftError / ConfigError."""
     if not isinstance(raw, dict):
         raise NotADraftError(f"draft {source}: {config_file} is not a JSON object")
-    fmt = detect_format(raw)
+    fmt = detect_format(raw, f"draft {source}: {config_file}")
     if fmt is None:
         archs = raw.get("architectures")
         what = not_a_dflash_draft(raw)

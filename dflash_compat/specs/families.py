@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal, Optional
 
+from ..exceptions import ConfigError
+
 __all__ = [
     "DraftFormat",
     "Family",
@@ -85,13 +87,18 @@ def _archs(raw: dict[str, Any]) -> list[str]:
     return [a for a in archs if isinstance(a, str)] if isinstance(archs, list) else []
 
 
-def detect_format(raw: dict[str, Any]) -> Optional[str]:
+def detect_format(raw: dict[str, Any], where: str = "config.json") -> Optional[str]:
     """The family a draft config.json belongs to; "unknown" for a DFlash-looking config of no known
-    family; None when it is no DFlash draft at all (`not_a_dflash_draft` then says what it is)."""
+    family; None when it is no DFlash draft at all (`not_a_dflash_draft` then says what it is).
+    ConfigError (`where` names the file) when speculators_model_type, a registry key, is no string."""
     archs = _archs(raw)
     dflash = _dict(raw.get("dflash_config"))
     # vLLM treats any config with a `speculators_config` as speculators format (transformers_utils/config.py).
     spec_type = raw.get("speculators_model_type")
+    if spec_type is not None and not isinstance(spec_type, str):
+        got = repr(spec_type)
+        got = got if len(got) <= 80 else got[:77] + "..."
+        raise ConfigError(f'{where}: `speculators_model_type` should be a string such as "dflash" (got {got})')
     if spec_type is not None or "speculators_config" in raw or "DFlashSpeculator" in archs:
         return _SPECULATORS_TYPES.get(spec_type) if spec_type is not None else "speculators"
     # SGLang reads projector_type nested first, then top-level (srt/speculative/dflash_utils.py).

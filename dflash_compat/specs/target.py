@@ -147,9 +147,8 @@ def parse_target_config(
     where = f"target {source}: {config_file}"
     if not isinstance(raw, dict):
         raise ConfigError(f"{where} is not a JSON object")
-    if isinstance(raw.get("dflash_config"), dict) or raw.get("speculators_model_type") or detect_format(raw) not in (
-        None, "unknown"
-    ):
+    if (isinstance(raw.get("dflash_config"), dict) or raw.get("speculators_model_type")
+            or detect_format(raw, where) not in (None, "unknown")):
         raise ConfigError(f"{where} is a DFlash draft config, not a target; pass the target model as TARGET")
 
     odd = next((k for k in TEXT_CONFIG_KEYS if raw.get(k) is not None and not isinstance(raw[k], dict)), None)

@@ -1,0 +1,1 @@
+"""Property-based fuzzing of dflash-check: hostile configs, safetensors headers and command lines (issue 12)."""
