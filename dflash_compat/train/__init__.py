@@ -153,9 +153,9 @@ def train(target: str, draft: str, data: str, out: str, config: Optional[TrainCo
           resume: bool = False, force: bool = False, progress: bool = True, token: Optional[str] = None,
           log: Optional[Callable[[str], None]] = None):
     """Train DRAFT for TARGET on DATA and export it to OUT (z-lab format); -> loop.TrainResult."""
-    from .loop import run_training
-
     session = prepare(target, draft, data, out, config or TrainConfig(), resume=resume, force=force, token=token)
+    from .loop import run_training  # torch: imported once the inputs and OUT passed their checks
+
     return run_training(session, progress=progress, log=log)
 
 
