@@ -33,9 +33,12 @@ MAX_CONFIG_BYTES = 64 * 1024 * 1024
 # Real configs nest 4-5 levels (a VLM's text_config.rope_scaling); far below every recursive
 # consumer's limit (json, pydantic's serializer, copy.deepcopy in transformers).
 MAX_JSON_DEPTH = 64
-# A config integer is a size, an id or a seed: 64 bits at most (20 digits with a sign). Larger ones
-# overflow float() and C ints downstream (OverflowError in torch, mlx and our own arithmetic).
-MAX_INT_DIGITS = 20
+# A config integer is a size, an id or a seed: 64 bits (20 digits with a sign), or one of transformers'
+# "no limit" sentinels that real tokenizer configs hold as model_max_length: int(1e20) (21 digits) and
+# int(1e30) (31 digits; transformers 5.24.0 transformers/tokenization_utils_base.py:145-146). Integers
+# of hundreds of digits overflow float() and C ints downstream (OverflowError in torch, mlx and our
+# own arithmetic); sizes between 64 bits and this cap are refused by the specs' own bounds.
+MAX_INT_DIGITS = 32
 
 _KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
           (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
@@ -97,7 +100,7 @@ def read_text(path: PathLike, limit: int, *, what: str = "", error: type[DFlashC
 
 def _parse_int(text: str) -> int:
     if len(text) > MAX_INT_DIGITS:
-        raise ValueError(f"an integer of {len(text.lstrip('-'))} digits (more than 64 bits)")
+        raise ValueError(f"an integer of {len(text.lstrip('-'))} digits (more than {MAX_INT_DIGITS})")
     return int(text)
 
 

@@ -18,7 +18,8 @@ from typing import Callable, Iterable, Optional, Union
 from .exceptions import InputError
 from .safe_read import file_kind
 
-__all__ = ["check_output", "check_output_folder", "write_output", "model_folders", "HEAD_BYTES"]
+__all__ = ["check_output", "check_output_folder", "make_output_folder", "write_output", "model_folders",
+           "HEAD_BYTES"]
 
 HEAD_BYTES = 64 * 1024  # how much of an existing file `is_ours` sees
 PathLike = Union[str, "os.PathLike[str]"]
@@ -82,12 +83,15 @@ def check_output(path: PathLike, *, force: bool = False, option: str = "-o", is_
 
 
 def check_output_folder(path: PathLike, *, force: bool = False, option: str = "-o",
-                        protected: Iterable[Path] = ()) -> Path:
-    """A folder output (`convert -o OUT`), validated before any work: the same rules as check_output for
-    a folder the command creates and later renames into place. InputError in one line for a missing
-    parent, a path inside, equal to or containing a `protected` (model) folder, an existing file that is
-    not a folder, and, unless `force`, any existing folder or symlink. Returns the path as given (made
-    absolute, never resolved): a symlink is replaced itself, never the folder it points to."""
+                        protected: Iterable[Path] = (), fill: bool = False,
+                        hint: str = "pass --force to write into it") -> Path:
+    """A folder output, validated before any work: the same rules as check_output for a folder. InputError
+    in one line for a missing parent, a path inside, equal to or containing a `protected` (model) folder,
+    an existing file that is not a folder, and, unless `force`, any symlink and any existing folder
+    (`convert -o OUT`, which renames a complete new folder into place). With `fill` (init-draft, train:
+    the command writes its files into the folder, see make_output_folder) an existing empty folder is
+    used as it is; a non-empty one is refused with `hint` unless `force`. Returns the path as given
+    (made absolute, never resolved): a symlink is replaced itself, never the folder it points to."""
     p = Path(os.path.abspath(Path(path).expanduser()))
     shown = f"{option} {path}"
     try:
@@ -115,9 +119,38 @@ def check_output_folder(path: PathLike, *, force: bool = False, option: str = "-
     if not stat.S_ISDIR(info.st_mode):
         kind = "a file" if stat.S_ISREG(info.st_mode) else file_kind(info.st_mode)
         raise InputError(f"{shown}: exists and is {kind}, not a folder; remove it yourself or choose another name")
-    if not force:
+    if force:
+        return p
+    if not fill:
         raise InputError(f"{shown}: exists; pass --force to replace it")
+    try:
+        present = sorted(os.listdir(p))
+    except OSError as exc:
+        raise InputError(f"{shown}: cannot list this folder ({exc.strerror or exc})") from None
+    if present:
+        names = ", ".join(repr(n[:60]) for n in present[:3]) + (", ..." if len(present) > 3 else "")
+        raise InputError(f"{shown}: folder is not empty ({names}); {hint}")
     return p
+
+
+def make_output_folder(path: Path, *, option: str = "-o") -> Path:
+    """Create the folder check_output_folder(fill=True) accepted, or keep it: a symlink in its place (only
+    accepted with --force) is removed itself, never followed, and a real folder made instead. Files go in
+    with write_output; InputError in one line when the folder cannot be made."""
+    try:
+        if os.path.islink(path):
+            os.unlink(path)
+        os.mkdir(path)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise InputError(f"{option} {path}: cannot create this folder ({exc.strerror or exc})") from None
+    info = os.lstat(path)
+    if not stat.S_ISDIR(info.st_mode):  # swapped for a link or a file since the check: never written through
+        kind = "a symlink" if stat.S_ISLNK(info.st_mode) else "a file" if stat.S_ISREG(info.st_mode) \
+            else file_kind(info.st_mode)
+        raise InputError(f"{option} {path}: is {kind}, not a folder; choose another name")
+    return path
 
 
 def _mode_for(path: Path) -> int:

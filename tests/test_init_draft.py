@@ -180,7 +180,7 @@ def test_never_overwrites_without_force_and_never_writes_into_the_target(tmp_pat
     before = _snapshot(target)
     for inside in (target, target / "draft"):
         res = CliRunner().invoke(cli, ["init-draft", str(target), "-o", str(inside)])
-        assert res.exit_code == 2 and "inside the target folder" in res.output
+        assert res.exit_code == 2 and "inside the model folder" in res.output
     assert _snapshot(target) == before
 
 

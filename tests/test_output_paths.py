@@ -236,3 +236,63 @@ def test_smoke_refuses_a_hostile_revision_before_loading(monkeypatch):
     monkeypatch.setattr(smoke, "_run_with_progress", lambda *a: pytest.fail("loaded models before refusing"))
     res = _invoke("smoke", "org/model@../../escape", "--draft", TINY / "draft", "--prompt-ids", "1,2")
     assert "revision" in _one_line_error(res)
+
+
+def _qwen_target(root: Path) -> Path:
+    from tests.configs import QWEN3_8B
+
+    (root / "t").mkdir()
+    (root / "t" / "config.json").write_text(json.dumps(QWEN3_8B))
+    return root / "t"
+
+
+def test_init_draft_force_replaces_a_symlinked_output_itself(tmp_path):
+    target = _qwen_target(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "out").symlink_to(elsewhere)
+    args = ["init-draft", str(target), "-o", str(tmp_path / "out"), "--mask-token-id", "151669"]
+    res = CliRunner().invoke(cli, args)
+    assert res.exit_code == 2 and "symlink" in res.output
+    res = CliRunner().invoke(cli, [*args, "--force"])
+    assert res.exit_code == 0, res.output
+    assert not (tmp_path / "out").is_symlink() and (tmp_path / "out" / "config.json").is_file()
+    assert list(elsewhere.iterdir()) == []  # the folder the link named is untouched
+
+
+def test_init_draft_error_lines_escape_control_bytes(tmp_path):
+    target = _qwen_target(tmp_path)
+    res = CliRunner().invoke(cli, ["init-draft", str(target), "-o", str(tmp_path / "new\x1b[2J" / "x")])
+    assert res.exit_code == 2 and "\x1b" not in res.output and "\\x1b" in res.output
+    assert len(res.output.strip().splitlines()) == 1
+
+
+def test_train_resume_refuses_a_checkpoint_file_linked_out_of_the_folder(tmp_path):
+    target = _qwen_target(tmp_path)
+    out = tmp_path / "out" / "checkpoint"
+    out.mkdir(parents=True)
+    (out / "state.json").write_text('{"step": 1}')
+    (tmp_path / "secret.safetensors").write_bytes(b"x")
+    (out / "model.safetensors").symlink_to(tmp_path / "secret.safetensors")
+    os.mkfifo(out / "optimizer.safetensors")
+    res = CliRunner().invoke(cli, ["train", str(target), "--draft", str(target), "--data", str(tmp_path / "secret.safetensors"),
+                                   "-o", str(tmp_path / "out"), "--resume"])
+    assert res.exit_code == 2 and "outside the model folder" in res.output, res.output
+    (out / "model.safetensors").unlink()
+    (out / "model.safetensors").write_bytes(b"x")
+    res = CliRunner().invoke(cli, ["train", str(target), "--draft", str(target), "--data", str(tmp_path / "secret.safetensors"),
+                                   "-o", str(tmp_path / "out"), "--resume"])
+    assert res.exit_code == 2 and "not a regular file" in res.output, res.output
+
+
+def test_train_never_writes_into_the_hub_cache(tmp_path, monkeypatch):
+    from huggingface_hub import constants
+
+    target = _qwen_target(tmp_path)
+    cache = tmp_path / "hub"
+    cache.mkdir()
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
+    (tmp_path / "data.txt").write_text("text\n")
+    res = CliRunner().invoke(cli, ["train", str(target), "--draft", str(target), "--data", str(tmp_path / "data.txt"),
+                                   "-o", str(cache / "trained")])
+    assert res.exit_code == 2 and "model folder" in res.output and not (cache / "trained").exists()

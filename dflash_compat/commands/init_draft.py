@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-
 import click
 
 from ..exceptions import DFlashCompatError, InputError
@@ -21,11 +19,6 @@ def _parse_ids(value: str | None) -> list[int] | None:
         return [int(p) for p in parts]
     except ValueError:
         raise InputError(f"--layer-ids {value!r}: expected comma-separated layer indices like 1,9,17") from None
-
-
-def _fail(exc: DFlashCompatError) -> None:
-    click.echo(f"dflash-check: error: {str(exc).replace(chr(10), ' ').strip()}", err=True)
-    sys.exit(exc.exit_code)
 
 
 @click.command("init-draft", context_settings={"help_option_names": ["-h", "--help"]})
@@ -70,17 +63,21 @@ def init_draft_cmd(target, out, layers, block_size, layer_ids, mask_token_id, ve
         result = init_draft(target, out, options)
         report = check_pair(target, out, token=token)
     except DFlashCompatError as exc:
-        _fail(exc)
-        return
+        from ..cli import fail
+
+        fail(exc)  # one line on stderr, control bytes from a hostile config escaped
+    from ..emitters._safe import printable
+
     cfg = result.config
     dflash = cfg["dflash_config"]
-    click.echo(f"wrote {result.folder / 'config.json'}: {cfg['architectures'][0]}, {cfg['num_hidden_layers']} "
-               f"layer(s), block {dflash['block_size']}, target layers {dflash['target_layer_ids']}")
-    click.echo(f"mask token {result.mask.token_id}: {result.mask.reason}")
+    lines = [f"wrote {result.folder / 'config.json'}: {cfg['architectures'][0]}, {cfg['num_hidden_layers']} "
+             f"layer(s), block {dflash['block_size']}, target layers {dflash['target_layer_ids']}",
+             f"mask token {result.mask.token_id}: {result.mask.reason}"]
     if result.weights != "none":
         extra = f", {result.copied_tensors} tensors from the target" if result.weights == "from-target" else ""
-        click.echo(f"wrote {result.folder / 'model.safetensors'}: {result.weights} weights (seed {seed}{extra})")
-    for note in result.notes:
-        click.echo(f"note: {note}")
+        lines.append(f"wrote {result.folder / 'model.safetensors'}: {result.weights} weights (seed {seed}{extra})")
+    lines += [f"note: {note}" for note in result.notes]
     verdict = ", ".join(f"{b} {v}" for b, v in report.summary.verdict.items())
-    click.echo(f"config check: {verdict} (run `dflash-check {target} --draft {out}` for the findings)")
+    lines.append(f"config check: {verdict} (run `dflash-check {target} --draft {out}` for the findings)")
+    # what came from the target (a token's text, paths) reaches the terminal escaped
+    click.echo("\n".join(printable(line) for line in lines))

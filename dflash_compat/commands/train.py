@@ -11,11 +11,6 @@ from ..exceptions import DFlashCompatError
 __all__ = ["train_cmd"]
 
 
-def _fail(exc: DFlashCompatError) -> None:
-    click.echo(f"dflash-check: error: {str(exc).replace(chr(10), ' ').strip()}", err=True)
-    sys.exit(exc.exit_code)
-
-
 @click.command("train", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("target")
 @click.option("--draft", "-d", required=True, help="The draft to train: a folder from `dflash-check init-draft` "
@@ -61,6 +56,7 @@ def train_cmd(target, draft, data, out, steps, batch_size, seq_len, anchors, lr,
     Exit codes: 0 trained; 2 bad input or out of memory (one line says what
     to lower); 130 interrupted (a checkpoint is saved: continue with --resume).
     """
+    from ..emitters._safe import printable
     from ..train import TrainConfig, train
 
     config = TrainConfig(steps=steps, batch_size=batch_size, seq_len=seq_len, anchors=anchors, lr=lr, warmup=warmup,
@@ -70,12 +66,15 @@ def train_cmd(target, draft, data, out, steps, batch_size, seq_len, anchors, lr,
         result = train(target, draft, data, out, config, resume=resume, force=force, token=token,
                        log=lambda line: click.echo(line, err=True))
     except DFlashCompatError as exc:
-        _fail(exc)
-        return
+        from ..cli import fail
+
+        fail(exc)  # one line on stderr, control bytes from a hostile config or path escaped
     except KeyboardInterrupt:
-        click.echo(f"dflash-check: interrupted; a checkpoint is in {out}/checkpoint: continue with --resume", err=True)
+        click.echo(printable(f"dflash-check: interrupted; a checkpoint is in {out}/checkpoint: continue with "
+                             "--resume"), err=True)
         sys.exit(130)
     tau = "-" if result.tau is None else f"{result.tau:.2f}"
-    click.echo(f"trained {result.steps} steps in {result.seconds:.0f} s: loss {result.loss:.3f}, held-out tau {tau}")
-    click.echo(f"wrote {result.out / 'config.json'} and {result.out / 'model.safetensors'} (z-lab format); "
-               f"history in {result.out / 'training.json'}")
+    lines = [f"trained {result.steps} steps in {result.seconds:.0f} s: loss {result.loss:.3f}, held-out tau {tau}",
+             f"wrote {result.out / 'config.json'} and {result.out / 'model.safetensors'} (z-lab format); "
+             f"history in {result.out / 'training.json'}"]
+    click.echo("\n".join(printable(line) for line in lines))

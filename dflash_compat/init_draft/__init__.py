@@ -20,7 +20,7 @@ from ..specs import TargetSpec, parse_draft_config
 from .config import Derived, DraftShape, derive_draft_config
 from .tokens import MaskChoice, check_mask_token, choose_mask_token, read_tokenizer_facts
 
-__all__ = ["InitOptions", "InitResult", "init_draft", "plan_draft", "WEIGHT_CHOICES"]
+__all__ = ["InitOptions", "InitResult", "init_draft", "plan_draft", "check_output", "WEIGHT_CHOICES"]
 
 WEIGHT_CHOICES = ("none", "random", "from-target")
 _OUR_FILES = ("config.json", "model.safetensors")
@@ -70,10 +70,16 @@ def _tokenizer_json(resolved: Resolved) -> Optional[dict]:
 
 
 def _chat_template(resolved: Resolved) -> str:
+    """chat_template.jinja of a local target (a bounded read of a regular file); a broken one only costs
+    the stop tokens it would name."""
+    from ..safe_read import MAX_CONFIG_BYTES, read_text
+
     path = resolved.folder / "chat_template.jinja"
+    if not path.is_file():
+        return ""
     try:
-        return path.read_text(encoding="utf-8") if path.is_file() else ""
-    except (OSError, UnicodeDecodeError):
+        return read_text(path, MAX_CONFIG_BYTES)
+    except InputError:
         return ""
 
 
@@ -100,46 +106,46 @@ def plan_draft(target: str, options: InitOptions) -> tuple[Resolved, TargetSpec,
     return resolved, spec, derived, mask
 
 
-def _check_output(out: Path, resolved: Resolved, force: bool) -> None:
-    out_abs, target_abs = out.resolve(), resolved.folder.resolve()
-    if out_abs == target_abs or target_abs in out_abs.parents:
-        raise InputError(f"-o {out}: is inside the target folder; init-draft never writes there")
-    if out.exists() and not out.is_dir():
-        raise InputError(f"-o {out}: exists and is not a folder")
-    if not out.exists():
-        return
-    present = sorted(p.name for p in out.iterdir())
-    if present and not force:
-        raise InputError(f"-o {out}: folder is not empty ({', '.join(present[:3])}); pass --force to overwrite "
-                         "its config.json and model.safetensors")
+def check_output(out: str | os.PathLike, target: str, force: bool) -> Path:
+    """OUT, checked before the target is read (safe_write's folder rules): never at, inside or around the
+    target's folder or the Hugging Face cache, never through a symlink, a non-empty folder only with
+    --force, and then never one holding other weights that loaders would mix with the new draft."""
+    from ..safe_write import check_output_folder, model_folders
+
+    folder = check_output_folder(out, force=force, protected=model_folders(target), fill=True,
+                                 hint="pass --force to overwrite its config.json and model.safetensors")
+    if not folder.is_dir() or folder.is_symlink():  # new, or a link --force replaces by a folder
+        return folder
+    present = sorted(p.name for p in folder.iterdir())
     others = [n for n in present if n.endswith((".safetensors", ".safetensors.index.json")) and n not in _OUR_FILES]
     if others:
         raise InputError(f"-o {out}: holds other weight files ({', '.join(others[:3])}) that loaders would mix "
                          "with the new draft; choose an empty folder")
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    return folder
 
 
 def init_draft(target: str, out: str | os.PathLike, options: InitOptions = InitOptions()) -> InitResult:
     """Derive the draft config for `target`, write it (and weights, if asked) to `out`."""
+    from ..safe_write import make_output_folder, write_output
+
+    folder = check_output(out, target, options.force)
     resolved, spec, derived, mask = plan_draft(target, options)
-    folder = Path(out)
-    _check_output(folder, resolved, options.force)
-    result = InitResult(folder, derived.config, mask, list(derived.notes), options.weights)
+    result = InitResult(Path(out), derived.config, mask, list(derived.notes), options.weights)
     state = _initial_weights(resolved, spec, derived.config, options, result) if options.weights != "none" else None
-    folder.mkdir(parents=True, exist_ok=True)
-    _write_atomic(folder / "config.json", (json.dumps(derived.config, indent=2) + "\n").encode())
+    make_output_folder(folder)
+    # files of a folder checked above: a link or an old file in their place is replaced itself (force)
+    write_output(folder / "config.json", json.dumps(derived.config, indent=2) + "\n", force=True)
     stale = folder / "model.safetensors"
     if state is not None:
         from safetensors.torch import save
 
-        _write_atomic(stale, save({k: v.contiguous() for k, v in state.items()}, metadata={"format": "pt"}))
-    elif stale.exists():  # --force over an old draft: its weights no longer match the new config
-        stale.unlink()
+        write_output(stale, save({k: v.contiguous() for k, v in state.items()}, metadata={"format": "pt"}),
+                     force=True)
+    elif os.path.lexists(stale):  # --force over an old draft: its weights no longer match the new config
+        try:
+            os.unlink(stale)
+        except OSError as exc:
+            raise InputError(f"-o {out}: cannot remove the old {stale.name} ({exc.strerror or exc})") from None
     return result
 
 

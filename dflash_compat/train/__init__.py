@@ -11,6 +11,7 @@ docs/training.md. Importing this package imports no torch; `train` does.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -24,7 +25,7 @@ from ..exceptions import (
 )
 from .config import LABEL_CHOICES, TrainConfig, default_gamma
 
-__all__ = ["TrainConfig", "TrainResult", "train", "prepare", "default_gamma", "LABEL_CHOICES"]
+__all__ = ["TrainConfig", "TrainResult", "train", "prepare", "check_out", "default_gamma", "LABEL_CHOICES"]
 
 
 def _device(name: str):
@@ -37,15 +38,28 @@ def _device(name: str):
     return torch.device(name)
 
 
-def _check_out(out: Path, inputs: list[Path], resume: bool, force: bool) -> None:
-    for folder in inputs:
-        if out.resolve() == folder.resolve() or folder.resolve() in out.resolve().parents:
-            raise InputError(f"-o {out}: is (inside) an input folder ({folder}); write the trained draft elsewhere")
-    if out.exists() and not out.is_dir():
-        raise InputError(f"-o {out}: exists and is not a folder")
-    if not resume and out.is_dir() and any(out.iterdir()) and not force:
-        raise InputError(f"-o {out}: folder is not empty; pass --resume to continue its checkpoint or --force "
-                         "to train from scratch into it")
+def check_out(out: str, target: str, draft: str, resume: bool, force: bool) -> Path:
+    """OUT, checked before anything is loaded (safe_write's folder rules): never at, inside or around the
+    target, the draft or the Hugging Face cache, never through a symlink; a non-empty folder only to
+    continue its checkpoint (--resume) or, with --force, to train into it from scratch."""
+    from ..safe_write import check_output_folder, model_folders
+    from .checkpoint import CHECKPOINT_DIR, checkpoint_files
+
+    protected = model_folders(target, draft)
+    if not resume:
+        folder = check_output_folder(out, force=force, protected=protected, fill=True,
+                                     hint="pass --resume to continue its checkpoint or --force to train from "
+                                     "scratch into it")
+        ckpt = folder / CHECKPOINT_DIR
+        if force and os.path.lexists(ckpt) and not (ckpt.is_dir() or ckpt.is_symlink()):
+            raise InputError(f"-o {out}: {CHECKPOINT_DIR} in it is not a folder; remove it or choose another -o")
+        return folder
+    # continuing: OUT is ours, a real folder (never a link) holding a readable checkpoint
+    folder = check_output_folder(out, force=True, protected=protected, fill=True)
+    if folder.is_symlink() or not folder.is_dir():
+        raise InputError(f"--resume: -o {out} is not a folder holding a checkpoint; train without --resume first")
+    checkpoint_files(folder)
+    return folder
 
 
 def _load_draft_module(ref: str, device, seed: int, token: Optional[str]):
@@ -56,6 +70,7 @@ def _load_draft_module(ref: str, device, seed: int, token: Optional[str]):
     from ..runtime.draft_config import draft_config
     from ..runtime.torch_draft import load_draft_weights
     from ..specs import parse_draft_config
+    from ..weightfiles import weight_paths
 
     resolved = resolve(ref, "draft", token=token)
     raw = resolved.json("config.json")
@@ -64,8 +79,9 @@ def _load_draft_module(ref: str, device, seed: int, token: Optional[str]):
         raise RuntimeUnsupportedError(f"draft {ref}: train supports DFlash v1 drafts (DFlashDraftModel) only")
     module = new_draft_module(cfg, raw)
     folder = download_weights(resolved, token=token)
-    if list(folder.glob("*.safetensors")):
-        state = load_draft_weights(folder)
+    files = weight_paths(folder, f"draft {ref}")  # the checked lookup: regular files inside the folder
+    if files:
+        state = load_draft_weights(folder, files)
         expected = {k: tuple(v.shape) for k, v in module.state_dict().items()}
         if {k: tuple(v.shape) for k, v in state.items()} != expected:
             raise WeightsError(f"draft {ref}: its weights do not match its config.json (names or shapes differ)")
@@ -87,26 +103,30 @@ def _tokenizer(folder: Path, ref: str):
 def prepare(target: str, draft: str, data: str, out: str, config: TrainConfig, *, resume: bool = False,
             force: bool = False, token: Optional[str] = None):
     """Load and check everything a training run needs; -> loop.Session. Raises one-line errors."""
+    from ..resolve import resolve
+    from . import data as data_mod
+
+    config.validate()
+    t_res = resolve(target, "target", token=token)
+    out_path = check_out(out, target, draft, resume, force)
+    # the data first: a bad file fails in a second, before torch is imported or any model loaded
+    docs = data_mod.read_documents(data, config.max_documents)
     try:
         import torch
         import transformers  # noqa: F401
     except ImportError:
         raise MissingDependencyError("train needs torch and transformers: pip install 'dflash-compat[torch]'") from None
-    from ..resolve import download_weights, resolve
+    from ..resolve import download_weights
     from ..runtime.torch_generate import check_pairing, load_target, stop_tokens_of
+    from ..safe_write import make_output_folder
+    from ..weightfiles import weight_paths
     from . import checkpoint, loop
-    from . import data as data_mod
 
-    config.validate()
-    out_path = Path(out)
-    t_res = resolve(target, "target", token=token)
-    inputs = [t_res.folder] + ([Path(draft)] if Path(draft).exists() else [])
-    _check_out(out_path, inputs, resume, force)
     device = _device(config.device)
-    t_folder = download_weights(t_res, token=token)
-    # the data first: a bad file fails in a second, before any model is loaded
+    t_folder = Path(download_weights(t_res, token=token))
+    if not weight_paths(t_folder, f"target {target}"):  # the checked lookup before any file is loaded
+        raise WeightsError(f"target {target}: no *.safetensors weights (pickled .bin weights are never loaded)")
     tokenizer = _tokenizer(t_folder, target)
-    docs = data_mod.read_documents(data, config.max_documents)
     eos = tokenizer.eos_token_id if isinstance(tokenizer.eos_token_id, int) else None
     tokens = data_mod.tokenize_documents(docs, tokenizer, config.held_out, config.seed, eos)
     module, raw = _load_draft_module(draft, device, config.seed, token)
@@ -125,7 +145,7 @@ def prepare(target: str, draft: str, data: str, out: str, config: TrainConfig, *
             raise InputError(f"--resume: the checkpoint in {out_path} was made for another draft config")
         if session.start_step >= config.steps:
             raise InputError(f"--resume: the checkpoint is at step {session.start_step}; pass --steps above it")
-    out_path.mkdir(parents=True, exist_ok=True)
+    make_output_folder(out_path)
     return session
 
 
@@ -133,9 +153,9 @@ def train(target: str, draft: str, data: str, out: str, config: Optional[TrainCo
           resume: bool = False, force: bool = False, progress: bool = True, token: Optional[str] = None,
           log: Optional[Callable[[str], None]] = None):
     """Train DRAFT for TARGET on DATA and export it to OUT (z-lab format); -> loop.TrainResult."""
-    from .loop import run_training
-
     session = prepare(target, draft, data, out, config or TrainConfig(), resume=resume, force=force, token=token)
+    from .loop import run_training  # torch: imported once the inputs and OUT passed their checks
+
     return run_training(session, progress=progress, log=log)
 
 

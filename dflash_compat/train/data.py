@@ -1,32 +1,41 @@
 """Training data: text files, a folder of them, or JSONL with a "text" field, tokenised with the
 target's tokenizer into fixed-length sequences, with held-out documents for evaluation.
 
-Every problem with the data is one InputError line naming the file: a missing path, an empty file,
-text that is not UTF-8, a JSONL line without "text", too few tokens to train on.
+Every problem with the data is one InputError line naming the file: a missing path, a FIFO or a device
+(refused, never waited on), a file over MAX_DATA_FILE_BYTES, an empty file, text that is not UTF-8, a
+JSONL line that is not bounded JSON (safe_read) or has no "text", too few tokens to train on.
 """
 
 from __future__ import annotations
 
-import json
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from ..exceptions import InputError
+from ..safe_read import is_regular_file, parse_json, read_bytes
 
 __all__ = ["TEXT_SUFFIXES", "read_documents", "TokenData", "tokenize_documents", "pack"]
 
 TEXT_SUFFIXES = (".txt", ".py", ".md")
+# One data file is read whole into memory (and its tokens into Python lists, ~40x its size): 1 GiB of
+# text is more than the compact trainer can hold; a larger corpus goes in as a folder of files.
+MAX_DATA_FILE_BYTES = 1 << 30
 
 
 def _read_text(path: Path) -> str:
+    """A bounded read of a regular file (a FIFO, a device or /dev/zero is refused, never waited on)."""
     try:
-        return path.read_text(encoding="utf-8")
+        data = read_bytes(path, MAX_DATA_FILE_BYTES, what=f"--data {path}")
+    except InputError as exc:
+        if "more than" in str(exc):
+            raise InputError(f"{exc}; split it into a folder of smaller files") from None
+        raise
+    try:
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise InputError(f"--data {path}: not UTF-8 text (byte {exc.start}); convert it or leave it out") from None
-    except OSError as exc:
-        raise InputError(f"--data {path}: cannot read it ({exc.strerror or exc})") from None
 
 
 def _jsonl(path: Path) -> list[str]:
@@ -34,10 +43,8 @@ def _jsonl(path: Path) -> list[str]:
     for n, line in enumerate(_read_text(path).splitlines(), 1):
         if not line.strip():
             continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"--data {path}: line {n} is not JSON ({exc.msg})") from None
+        # parse_json: a syntax error, deep nesting or a 10,000-digit number is one line, never a traceback
+        record = parse_json(line, what=f"--data {path}: line {n}")
         text = record.get("text") if isinstance(record, dict) else None
         if not isinstance(text, str):
             raise InputError(f"--data {path}: line {n} has no string \"text\" field")
@@ -52,7 +59,8 @@ def read_documents(data: str | Path, max_documents: Optional[int] = None) -> lis
     if not path.exists():
         raise InputError(f"--data {data}: no such file or folder")
     if path.is_dir():
-        files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in TEXT_SUFFIXES + (".jsonl",))
+        # regular files only (stat, never open): a FIFO or a device among them is skipped, never waited on
+        files = sorted(p for p in path.rglob("*") if p.suffix in TEXT_SUFFIXES + (".jsonl",) and is_regular_file(p))
         if not files:
             raise InputError(f"--data {data}: the folder holds no {', '.join(TEXT_SUFFIXES)} or .jsonl files")
     else:

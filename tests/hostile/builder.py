@@ -28,7 +28,9 @@ __all__ = ["Case", "CASES", "safetensors_bytes"]
 # "adapt-only": an `adapt` input (its -o, its --map-file); "smoke": a tiny pair both runtimes load, with one
 # hostile thing (smoke on torch runs it; "smoke-both": on MLX too, where the runtimes read files differently);
 # "convert": the hostility is in the draft or in convert's
-# -o (`convert` runs it, writing outside the case folder unless the case says otherwise).
+# -o (`convert` runs it, writing outside the case folder unless the case says otherwise); "init-draft": an
+# init-draft input or its -o (every "target" case runs it too); "train": a train input that must be refused
+# before torch is imported (its --data, its -o).
 Builder = Callable[[Path, FakeHub], "Case"]
 VLM = Path(__file__).resolve().parent.parent / "fixtures" / "pairs" / "qwen3-vl-8b"
 TINY = Path(__file__).resolve().parent.parent.parent / "examples" / "tiny-qwen3"  # torch and MLX load it
@@ -42,6 +44,8 @@ class Case:
     adapt_args: tuple[str, ...] = ()
     smoke_args: tuple[str, ...] = ()
     convert_args: tuple[str, ...] = ()
+    init_args: tuple[str, ...] = ()  # replaces init-draft's default -o and --mask-token-id
+    train_args: tuple[str, ...] = ()  # replaces train's default --data and -o
     env: dict[str, str] = field(default_factory=dict)
     expect_exit: Optional[int] = None  # stricter than the contract (0/1 with a report, or 2 in one line)
     expect_text: Optional[str] = None  # in stderr when the exit is 2, else in stdout
@@ -500,6 +504,65 @@ def convert_companion_link_out(root: Path, hub: FakeHub) -> Case:
     return Case(t, d, expect_exit=2, expect_text="outside the model folder")
 
 
+@tagged("init-draft")
+def init_draft_output_symlink(root: Path, hub: FakeHub) -> Case:
+    t, d = _pair(root)
+    (root / "out").symlink_to(root / t)
+    return Case(t, d, init_args=("-o", "out", "--mask-token-id", "151669"), expect_exit=2, expect_text="symlink")
+
+
+@tagged("init-draft")
+def init_draft_output_inside_target(root: Path, hub: FakeHub) -> Case:
+    t, d = _pair(root)
+    return Case(t, d, init_args=("-o", f"{t}/draft", "--force"), expect_exit=2, expect_text="model folder")
+
+
+@tagged("init-draft")
+def init_draft_output_around_target(root: Path, hub: FakeHub) -> Case:
+    t, d = _pair(root)
+    return Case(t, d, init_args=("-o", ".", "--force"), expect_exit=2,
+                expect_text="contains the model folder")
+
+
+def _train_case(root: Path, *args: str, **expect: Any) -> Case:
+    t, d = _pair(root)
+    (root / "data.txt").write_text("some training text\n")
+    return Case(t, d, train_args=args, **expect)
+
+
+@tagged("train")
+def train_data_fifo(root: Path, hub: FakeHub) -> Case:
+    case = _train_case(root, "--data", "corpus.txt", "-o", "../trained", expect_exit=2, expect_text="FIFO")
+    os.mkfifo(root / "corpus.txt")
+    return case
+
+
+@tagged("train")
+def train_data_dev_zero(root: Path, hub: FakeHub) -> Case:
+    case = _train_case(root, "--data", "corpus.txt", "-o", "../trained", expect_exit=2, expect_text="device")
+    (root / "corpus.txt").symlink_to("/dev/zero")
+    return case
+
+
+@tagged("train")
+def train_data_jsonl_nested(root: Path, hub: FakeHub) -> Case:
+    case = _train_case(root, "--data", "corpus.jsonl", "-o", "../trained", expect_exit=2, expect_text="nested")
+    (root / "corpus.jsonl").write_text('{"text": "a"}\n{"text": ' + _nested(100_000) + "}\n")
+    return case
+
+
+@tagged("train")
+def train_output_symlink(root: Path, hub: FakeHub) -> Case:
+    case = _train_case(root, "--data", "data.txt", "-o", "out", expect_exit=2, expect_text="symlink")
+    (root / "out").symlink_to(root / case.target)
+    return case
+
+
+@tagged("train")
+def train_output_is_the_draft(root: Path, hub: FakeHub) -> Case:
+    return _train_case(root, "--data", "data.txt", "-o", "d", "--force", expect_exit=2, expect_text="model folder")
+
+
 def _assert_no_request(hub: FakeHub, needle: str) -> None:
     assert not [r for r in hub.requests if needle in r[1]], hub.requests
 
@@ -521,4 +584,6 @@ CASES: list[Builder] = [
     smoke_revision_traversal,
     convert_output_symlink, convert_output_inside_draft, convert_output_over_a_folder, convert_companion_fifo,
     convert_companion_link_out,
+    init_draft_output_symlink, init_draft_output_inside_target, init_draft_output_around_target,
+    train_data_fifo, train_data_dev_zero, train_data_jsonl_nested, train_output_symlink, train_output_is_the_draft,
 ]

@@ -54,6 +54,12 @@ COMMANDS = [
     # the output goes beside the case folder (every file in it must stay as it was) unless the case names one
     Command("convert", frozenset({"convert"}),
             lambda c: ["convert", c.draft, "--to", "speculators", *(c.convert_args or ("-o", "../converted"))]),
+    # init-draft writes beside the case folder; the mask id spares the tokenizer files the cases lack, so
+    # a readable target goes all the way through derivation, the write and the config check
+    Command("init-draft", frozenset({"target", "init-draft"}),
+            lambda c: ["init-draft", c.target, *(c.init_args or ("-o", "../draft-out", "--mask-token-id", "151669"))]),
+    # train refuses a hostile --data or -o before torch is imported: the rows run in a config check's time
+    Command("train", frozenset({"train"}), lambda c: ["train", c.target, "--draft", c.draft, *c.train_args]),
 ]
 
 ROWS = [pytest.param(cmd, build, id=f"{cmd.name}:{build.__name__}")
