@@ -47,6 +47,27 @@ def _inside(folder: Path, protected: Iterable[Path]) -> Optional[Path]:
     return None
 
 
+def _lstat(p: Path, shown: str) -> Optional[os.stat_result]:
+    """The output path's own status (a link is not followed), None when nothing is there yet; its parent
+    folder must exist."""
+    try:
+        info = os.lstat(p)
+    except FileNotFoundError:
+        info = None
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{shown}: cannot use this path ({getattr(exc, 'strerror', None) or exc})") from None
+    if not p.parent.is_dir():
+        raise InputError(f"{shown}: folder {p.parent} does not exist")
+    return info
+
+
+def _refuse_link(p: Path, shown: str, force: bool) -> None:
+    """A symlink in the output's place is replaced itself with --force, never written through."""
+    if not force:
+        raise InputError(f"{shown}: is a symlink (to {os.readlink(p)}); outputs are never written through "
+                         "a link: choose another name, or pass --force to replace the link itself")
+
+
 def check_output(path: PathLike, *, force: bool = False, option: str = "-o", is_ours: Optional[IsOurs] = None,
                  protected: Iterable[Path] = ()) -> Path:
     """The output path, validated before any work is done (and again by write_output): InputError in
@@ -54,25 +75,15 @@ def check_output(path: PathLike, *, force: bool = False, option: str = "-o", is_
     (model) folder, and, unless `force`, a symlink or an existing file `is_ours` does not recognise."""
     p = Path(path).expanduser()
     shown = f"{option} {path}"
-    try:
-        info = os.lstat(p)
-    except FileNotFoundError:
-        info = None
-    except (OSError, ValueError) as exc:
-        raise InputError(f"{shown}: cannot use this path ({getattr(exc, 'strerror', None) or exc})") from None
-    parent = p.parent
-    if not parent.is_dir():
-        raise InputError(f"{shown}: folder {parent} does not exist")
-    root = _inside(parent, protected)
+    info = _lstat(p, shown)
+    root = _inside(p.parent, protected)
     if root is not None:
         raise InputError(f"{shown}: inside the model folder {root}; dflash-check never writes into a model "
                          "folder, choose a path outside it")
     if info is None:
         return p
     if stat.S_ISLNK(info.st_mode):
-        if not force:
-            raise InputError(f"{shown}: is a symlink (to {os.readlink(p)}); outputs are never written through "
-                             "a link: choose another name, or pass --force to replace the link itself")
+        _refuse_link(p, shown, force)
         return p
     if not stat.S_ISREG(info.st_mode):
         raise InputError(f"{shown}: is {file_kind(info.st_mode)}; pass the name of a file to write")
@@ -94,14 +105,7 @@ def check_output_folder(path: PathLike, *, force: bool = False, option: str = "-
     (made absolute, never resolved): a symlink is replaced itself, never the folder it points to."""
     p = Path(os.path.abspath(Path(path).expanduser()))
     shown = f"{option} {path}"
-    try:
-        info = os.lstat(p)
-    except FileNotFoundError:
-        info = None
-    except (OSError, ValueError) as exc:
-        raise InputError(f"{shown}: cannot use this path ({getattr(exc, 'strerror', None) or exc})") from None
-    if not p.parent.is_dir():
-        raise InputError(f"{shown}: folder {p.parent} does not exist")
+    info = _lstat(p, shown)
     real = p.parent.resolve() / p.name  # the link itself, in its real parent folder
     for root in (Path(r).resolve() for r in protected):
         if real == root or root in real.parents:
@@ -112,9 +116,7 @@ def check_output_folder(path: PathLike, *, force: bool = False, option: str = "-
     if info is None:
         return p
     if stat.S_ISLNK(info.st_mode):
-        if not force:
-            raise InputError(f"{shown}: is a symlink (to {os.readlink(p)}); outputs are never written through "
-                             "a link: choose another name, or pass --force to replace the link itself")
+        _refuse_link(p, shown, force)
         return p
     if not stat.S_ISDIR(info.st_mode):
         kind = "a file" if stat.S_ISREG(info.st_mode) else file_kind(info.st_mode)
