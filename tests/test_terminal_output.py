@@ -180,8 +180,10 @@ def _warning_only_pair(tmp_path):
     return t, d
 
 
-def test_strict_shows_in_every_format_at_80_columns(tmp_path):
-    t, d = _warning_only_pair(tmp_path)
+def test_strict_shows_in_every_format_at_80_columns(tmp_path, monkeypatch):
+    _warning_only_pair(tmp_path)
+    monkeypatch.chdir(tmp_path)  # short paths: a temporary folder's own name may exceed 80 columns
+    t, d = "t", "d"
     loose = _invoke([t, "--draft", d, "--no-deep"])
     assert loose.exit_code == 0 and "pass, with warnings" in loose.output
     text = _invoke([t, "--draft", d, "--no-deep", "--strict"])
