@@ -252,7 +252,7 @@ def test_check_cli_with_framework_mlx(tmp_path):
     from dflash_compat.cli import cli
 
     cfg = target_config("gemma4_text")
-    target = write_config(tmp_path / "t", cfg)
+    write_config(tmp_path / "t", cfg)
     draft = write_config(tmp_path / "d", draft_config(cfg, quantization={"group_size": 64, "bits": 4}))
     result = CliRunner().invoke(cli, ["check", str(target), "--draft", str(draft), "--backend", "mlx",
                                       "--framework", "mlx", "--format", "json"])
@@ -269,8 +269,8 @@ def test_framework_mlx_shows_transformers_module_rules_as_not_run(tmp_path, monk
     from dflash_compat.emitters import get_renderer
 
     cfg = target_config("qwen3")
-    target = write_config(tmp_path / "t", cfg)
-    draft = write_config(tmp_path / "d", draft_config(cfg))
+    write_config(tmp_path / "t", cfg)
+    write_config(tmp_path / "d", draft_config(cfg))
     monkeypatch.chdir(tmp_path)  # short paths: a temporary folder's own name may exceed 80 columns
     report = run_check(CheckRequest(target="./t", draft="./d", framework="mlx"))
     junit = ET.fromstring(get_renderer("junit")(report))
