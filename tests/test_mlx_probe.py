@@ -252,7 +252,7 @@ def test_check_cli_with_framework_mlx(tmp_path):
     from dflash_compat.cli import cli
 
     cfg = target_config("gemma4_text")
-    write_config(tmp_path / "t", cfg)
+    target = write_config(tmp_path / "t", cfg)
     draft = write_config(tmp_path / "d", draft_config(cfg, quantization={"group_size": 64, "bits": 4}))
     result = CliRunner().invoke(cli, ["check", str(target), "--draft", str(draft), "--backend", "mlx",
                                       "--framework", "mlx", "--format", "json"])
