@@ -15,6 +15,7 @@ from typing import Any, Optional
 from urllib.parse import urlsplit
 
 from ..exceptions import DFlashCompatError
+from ..safe_read import parse_json
 
 __all__ = ["ServerError", "Endpoint", "Response", "Client", "parse_url", "MAX_BODY_BYTES"]
 
@@ -70,9 +71,11 @@ class Response:
         return self.body.decode("utf-8", errors="replace")
 
     def json(self) -> Any:
+        """The answer as JSON, parsed with the same bounds as every file we read (nesting, integer
+        width): a hostile server's answer is one ServerError line, never a RecursionError."""
         try:
-            return json.loads(self.body)
-        except (ValueError, UnicodeDecodeError):
+            return parse_json(self.body.decode("utf-8"), error=ServerError)
+        except (ServerError, UnicodeDecodeError):
             head = " ".join(self.text().split())[:60]
             raise ServerError(f"{self.url}: the answer is not JSON (HTTP {self.status}, starts {head!r})") from None
 
@@ -145,11 +148,11 @@ class Client:
 def _error_text(resp: Response) -> str:
     """The server's error message, on one short line (OpenAI-style {"error": {"message"}} or the text)."""
     try:
-        data = json.loads(resp.body)
+        data = parse_json(resp.body.decode("utf-8"), error=ServerError)
         err = data.get("error", data) if isinstance(data, dict) else data
         msg = err.get("message", err) if isinstance(err, dict) else err
         text = msg if isinstance(msg, str) else json.dumps(msg)
-    except (ValueError, UnicodeDecodeError):
+    except (ServerError, UnicodeDecodeError):
         text = resp.text()
     text = " ".join(text.split())
     return text[:200] + ("..." if len(text) > 200 else "")
