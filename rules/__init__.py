@@ -81,6 +81,7 @@ from . import (
     df411_sglang_pipeline_parallel_unsupported,
     df412_sglang_block_size_flags_disagree,
     df413_sglang_draft_window_smaller_than_block,
+    df414_sglang_quantized_lm_head_tp,
     df501_mlx_draft_config_keys_missing,
     df502_mlx_draft_rope_misread,
     df503_mlx_draft_attention_bias,
@@ -205,6 +206,7 @@ ALL_RULES: list[Rule] = [
     df411_sglang_pipeline_parallel_unsupported.RULE,
     df412_sglang_block_size_flags_disagree.RULE,
     df413_sglang_draft_window_smaller_than_block.RULE,
+    df414_sglang_quantized_lm_head_tp.RULE,
     # --- DF5xx: MLX ---
     df501_mlx_draft_config_keys_missing.RULE,
     df502_mlx_draft_rope_misread.RULE,

@@ -1,15 +1,19 @@
-"""DF404: a DFlash 2 draft on a target whose output head is quantised with a method SGLang may lack a head kernel for."""
+"""DF404: a DFlash 2 draft on a target whose ModelOpt FP8/NVFP4 head SGLang uses only in one runtime layout."""
 
 from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, EngineSource, Rule, Violation
 from dflash_compat.quoting import quote
 
-# ModelOpt FP8 / NVFP4 heads: SGLang checks their runtime layout and scores candidates through them.
+# ModelOpt FP8 / NVFP4 heads: SGLang runs the head's kernel only when the loaded weight's dtype and scale
+# attributes match the method (logits_processor.py:1614-1663); every other method with an `apply` is used
+# as is (logits_processor.py:1663).
 MODELOPT_ALGOS = {"FP8", "NVFP4", "W4A16_NVFP4"}
+# The drafts SGLang drafts through the candidate selector (srt/models/dflash.py candidate_topk).
+SELECTOR_FORMATS = ("zlab-v2", "dflash2-beam", "minimax-dflash2")
 
 
-def _modelopt(quant: dict) -> bool:
+def modelopt(quant: dict) -> bool:
     method = str(quant.get("quant_method", "")).lower()
     if method in ("modelopt_fp8", "modelopt_fp4"):
         return True
@@ -18,16 +22,18 @@ def _modelopt(quant: dict) -> bool:
 
 def check(ctx: CheckContext):
     t, d = ctx.target, ctx.draft
-    # SGLang builds the same candidate selector for DFlash 2, DFlash2-Beam and MiniMax DFlash2 (srt/models/dflash.py).
-    if d.format not in ("zlab-v2", "dflash2-beam", "minimax-dflash2") or not t.lm_head_quantized:
+    if d.format not in SELECTOR_FORMATS or not t.lm_head_quantized:
         return
-    if _modelopt(t.quantization_config or {}):
+    quant = t.quantization_config or {}
+    if not modelopt(quant):
         return
+    algo = quant.get("quant_algo") or t.quant_method
     yield Violation(
-        f"DFlash 2 draft with a target whose lm_head is quantised ({quote(t.quant_method) if t.quant_method else 'unknown method'}): SGLang "
-        "scores the candidates through the head's own quantised kernel when its quantisation method provides one, "
-        "and otherwise stops at the first step (\"DFlash candidate top-k requires a dense FP16/BF16/FP32 target "
-        "lm_head or a supported lm_head.quant_method\")",
+        f"DFlash 2 draft with a target whose lm_head is ModelOpt-quantised ({quote(str(algo))}): SGLang scores "
+        "the candidates through the ModelOpt head kernel only when the loaded head has that method's runtime "
+        "layout (weight dtype and scale tensors); a head loaded otherwise is neither dense nor usable and the "
+        "first DFlash 2 step stops (\"DFlash candidate top-k requires a dense FP16/BF16/FP32 target lm_head or "
+        "a supported lm_head.quant_method\")",
         [ctx.dloc("architectures", "architectures"), ctx.tloc("lm_head_quantized", t.key("lm_head_quantized"))],
     )
 
@@ -38,20 +44,22 @@ RULE = Rule(
     severity="info",
     backends=("sglang",),
     check=check,
-    what="Notes a DFlash 2 draft paired with a target whose `lm_head` is quantised by a method other than "
-    "ModelOpt FP8 / NVFP4 (those SGLang accepts).",
+    what="Notes a DFlash 2 draft paired with a target whose `lm_head` is quantised with ModelOpt FP8 or NVFP4, "
+    "the methods whose head SGLang uses only when the loaded layout matches.",
     why="The DFlash 2 candidate selector takes its top-k candidates from the target's output head. SGLang uses a "
-    "dense FP16/BF16/FP32 head directly and a quantised one through the quantisation method's own kernel (it "
-    "checks the runtime layout of ModelOpt FP8/NVFP4 heads); a head with neither stops the first DFlash 2 step. "
-    "Which methods give SGLang a head kernel is decided at load, not by the config.",
+    "dense FP16/BF16/FP32 head directly, and a quantised head through its quantisation method's kernel: any "
+    "method with a kernel is accepted as is, except the ModelOpt FP8 / NVFP4 methods, which SGLang uses only "
+    "when the loaded weight has the method's dtype and scale tensors (a draft sharing the head may carry a "
+    "stale ModelOpt method). When that check fails the head is neither dense nor usable and the first DFlash 2 "
+    "step stops. Which layout a head loads with is decided at load time, not by the config, hence a note.",
     example='draft {"architectures": ["DFlash2DraftModel"]}, target {"quantization_config": '
-    '{"quant_method": "compressed-tensors", "ignore": []}}',
-    fix="If SGLang stops with the message above, use a target checkpoint that keeps lm_head unquantised (or a "
-    "ModelOpt FP8/NVFP4 one), or the DFlash v1 draft.",
+    '{"quant_method": "modelopt", "quant_algo": "FP8"}}',
+    fix="If SGLang stops with the message above, use a target checkpoint that keeps lm_head unquantised (list "
+    "it in the ModelOpt exclude_modules), or the DFlash v1 draft.",
     sources=(
         EngineSource("sglang", "sglang/srt/models/dflash.py", "107-129", "dense head, or the head's quant kernel"),
         EngineSource("sglang", "sglang/srt/layers/logits_processor.py", "1599-1663",
-                     "which quantised heads are used (ModelOpt layouts checked)"),
+                     "any method with apply is used; ModelOpt FP8/NVFP4 only in their runtime layout"),
         EngineSource("sglang", "sglang/srt/speculative/dflash_worker_v2.py", "899-910", "unsupported head: eager path"),
     ),
 )

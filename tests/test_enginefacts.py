@@ -41,18 +41,33 @@ def loc(section, kind: str, name: str) -> tuple[str, int]:
 def test_vllm_targets_follow_bases_aliases_and_mixins_across_modules():
     sec = vllm.extract(tree("vllm"))
     assert sec.data["supported"] == [
-        "LlamaForCausalLM", "MistralForCausalLM", "OlmoForCausalLM", "Qwen2ForCausalLM",
-        "ToyVLForConditionalGeneration",
+        "AnyVLForConditionalGeneration", "LlamaForCausalLM", "MistralForCausalLM", "OlmoForCausalLM",
+        "Qwen2ForCausalLM", "ToyVLForConditionalGeneration",
     ]
-    assert sec.data["unsupported"] == ["MixtralForCausalLM"]
+    assert sec.data["unsupported"] == ["HollowVLForConditionalGeneration", "MixtralForCausalLM"]
     models = "vllm/model_executor/models"
     # the line that names SupportsEagle3 among the bases, reached through an alias and a renamed import
-    assert loc(sec, "supported", "Qwen2ForCausalLM") == (f"{models}/llama.py", 9)
-    assert loc(sec, "supported", "MistralForCausalLM") == (f"{models}/llama.py", 9)
+    assert loc(sec, "supported", "Qwen2ForCausalLM") == (f"{models}/llama.py", 13)
+    assert loc(sec, "supported", "MistralForCausalLM") == (f"{models}/llama.py", 13)
     assert sec.sources["supported"]["MistralForCausalLM"]["cls"] == f"{models}/mistral.py:4"
     assert loc(sec, "supported", "ToyVLForConditionalGeneration") == (f"{models}/eagle_mixins.py", 4)
     assert loc(sec, "supported", "OlmoForCausalLM") == (f"{models}/transformers/base.py", 6)
     assert sec.sources["unsupported"]["MixtralForCausalLM"]["registry"] == f"{models}/registry.py:6"
+
+
+def test_vllm_follows_the_language_model_body_the_interface_asserts_on():
+    # vLLM 0.33.0 interfaces.py:1736-1749: set_aux_hidden_state_layers takes get_language_model(), then
+    # its .model, and asserts it is an EagleModelMixin. HollowVL declares SupportsEagle3 but builds
+    # MixtralForCausalLM (by registry name) whose body is a plain module; ToyVL builds Llama, whose body
+    # is a mixin; AnyVL's text model comes from the checkpoint (not decided: kept); the transformers
+    # backend brings its own set_aux_hidden_state_layers.
+    sec = vllm.extract(tree("vllm"))
+    models = "vllm/model_executor/models"
+    assert sec.data["aux_body_not_mixin"] == {"HollowVLForConditionalGeneration": "MixtralModel"}
+    assert loc(sec, "aux_body_not_mixin", "HollowVLForConditionalGeneration") == (f"{models}/mixtral.py", 13)
+    note = sec.sources["unsupported"]["HollowVLForConditionalGeneration"]["note"]
+    assert "MixtralModel" in note and "EagleModelMixin" in note
+    assert sec.sources["where"]["aux_body_assertion"]["line"] == 20
 
 
 def test_vllm_drafts_runners_and_rename():
@@ -251,7 +266,7 @@ def test_refresh_writes_both_files_and_check_detects_a_change(tmp_path, capsys):
     out = tmp_path / "engine_support.json"
     assert main(["refresh", "--wheels", str(wheels), "--output", str(out)]) == 0
     facts = json.loads(out.read_text())
-    assert facts["engines"] == ENGINE_VERSIONS and facts["vllm"]["unsupported"] == ["MixtralForCausalLM"]
+    assert facts["engines"] == ENGINE_VERSIONS and facts["vllm"]["unsupported"] == ["HollowVLForConditionalGeneration", "MixtralForCausalLM"]
     assert json.loads((tmp_path / "engine_sources.json").read_text())["engines"] == ENGINE_VERSIONS
     assert main(["refresh", "--wheels", str(wheels), "--output", str(out), "--check"]) == 0
     out.write_text(out.read_text().replace('"MixtralForCausalLM"', '"GemmaForCausalLM"'))

@@ -69,19 +69,6 @@ def test_df402_passes_wrappers_whose_language_model_has_the_hook():
     assert not catches("DF402", QWEN35, QWEN35_DRAFT, backends=S)
 
 
-def test_df404_notes_a_dflash2_draft_on_a_non_modelopt_quantised_head():
-    [f] = run_rule("DF404", target(quantization_config=QUANT_HEAD), DFLASH2, backends=S)
-    assert f.severity == "info" and "compressed-tensors" in f.message
-
-
-def test_df404_passes_modelopt_heads_v1_drafts_and_full_precision_heads():
-    for quant in ({"quant_method": "modelopt", "quant_algo": "FP8"}, {"quant_method": "modelopt", "quant_algo": "NVFP4"}):
-        assert not catches("DF404", target(quantization_config=quant), DFLASH2, backends=S), quant
-    assert not catches("DF404", target(quantization_config=QUANT_HEAD), draft(), backends=S)
-    kept = dict(QUANT_HEAD, ignore=["lm_head"])
-    assert not catches("DF404", target(quantization_config=kept), DFLASH2, backends=S)
-
-
 def test_df405_catches_quantization_flag_without_a_draft_setting():
     [f] = run_rule("DF405", target(), draft(), options=CheckOptions(sglang_quantization="fp8"), backends=S)
     assert "fp8" in f.message and "--speculative-draft-model-quantization" in f.message
@@ -209,3 +196,38 @@ def test_df406_df407_leave_guessed_ids_to_sglang():
     guessed = draft(num_target_layers=38, **{"dflash_config.target_layer_ids": DELETE})
     assert not catches("DF407", target(), guessed, backends=S)
     assert not catches("DF406", qwen35_text(), merge(guessed, num_target_layers=42), backends=S)
+
+
+MODELOPT_FP8 = {"quant_method": "modelopt", "quant_algo": "FP8"}
+
+
+def test_df404_notes_a_dflash2_draft_on_a_modelopt_head():
+    # SGLang 0.5.23 logits_processor.py:1614-1663: ModelOpt FP8/NVFP4 heads only in their runtime layout.
+    for quant in (MODELOPT_FP8, {"quant_method": "modelopt", "quant_algo": "NVFP4"}, {"quant_method": "modelopt_fp4"}):
+        [f] = run_rule("DF404", target(quantization_config=quant), DFLASH2, backends=S)
+        assert f.severity == "info" and "ModelOpt" in f.message and "runtime layout" in f.message
+
+
+def test_df404_passes_other_quantised_heads_v1_drafts_and_kept_heads():
+    # Any other method with a kernel is used as is (logits_processor.py:1663).
+    assert not catches("DF404", target(quantization_config=QUANT_HEAD), DFLASH2, backends=S)
+    assert not catches("DF404", target(quantization_config=MODELOPT_FP8), draft(), backends=S)
+    kept = dict(MODELOPT_FP8, exclude_modules=["lm_head"])
+    assert not catches("DF404", target(quantization_config=kept), DFLASH2, backends=S)
+
+
+def test_df414_catches_a_quantised_head_at_tp_above_one():
+    [f] = run_rule("DF414", target(quantization_config=QUANT_HEAD), draft(), options=CheckOptions(tp=4), backends=S)
+    assert f.severity == "error" and "only supported at tp=1, got tp_size=4" in f.message
+    [g] = run_rule("DF414", target(quantization_config=QUANT_HEAD), draft(), options=CheckOptions(tp=1, draft_tp=2),
+                   backends=S)
+    assert "tensor parallelism 2" in g.message
+
+
+def test_df414_passes_tp1_dense_heads_and_drafts_with_their_own_head():
+    assert not catches("DF414", target(quantization_config=QUANT_HEAD), draft(), backends=S)
+    assert not catches("DF414", target(), draft(), options=CheckOptions(tp=4), backends=S)
+    kept = dict(QUANT_HEAD, ignore=["lm_head"])
+    assert not catches("DF414", target(quantization_config=kept), draft(), options=CheckOptions(tp=4), backends=S)
+    assert not catches("DF414", target(quantization_config=QUANT_HEAD), DFLASH2, options=CheckOptions(tp=4),
+                       backends=S)

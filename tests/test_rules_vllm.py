@@ -205,3 +205,44 @@ def test_df313_passes_the_published_dflash2_config_and_v1_drafts():
     assert not catches("DF313", target(), DFLASH2, backends=V)
     assert not catches("DF313", target(), merge(DFLASH2, architectures=["DFlash2BeamDraftModel"]), backends=V)
     assert not catches("DF313", target(), draft(), backends=V)
+
+
+def _speculators_v2():
+    """What `convert --to speculators` writes for the published DFlash 2 draft (the DFlash 2 keys at the top)."""
+    from dflash_compat.conversion import plan_conversion
+    from dflash_compat.specs.draft import parse_draft_config
+    dropped = ("output_multiplier", "final_logit_softcapping", "input_embedding_scale")  # no speculators equivalent
+    plain = merge(DFLASH2, **{f"dflash_config.{k}": DELETE for k in dropped}, **{k: DELETE for k in dropped})
+    return plan_conversion(parse_draft_config(plain, "d"), [], "speculators").config
+
+
+def test_df313_passes_a_speculators_dflash2_config_with_top_level_keys():
+    # vLLM 0.33.0 speculators/algos.py:129-149: update_dflash2 copies the four keys into dflash_config.
+    spec = _speculators_v2()
+    assert spec["speculators_model_type"] == "dflash2" and "dflash_config" not in spec
+    assert all(spec[k] is not None for k in ("conv_kernel_size", "conv_group_size", "selector_rank", "selector_top_k"))
+    assert not catches("DF313", target(), spec, backends=V)
+
+
+def test_df313_catches_a_speculators_dflash2_config_without_its_top_level_keys():
+    spec = merge(_speculators_v2(), selector_rank=DELETE, **{"dflash_config.selector_rank": 256})
+    [f] = run_rule("DF313", target(), spec, backends=V)
+    assert "lacks selector_rank at the top level" in f.message and "update_dflash2" in f.message
+    assert "set only inside dflash_config" in f.message and f.locations[0].key == "selector_rank"
+    [g] = run_rule("DF313", target(), merge(_speculators_v2(), conv_group_size=48), backends=V)
+    assert "conv_group_size 48 does not divide hidden_size 6656" in g.message
+
+
+def test_df302_catches_a_class_whose_language_model_body_is_not_an_eagle_mixin():
+    # vLLM 0.33.0: Exaone4_5_ForConditionalGeneration declares SupportsEagle3 but builds Exaone4ForCausalLM,
+    # whose .model (Exaone4Model, exaone4.py:293) is a plain nn.Module: interfaces.py:1746 asserts.
+    for arch, body in (("Exaone4_5_ForConditionalGeneration", "Exaone4Model"),
+                       ("CohereCompassForConditionalGeneration", "CohereCompassTextModel"),
+                       ("Qwen4ExpForConditionalGeneration", "Qwen4ExpModel")):
+        [f] = run_rule("DF302", target(architectures=[arch]), draft(), backends=V)
+        assert f.severity == "error" and body in f.message and "EagleModelMixin" in f.message, arch
+
+
+def test_df302_passes_multimodal_classes_whose_body_is_an_eagle_mixin():
+    for arch in ("Qwen2_5_VLForConditionalGeneration", "Qwen3_5ForConditionalGeneration"):
+        assert not catches("DF302", target(architectures=[arch]), draft(), backends=V), arch

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
+from typing import Optional
 
 from ..contract import ENGINE_VERSIONS
 from .astutil import assigned, calls_to, function, method, string_dict, string_set
+from .delegation import Unresolved, classes_of_call, own_method, self_attr
 from .facts import Section, require
 from .pymod import ClassRef, Modules, string_value
 from .source import LayoutError, Loc, SourceTree
@@ -28,6 +30,10 @@ V2_DISPATCH = "vllm/v1/worker/gpu/spec_decode/__init__.py"
 V1_RUNNER = "vllm/v1/worker/gpu_model_runner.py"
 V2_EAGLE3 = "vllm/v1/worker/gpu/spec_decode/eagle/eagle3_utils.py"
 SPECULATORS = "vllm/transformers_utils/configs/speculators/algos.py"
+MIXIN = "EagleModelMixin"  # what set_aux_hidden_state_layers asserts the language-model body is
+LM_MARK = "_mark_language_model"
+SET_AUX = "set_aux_hidden_state_layers"
+REGISTERED = ("init_vllm_registered_model", "initialize_model")  # build a registry class by name
 
 
 @dataclass(frozen=True)
@@ -76,12 +82,104 @@ def _interface(mods: Modules) -> ClassRef:
     return ref
 
 
+def _mixin(mods: Modules) -> ClassRef:
+    ref = mods.class_named(INTERFACES, MIXIN)
+    if ref is None:
+        raise LayoutError(f"{INTERFACES}: class {MIXIN} not found")
+    return ref
+
+
+def _first_self_attr(targets: list[ast.expr]) -> Optional[str]:
+    return next((a for t in targets if (a := self_attr(t)) is not None), None)
+
+
+def _assignments(mods: Modules, ref: ClassRef, attr: str, marked: bool = False):
+    """(class, __init__, call) for each `self.<attr> = X(...)` in the first `__init__` of the MRO that
+    assigns it; with `marked`, the attribute is the first one assigned inside `with
+    self._mark_language_model(...)` instead (what get_language_model() returns)."""
+    for cls in mods.mro(ref):
+        init = own_method(cls, "__init__")
+        if init is None:
+            continue
+        scopes = [init]
+        if marked:
+            scopes = [ast.Module(body=n.body, type_ignores=[]) for n in ast.walk(init) if isinstance(n, ast.With)
+                      and any(isinstance(i.context_expr, ast.Call) and isinstance(i.context_expr.func, ast.Attribute)
+                              and i.context_expr.func.attr == LM_MARK for i in n.items)]
+        calls = sorted(((a, n) for scope in scopes for n in ast.walk(scope)
+                        if isinstance(n, (ast.Assign, ast.AnnAssign)) and isinstance(n.value, ast.Call)
+                        for a in [_first_self_attr(n.targets if isinstance(n, ast.Assign) else [n.target])]
+                        if a is not None), key=lambda an: an[1].lineno)
+        if marked and calls:  # `language_model` if the block builds one, else the first module it builds
+            attr = "language_model" if any(a == "language_model" for a, _ in calls) else calls[0][0]
+        found = [(cls, init, n.value) for a, n in calls if a == attr]
+        if found:
+            return attr, found
+    return attr, []
+
+
+def _call_classes(mods: Modules, ref: ClassRef, cls: ClassRef, init: ast.FunctionDef, call: ast.Call,
+                  by_arch: dict[str, ClassRef]) -> Optional[list[ClassRef]]:
+    """The classes a constructor call may build. vLLM's registry builders (`init_vllm_registered_model`,
+    `initialize_model`) are looked up by the literal architecture list in the call; without one the
+    class comes from the checkpoint's config at run time: None (not decided statically)."""
+    if isinstance(call.func, ast.Name) and call.func.id in REGISTERED:
+        for node in ast.walk(call):
+            if isinstance(node, (ast.List, ast.Tuple)) and node.elts:
+                names = [string_value(e) for e in node.elts]
+                if all(n in by_arch for n in names):
+                    return [by_arch[n] for n in names]
+        return None
+    return classes_of_call(mods, ref, call.func, (cls, init))
+
+
+def aux_holder_gap(mods: Modules, ref: ClassRef, by_arch: dict[str, ClassRef]) -> Optional[tuple[Loc, ClassRef]]:
+    """Where SupportsEagle3.set_aux_hidden_state_layers (when `ref` does not override it) would fail
+    for `ref`: it takes the language
+    model (the module marked by `_mark_language_model`, else `self.language_model`, else `self`), then its `.model` when it has
+    one, and asserts that module is an EagleModelMixin. None when every class that can sit there
+    is one; (location of the assignment, the class) for the first that is not."""
+    mixin = _mixin(mods)
+    own = mods.find_member(ref, SET_AUX)
+    if own is None or own[0] != _interface(mods):  # the class brings its own; the assertion is not run
+        return None
+    _, marked = _assignments(mods, ref, "", marked=True)
+    if not marked:  # get_language_model()'s fallback: the child that is a language model
+        _, marked = _assignments(mods, ref, "language_model")
+    lms = [lm for c, init, call in marked for lm in _call_classes(mods, ref, c, init, call, by_arch) or []]
+    for lm in lms if marked else [ref]:
+        _, bodies = _assignments(mods, lm, "model")
+        holders = [(c, h, call) for c, init, call in bodies
+                   for h in _call_classes(mods, lm, c, init, call, by_arch) or []]
+        for owner, holder, call in holders if bodies else [(lm, lm, None)]:
+            if mods.declares_base(holder, mixin) is None:
+                return owner.loc(call.lineno if call is not None else None), holder
+    return None
+
+
+def _assertion(tree: SourceTree) -> Loc:
+    path = INTERFACES.replace(".", "/") + ".py"
+    for node in ast.walk(tree.parse(path)):
+        if (isinstance(node, ast.Assert) and isinstance(node.test, ast.Call) and isinstance(node.test.func, ast.Name)
+                and node.test.func.id == "isinstance" and len(node.test.args) == 2
+                and isinstance(node.test.args[1], ast.Name) and node.test.args[1].id == MIXIN):
+            return Loc(path, node.lineno, f"{SET_AUX}: the language-model body must be an {MIXIN}")
+    raise LayoutError(f"{path}: the {MIXIN} assertion in {SET_AUX} was not found")
+
+
 def eagle3_targets(mods: Modules, registry: dict[str, list[Entry]]):
-    """(supported, unsupported, unresolved): registry names by whether their class has SupportsEagle3."""
+    """(supported, unsupported, body_not_mixin): registry names by whether their class has SupportsEagle3
+    and a language-model body that is an EagleModelMixin."""
     iface = _interface(mods)
     supported: dict[str, Loc] = {}
     unsupported: dict[str, Loc] = {}
+    body_gaps: dict[str, tuple[str, Loc]] = {}
     unresolved: list[str] = []
+    by_arch = {}
+    for entries in registry.values():
+        for e in entries:
+            if (c := mods.class_named(e.module, e.cls)) is not None:
+                by_arch.setdefault(e.arch, c)
     for dict_name in TARGET_DICTS:
         for e in registry[dict_name]:
             ref = mods.class_named(e.module, e.cls)
@@ -90,7 +188,22 @@ def eagle3_targets(mods: Modules, registry: dict[str, list[Entry]]):
                 continue
             found = mods.declares_base(ref, iface)
             cls = f"{ref.path}:{ref.node.lineno}"
+            gap = None
             if found:
+                try:
+                    gap = aux_holder_gap(mods, ref, by_arch)
+                except Unresolved as exc:
+                    unresolved.append(f"{e.arch}: the language-model body at {exc}")
+                    continue
+            if found and gap is not None:
+                where, holder = gap
+                loc = where.with_(
+                    f"{ref.name} implements SupportsEagle3 but its language-model body {holder.name} "
+                    f"({holder.path}:{holder.node.lineno}) is not an {MIXIN}: set_aux_hidden_state_layers "
+                    f"fails its assertion", registry=str(e.loc))
+                body_gaps[e.arch] = (holder.name, loc)
+                unsupported[e.arch] = loc
+            elif found:
                 owner, expr = found
                 supported[e.arch] = owner.loc(expr.lineno).with_(
                     f"{ref.name} implements SupportsEagle3" + (f" (through {owner.name})" if owner != ref else ""),
@@ -102,7 +215,7 @@ def eagle3_targets(mods: Modules, registry: dict[str, list[Entry]]):
         raise LayoutError("vLLM registry classes not found in the sources: " + "; ".join(unresolved))
     require(supported, "vLLM target classes implementing SupportsEagle3", anchor="LlamaForCausalLM")
     require(unsupported, "vLLM target classes without SupportsEagle3")
-    return supported, unsupported
+    return supported, unsupported, body_gaps
 
 
 @dataclass(frozen=True)
@@ -275,7 +388,7 @@ def speculators_formats(tree: SourceTree) -> tuple[dict[str, Loc], Loc]:
 def extract(tree: SourceTree) -> Section:
     mods = Modules(tree)
     registry = read_registry(tree)
-    supported, unsupported = eagle3_targets(mods, registry)
+    supported, unsupported, body_gaps = eagle3_targets(mods, registry)
     rename = dflash_rename(tree)
     drafts = dflash_drafts(registry, rename)
     sec = Section()
@@ -285,6 +398,9 @@ def extract(tree: SourceTree) -> Section:
     sec.meta("interface", "SupportsEagle3")
     sec.names("supported", supported)
     sec.names("unsupported", unsupported)
+    sec.mapping("aux_body_not_mixin", body_gaps)
+    assert_at = _assertion(tree)
+    sec.where("aux_body_assertion", assert_at)
     backend = {e.arch: e for e in registry[BACKEND_DICT]}.get("TransformersForCausalLM")
     ref = mods.class_named(backend.module, backend.cls) if backend else None
     found = mods.declares_base(ref, _interface(mods)) if ref else None
