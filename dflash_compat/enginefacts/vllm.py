@@ -136,8 +136,9 @@ def _call_classes(mods: Modules, ref: ClassRef, cls: ClassRef, init: ast.Functio
 def aux_holder_gap(mods: Modules, ref: ClassRef, by_arch: dict[str, ClassRef]) -> Optional[tuple[Loc, ClassRef]]:
     """Where SupportsEagle3.set_aux_hidden_state_layers (when `ref` does not override it) would fail
     for `ref`: it takes the language model (the module marked by `_mark_language_model`, else
-    `self.language_model`, else `self`), then its `.model` when it has one, and asserts that module is an EagleModelMixin. None when every class that can sit there
-    is one; (location of the assignment, the class) for the first that is not."""
+    `self.language_model`, else `self`), then its `.model` when it has one, and asserts that module
+    is an EagleModelMixin. None when every class that can sit there is one; (location of the
+    assignment, the class) for the first that is not."""
     mixin = _mixin(mods)
     own = mods.find_member(ref, SET_AUX)
     if own is None or own[0] != _interface(mods):  # the class brings its own; the assertion is not run
