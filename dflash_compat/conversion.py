@@ -22,7 +22,7 @@ from typing import Any, Optional
 from .exceptions import ConversionError
 from .specs import DraftSpec
 from .specs.families import SPECULATORS_FORMATS
-from .specs.tensor_names import canonical
+from .specs.tensor_names import canonical, stored_name
 
 __all__ = ["Plan", "plan_conversion", "rename_tensors"]
 
@@ -55,11 +55,13 @@ def _fail(spec: DraftSpec, why: str) -> ConversionError:
 
 
 def rename_tensors(names: list[str]) -> dict[str, str]:
-    """z-lab spelling for every tensor: alias names (encoder.fc, midlayer) made canonical, a wrapper
-    prefix shared by all of them ("model.") removed. Refuses two names that would collide."""
+    """z-lab spelling for every tensor: alias names (encoder.fc, midlayer) made canonical, DFlash 2's
+    codebooks without `.weight` (what every engine loads), a wrapper prefix shared by all of them
+    ("model.") removed. Refuses two names that would collide."""
     new = {n: canonical(n) for n in names}
     if names and all(v.startswith("model.") for v in new.values()):
         new = {k: v[len("model."):] for k, v in new.items()}
+    new = {k: stored_name(v) for k, v in new.items()}
     seen: dict[str, str] = {}
     for old, v in new.items():
         if v in seen:

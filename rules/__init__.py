@@ -101,6 +101,7 @@ from . import (
     df608_draft_weights_quantized,
     df609_draft_unexpected_tensors,
     df610_draft_weights_incomplete,
+    df611_draft_codebook_spelling,
     df701_target_embedding_not_found,
     df702_target_output_head_not_found,
     df703_target_layers_not_found,
@@ -228,6 +229,7 @@ ALL_RULES: list[Rule] = [
     df608_draft_weights_quantized.RULE,
     df609_draft_unexpected_tensors.RULE,
     df610_draft_weights_incomplete.RULE,
+    df611_draft_codebook_spelling.RULE,
     # --- DF7xx: target module tree (meta device) ---
     df701_target_embedding_not_found.RULE,
     df702_target_output_head_not_found.RULE,

@@ -273,3 +273,20 @@ def test_source_files_are_left_as_they_were(tmp_path):
     before = tree_digest(src)
     assert convert(src, "--to", "speculators", "-o", tmp_path / "s").exit_code == 0
     assert tree_digest(src) == before
+
+
+def test_convert_writes_the_codebooks_bare_as_every_engine_loads_them(tmp_path):
+    # vLLM qwen3_dflash2.py:326-331, SGLang srt/models/dflash.py:1166-1171, speculators 0.9.0
+    # dflash2/model_definitions.py:261-262 and the dflash MLX loader (model_mlx.py:478-481) load bare names.
+    dotted = {(f"{k}.weight" if k.endswith("_codebook") else k): v for k, v in V2_TENSORS.items()}
+    books = {"candidate_selector.predecessor_codebook", "candidate_selector.successor_codebook"}
+    src = make_draft(tmp_path / "src", V2, dotted)
+    assert convert(src, "--to", "speculators", "-o", tmp_path / "spec").exit_code == 0
+    spec_cfg = json.loads((tmp_path / "spec" / "config.json").read_text())
+    spec_src = make_draft(tmp_path / "spec_src", spec_cfg, dotted)
+    assert convert(spec_src, "--to", "zlab", "-o", tmp_path / "zlab").exit_code == 0
+    for out, origin in ((tmp_path / "spec", src), (tmp_path / "zlab", spec_src)):
+        names = set(tensor_bytes(out))
+        assert books <= names and not any(n.endswith("_codebook.weight") for n in names), out
+        want = tensor_bytes(origin)["candidate_selector.successor_codebook.weight"]
+        assert tensor_bytes(out)["candidate_selector.successor_codebook"] == want

@@ -245,3 +245,35 @@ def test_weights_from_target_copy_the_chosen_layers(tmp_path, tiny_target):
     assert torch.equal(fc, torch.cat([torch.eye(32), torch.eye(32)], dim=1) / 2)
     report = check_pair(str(tiny_target), str(out), deep=True)
     assert _draft_findings(report) == []
+
+
+def test_v2_random_weights_load_in_the_dflash_mlx_loader(tmp_path, tiny_target, monkeypatch):
+    """init-draft --version v2 writes the selector codebooks bare, as every engine loads them: the dflash
+    0.1.0 MLX loader (model_mlx.py:478-481) pops `candidate_selector.<book>` and raises KeyError for the
+    `.weight` spelling, which DF611 reports."""
+    ref = pytest.importorskip("dflash.model_mlx")
+    from safetensors import safe_open
+    from safetensors.numpy import save_file
+
+    out = tmp_path / "v2"
+    res = _run(tiny_target, "-o", out, "--version", "v2", "--layers", "2", "--layer-ids", "0,2", "--block-size", "4",
+               "--weights", "random", "--mask-token-id", "63", "--dtype", "float32")
+    assert res.exit_code == 0, res.output
+    with safe_open(str(out / "model.safetensors"), framework="numpy") as f:
+        tensors = {k: f.get_tensor(k) for k in f.keys()}
+    books = ("candidate_selector.predecessor_codebook", "candidate_selector.successor_codebook")
+    assert all(b in tensors and f"{b}.weight" not in tensors for b in books)
+    monkeypatch.setattr(ref, "snapshot_download", lambda *a, **k: str(a[0]))  # a local folder, no Hub
+    draft = ref.load_draft(str(out))
+    assert tuple(draft.candidate_selector.predecessor_codebook.weight.shape) == tensors[books[0]].shape
+    report = check_pair(str(tiny_target), str(out), deep=True)
+    assert "DF611" not in {f.code for f in report.findings}
+    # The spelling earlier releases wrote: the MLX loader refuses it, and DF611 says so per engine.
+    old = tmp_path / "old"
+    shutil.copytree(out, old)
+    save_file({(f"{k}.weight" if k in books else k): v for k, v in tensors.items()}, str(old / "model.safetensors"),
+              metadata={"format": "pt"})
+    with pytest.raises(KeyError, match="candidate_selector.predecessor_codebook"):
+        ref.load_draft(str(old))
+    found = [f for f in check_pair(str(tiny_target), str(old), deep=True).findings if f.code == "DF611"]
+    assert {f.backend for f in found} == {"vllm", "sglang", "mlx"}

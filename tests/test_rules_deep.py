@@ -430,3 +430,19 @@ def test_df254_catches_past_key_values_swallowed_by_kwargs():
     # MambaForCausalLM.forward(cache=..., **kwargs): the alias it has is for cache_params, not past_key_values.
     (f,) = found("DF254", spec("mamba"))
     assert f.severity == "error" and "ignored" in f.message
+
+
+def test_df611_catches_codebooks_spelt_with_weight(tmp_path):
+    # v2_tensors() spells the successor codebook `.weight`: vLLM, the dflash MLX loader and SGLang do not load it.
+    d = weights(tmp_path, cfg=V2, tensors=v2_tensors())
+    found = findings("DF611", _target(), *d)
+    assert {f.backend for f in found} == {"vllm", "sglang", "mlx"} and all(f.severity == "error" for f in found)
+    assert all("candidate_selector.successor_codebook.weight" in f.message for f in found)
+    assert "KeyError" in next(f.message for f in found if f.backend == "mlx")
+
+
+def test_df611_passes_bare_codebooks_and_v1_drafts(tmp_path):
+    t = v2_tensors()
+    t["candidate_selector.successor_codebook"] = t.pop("candidate_selector.successor_codebook.weight")
+    assert not catches("DF611", _target(), *weights(tmp_path / "bare", cfg=V2, tensors=t))
+    assert not catches("DF611", _target(), *weights(tmp_path / "v1", tensors=draft_tensors(DRAFT)))

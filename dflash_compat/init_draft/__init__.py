@@ -17,6 +17,7 @@ from typing import Optional, Sequence
 from ..exceptions import ConfigError, InputError
 from ..resolve import Resolved, load_json, resolve
 from ..specs import TargetSpec, parse_draft_config
+from ..specs.tensor_names import stored_name
 from .config import Derived, DraftShape, derive_draft_config
 from .tokens import MaskChoice, check_mask_token, choose_mask_token, read_tokenizer_facts
 
@@ -139,7 +140,7 @@ def init_draft(target: str, out: str | os.PathLike, options: InitOptions = InitO
     if state is not None:
         from safetensors.torch import save
 
-        write_output(stale, save({k: v.contiguous() for k, v in state.items()}, metadata={"format": "pt"}),
+        write_output(stale, save({stored_name(k): v.contiguous() for k, v in state.items()}, metadata={"format": "pt"}),
                      force=True)
     elif os.path.lexists(stale):  # --force over an old draft: its weights no longer match the new config
         try:
