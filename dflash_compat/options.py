@@ -23,6 +23,8 @@ class CheckOptions:
     sglang_draft_window_size: Optional[int] = None  # --speculative-draft-window-size
     sglang_attn_dp_size: Optional[int] = None  # --attn-dp-size (attention data parallelism when > 1)
     sglang_enable_dp_lm_head: bool = False  # --enable-dp-lm-head
+    sglang_draft_attention_backend: Optional[str] = None  # --speculative-draft-attention-backend
+    sglang_attn_cp_size: Optional[int] = None  # --attn-cp-size (attention context parallelism when > 1)
     sglang_quantization: Optional[str] = None  # --quantization
     sglang_draft_quantization: Optional[str] = None  # --speculative-draft-model-quantization
     pp_size: int = 1  # pipeline-parallel size

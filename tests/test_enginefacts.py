@@ -67,7 +67,19 @@ def test_vllm_follows_the_language_model_body_the_interface_asserts_on():
     assert loc(sec, "aux_body_not_mixin", "HollowVLForConditionalGeneration") == (f"{models}/mixtral.py", 13)
     note = sec.sources["unsupported"]["HollowVLForConditionalGeneration"]["note"]
     assert "MixtralModel" in note and "EagleModelMixin" in note
-    assert sec.sources["where"]["aux_body_assertion"]["line"] == 20
+    assert sec.sources["where"]["aux_body_assertion"]["line"] == 21
+
+
+def test_vllm_reads_which_bodies_relay_aux_states_over_pipeline_parallelism():
+    # vLLM 0.33.0 eagle3_utils.py:57-63: at pp > 1 the V2 runner needs the inner decoder's
+    # supports_aux_hidden_states_over_pp; LlamaModel sets it (and ToyVL builds Llama), the mixin's default
+    # is False and unset; AnyVL's text model is the checkpoint's (not decided).
+    sec = vllm.extract(tree("vllm"))
+    pp = sec.data["aux_over_pp"]
+    assert pp["LlamaForCausalLM"] is True and pp["ToyVLForConditionalGeneration"] is True and pp["Qwen2ForCausalLM"]
+    assert pp["OlmoForCausalLM"] is False and "AnyVLForConditionalGeneration" not in pp
+    assert loc(sec, "aux_over_pp", "LlamaForCausalLM") == ("vllm/model_executor/models/llama.py", 7)
+    assert sec.sources["where"]["aux_over_pp_check"]["file"].endswith("eagle3_utils.py")
 
 
 def test_vllm_drafts_runners_and_rename():

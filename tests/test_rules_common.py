@@ -544,3 +544,9 @@ def test_df129_catches_missing_keys_and_an_odd_group():
 def test_df129_passes_complete_v2_and_v1_drafts():
     assert not catches("DF129", target(), draft(**V2))
     assert not catches("DF129", target(), draft())  # v1 has no such keys
+
+
+def test_df106_names_sglang_too():
+    # SGLang 0.5.23 qwen3_5.py:1889-1892 marks the layers, 1942-1953 collects them in layer order.
+    [f] = run_rule("DF106", target(), draft(**{IDS: [33, 1, 9, 17, 25]}))
+    assert "vLLM and SGLang" in f.message and "Qwen3.5" in f.message

@@ -12,6 +12,7 @@ QWEN35 = fixture_config("qwen3.5-35b-a3b")  # Qwen3_5MoeForConditionalGeneration
 QWEN35_DRAFT = fixture_config("pairs/qwen3.5-35b-a3b/draft")  # ids [1, 10, 19, 28, 37]
 LLAMA31 = fixture_config("pairs/llama-3.1-8b/target")  # 32 layers
 LLAMA31_DRAFT = fixture_config("pairs/llama-3.1-8b/draft")  # ids [1, 8, 15, 22, 29]
+IDS = "dflash_config.target_layer_ids"
 
 
 def qwen35_text(arch="Qwen3_5MoeForCausalLM"):
@@ -231,3 +232,94 @@ def test_df414_passes_tp1_dense_heads_and_drafts_with_their_own_head():
     assert not catches("DF414", target(quantization_config=kept), draft(), options=CheckOptions(tp=4), backends=S)
     assert not catches("DF414", target(quantization_config=QUANT_HEAD), DFLASH2, options=CheckOptions(tp=4),
                        backends=S)
+
+
+# --- DF415-DF419: SGLang refusals (SGLang 0.5.23)
+DOMINO = draft(**{"dflash_config.projector_type": "domino", "dflash_config.shift_label": True,
+                  "dflash_config.pure_draft_prefix_len": 1, "dflash_config.gru_hidden_dim": 256,
+                  "dflash_config.emb_dim": 256})
+LILI = draft(architectures=["LiLiCorrDraftModel"], **{"dflash_config.lilicorr_num_layers": 2})
+
+
+def test_df415_catches_domino_lilicorr_and_context_parallel_with_dp_attention():
+    # dflash_worker_v2.py:455-460, speculative_hook.py:303-317.
+    dp = CheckOptions(sglang_attn_dp_size=4, sglang_enable_dp_lm_head=True)
+    for d in (DOMINO, LILI):
+        [f] = run_rule("DF415", target(), d, options=dp, backends=S)
+        assert "Domino and LiLiCorr heads are not supported" in f.message
+    cp = CheckOptions(sglang_attn_dp_size=4, sglang_enable_dp_lm_head=True, sglang_attn_cp_size=2)
+    [g] = run_rule("DF415", target(), draft(), options=cp, backends=S)
+    assert "does not support context parallel" in g.message
+
+
+def test_df415_passes_plain_drafts_and_no_dp_attention():
+    dp = CheckOptions(sglang_attn_dp_size=4, sglang_enable_dp_lm_head=True, sglang_attn_cp_size=1)
+    assert not catches("DF415", target(), draft(), options=dp, backends=S)
+    assert not catches("DF415", target(), DFLASH2, options=dp, backends=S)
+    assert not catches("DF415", target(), DOMINO, options=CheckOptions(sglang_attn_cp_size=2), backends=S)
+
+
+def test_df416_catches_each_domino_refusal():
+    # dflash_utils.py:727-789.
+    cases = {"pure_draft_prefix_len": (2, "not 1"), "shift_label": ("yes", "not a bool"),
+             "gru_hidden_dim": (DELETE, "gru_hidden_dim is missing"), "emb_dim": (0, "emb_dim is not a positive")}
+    for key, (value, text) in cases.items():
+        [f] = run_rule("DF416", target(), merge(DOMINO, **{f"dflash_config.{key}": value}), backends=S)
+        assert text in f.message and f.locations[0].key == f"dflash_config.{key}", key
+    [g] = run_rule("DF416", target(), merge(DOMINO, emb_dim=128), backends=S)
+    assert "differs between dflash_config (256) and the top level (128)" in g.message
+
+
+def test_df416_passes_a_complete_domino_config_and_top_level_keys():
+    assert not catches("DF416", target(), DOMINO, backends=S)
+    top = merge(DOMINO, **{"dflash_config.gru_hidden_dim": DELETE, "dflash_config.emb_dim": DELETE},
+                gru_hidden_dim=256, emb_dim=256)
+    assert not catches("DF416", target(), top, backends=S)
+    assert not catches("DF416", target(), draft(), backends=S)
+
+
+def test_df417_catches_mimo_extras_of_the_wrong_type():
+    # dflash_utils.py:704-724.
+    [f] = run_rule("DF417", target(), draft(**{"dflash_config.attention_sink_bias": "true"}), backends=S)
+    assert "must be a bool" in f.message
+    for bad in ("0.5", True):
+        [g] = run_rule("DF417", target(), draft(**{"dflash_config.attention_value_scale": bad}), backends=S)
+        assert "int|float|None" in g.message
+
+
+def test_df417_passes_bools_numbers_and_absence():
+    good = draft(**{"dflash_config.attention_sink_bias": True, "dflash_config.attention_value_scale": 0.5})
+    assert not catches("DF417", target(), good, backends=S)
+    assert not catches("DF417", target(), draft(**{"dflash_config.attention_value_scale": 2}), backends=S)
+    assert not catches("DF417", target(), draft(), backends=S)
+
+
+def test_df418_notes_the_trtllm_mha_fallback():
+    # speculative_hook.py:945-979.
+    opts = CheckOptions(sglang_draft_attention_backend="trtllm_mha")
+    [f] = run_rule("DF418", target(), draft(), options=opts, backends=S)
+    assert f.severity == "info" and "fallback" in f.message
+
+
+def test_df418_passes_all_sliding_or_causal_drafts_and_other_backends():
+    opts = CheckOptions(sglang_draft_attention_backend="trtllm_mha")
+    assert not catches("DF418", target(), draft(layer_types=["sliding_attention"] * 5), options=opts, backends=S)
+    assert not catches("DF418", target(), draft(is_causal=True), options=opts, backends=S)
+    assert not catches("DF418", target(), draft(), options=CheckOptions(sglang_draft_attention_backend="fa3"),
+                       backends=S)
+
+
+def test_df419_catches_ids_beyond_the_loops_and_a_one_pass_depth():
+    # spec_aux_hidden_state.py:232-234: target layers = num_hidden_layers x num_loops.
+    loop = target(num_hidden_layers=22, num_loops=2)
+    [f] = run_rule("DF419", loop, draft(num_target_layers=44, **{IDS: [1, 10, 20, 30, 44]}), backends=S)
+    assert f.severity == "error" and "[44]" in f.message and "22 x num_loops 2 = 44" in f.message
+    [g] = run_rule("DF419", loop, draft(num_target_layers=22, **{IDS: [1, 5, 10, 15, 20]}), backends=S)
+    assert g.severity == "warning" and "num_target_layers 22" in g.message
+
+
+def test_df419_passes_loop_ids_in_range_and_plain_targets():
+    loop = target(num_hidden_layers=22, num_loops=2)
+    assert not catches("DF419", loop, draft(num_target_layers=44, **{IDS: [1, 10, 20, 30, 40]}), backends=S)
+    assert not catches("DF419", target(), draft(), backends=S)
+    assert not catches("DF419", target(num_loops=1), draft(), backends=S)

@@ -246,3 +246,80 @@ def test_df302_catches_a_class_whose_language_model_body_is_not_an_eagle_mixin()
 def test_df302_passes_multimodal_classes_whose_body_is_an_eagle_mixin():
     for arch in ("Qwen2_5_VLForConditionalGeneration", "Qwen3_5ForConditionalGeneration"):
         assert not catches("DF302", target(architectures=[arch]), draft(), backends=V), arch
+
+
+# --- DF314-DF317: vLLM refusals (vLLM 0.33.0)
+def test_df314_catches_sliding_layers_without_a_window():
+    # qwen3_dflash.py:139-154: a sliding layer needs dflash_config.swa_window_size or sliding_window.
+    [f] = run_rule("DF314", target(), draft(**{"dflash_config.use_swa": True, "sliding_window": DELETE}), backends=V)
+    assert "use_swa" in f.message and "requires a window size" in f.message
+    mixed = draft(layer_types=["sliding_attention", "full_attention"], sliding_window=DELETE)
+    assert "layer_types" in run_rule("DF314", target(), mixed, backends=V)[0].message
+    # a nested null hides the top-level window (dict.get with a default returns the null)
+    hidden = draft(**{"dflash_config.use_swa": True, "dflash_config.swa_window_size": None, "sliding_window": 2048})
+    assert catches("DF314", target(), hidden, backends=V)
+
+
+def test_df314_passes_windows_and_full_attention_drafts():
+    assert not catches("DF314", target(), draft(**{"dflash_config.use_swa": True, "sliding_window": 2048}), backends=V)
+    assert not catches("DF314", target(), draft(**{"dflash_config.use_swa": True,
+                                                   "dflash_config.swa_window_size": 512}), backends=V)
+    assert not catches("DF314", target(), draft(layer_types=["full_attention"] * 2), backends=V)
+    assert not catches("DF314", target(), draft(), backends=V)
+
+
+def test_df315_catches_pipeline_parallelism_on_a_class_without_the_relay():
+    # eagle3_utils.py:44-45, 57-63: the V2 runner needs the inner decoder's supports_aux_hidden_states_over_pp.
+    opts = CheckOptions(pp_size=2)
+    [f] = run_rule("DF315", target(architectures=["Qwen3_5MoeForConditionalGeneration"]), draft(), options=opts,
+                   backends=V)
+    assert "pipeline parallelism" in f.message and "Qwen3_5MoeForConditionalGeneration" in f.message
+
+
+def test_df315_passes_pp1_and_classes_that_relay():
+    assert not catches("DF315", target(architectures=["Qwen3_5MoeForConditionalGeneration"]), draft(), backends=V)
+    for arch in ("Qwen3ForCausalLM", "LlamaForCausalLM", "Qwen3VLForConditionalGeneration"):
+        assert not catches("DF315", target(architectures=[arch]), draft(), options=CheckOptions(pp_size=4),
+                           backends=V), arch
+
+
+LAGUNA = draft(architectures=["LagunaForCausalLM"], layer_types=["sliding_attention"] * 5, draft_vocab_size=151936)
+
+
+def test_df316_catches_laguna_layer_types_and_vocab():
+    # laguna_dflash.py:45-60 and 244-256.
+    mixed = merge(LAGUNA, layer_types=["sliding_attention"] * 4 + ["full_attention"])
+    assert "mixes" in run_rule("DF316", target(), mixed, backends=V)[0].message
+    assert "requires `layer_types`" in run_rule("DF316", target(), merge(LAGUNA, layer_types=DELETE), backends=V)[0].message
+    short = merge(LAGUNA, layer_types=["sliding_attention"])
+    assert "1 entries for num_hidden_layers 5" in run_rule("DF316", target(), short, backends=V)[0].message
+    assert "requires `draft_vocab_size`" in run_rule("DF316", target(), merge(LAGUNA, draft_vocab_size=DELETE),
+                                                     backends=V)[0].message
+    [f] = run_rule("DF316", target(), merge(LAGUNA, draft_vocab_size=32000), backends=V)
+    assert "!= the target's vocab_size 151936" in f.message
+
+
+def test_df316_passes_a_uniform_laguna_config_and_other_families():
+    assert not catches("DF316", target(), LAGUNA, backends=V)
+    assert not catches("DF316", target(), draft(), backends=V)
+
+
+LILI = draft(architectures=["LiLiCorrDraftModel"], **{"dflash_config.lilicorr_num_layers": 2,
+                                                       "dflash_config.lilicorr_candidate_topk": 8,
+                                                       "dflash_config.lilicorr_num_heads": 8})
+
+
+def test_df317_catches_lilicorr_topk_and_heads():
+    # lilicorr.py:42-46 and 142-148.
+    [f] = run_rule("DF317", target(), merge(LILI, **{"dflash_config.lilicorr_candidate_topk": 12}), backends=V)
+    assert "power of two <= 16" in f.message
+    assert catches("DF317", target(), merge(LILI, **{"dflash_config.lilicorr_candidate_topk": 32}), backends=V)
+    [g] = run_rule("DF317", target(), merge(LILI, **{"dflash_config.lilicorr_num_heads": 7}), backends=V)
+    assert "not divisible" in g.message and "4096" in g.message
+
+
+def test_df317_passes_valid_settings_and_other_families():
+    assert not catches("DF317", target(), LILI, backends=V)
+    assert not catches("DF317", target(), merge(LILI, **{"dflash_config.lilicorr_hidden_size": 1024,
+                                                        "dflash_config.lilicorr_num_heads": 16}), backends=V)
+    assert not catches("DF317", target(), draft(**{"dflash_config.lilicorr_candidate_topk": 12}), backends=V)

@@ -33,6 +33,7 @@ SPECULATORS = "vllm/transformers_utils/configs/speculators/algos.py"
 MIXIN = "EagleModelMixin"  # what set_aux_hidden_state_layers asserts the language-model body is
 LM_MARK = "_mark_language_model"
 SET_AUX = "set_aux_hidden_state_layers"
+PP_FLAG = "supports_aux_hidden_states_over_pp"
 REGISTERED = ("init_vllm_registered_model", "initialize_model")  # build a registry class by name
 
 
@@ -133,28 +134,61 @@ def _call_classes(mods: Modules, ref: ClassRef, cls: ClassRef, init: ast.Functio
     return classes_of_call(mods, ref, call.func, (cls, init))
 
 
-def aux_holder_gap(mods: Modules, ref: ClassRef, by_arch: dict[str, ClassRef]) -> Optional[tuple[Loc, ClassRef]]:
-    """Where SupportsEagle3.set_aux_hidden_state_layers (when `ref` does not override it) would fail
-    for `ref`: it takes the language model (the module marked by `_mark_language_model`, else
-    `self.language_model`, else `self`), then its `.model` when it has one, and asserts that module
-    is an EagleModelMixin. None when every class that can sit there is one; (location of the
-    assignment, the class) for the first that is not."""
-    mixin = _mixin(mods)
-    own = mods.find_member(ref, SET_AUX)
-    if own is None or own[0] != _interface(mods):  # the class brings its own; the assertion is not run
-        return None
+def aux_holders(mods: Modules, ref: ClassRef, by_arch: dict[str, ClassRef]) -> Optional[list[tuple[ClassRef, ClassRef,
+                                                                                            Optional[ast.Call]]]]:
+    """The classes that can be the language-model body vLLM takes aux hidden states from (what
+    set_aux_hidden_state_layers and the V2 runner's `_inner_decoder` read): the language model (the
+    module marked by `_mark_language_model`, else `self.language_model`, else `self`), then its
+    `.model` when it has one. Each as (class that assigns it, body class, the assigning call); None
+    when the text model is chosen by the checkpoint at run time (not decided statically)."""
     _, marked = _assignments(mods, ref, "", marked=True)
     if not marked:  # get_language_model()'s fallback: the child that is a language model
         _, marked = _assignments(mods, ref, "language_model")
-    lms = [lm for c, init, call in marked for lm in _call_classes(mods, ref, c, init, call, by_arch) or []]
+    lms: list[ClassRef] = []
+    for c, init, call in marked:
+        found = _call_classes(mods, ref, c, init, call, by_arch)
+        if found is None:
+            return None
+        lms += found
+    out = []
     for lm in lms if marked else [ref]:
         _, bodies = _assignments(mods, lm, "model")
-        holders = [(c, h, call) for c, init, call in bodies
-                   for h in _call_classes(mods, lm, c, init, call, by_arch) or []]
-        for owner, holder, call in holders if bodies else [(lm, lm, None)]:
-            if mods.declares_base(holder, mixin) is None:
-                return owner.loc(call.lineno if call is not None else None), holder
+        if not bodies:
+            out.append((lm, lm, None))
+        for c, init, call in bodies:
+            found = _call_classes(mods, lm, c, init, call, by_arch)
+            if found is None:
+                return None
+            out += [(c, h, call) for h in found]
+    return out
+
+
+def aux_holder_gap(mods: Modules, ref: ClassRef, holders) -> Optional[tuple[Loc, ClassRef]]:
+    """Where SupportsEagle3.set_aux_hidden_state_layers (when `ref` does not override it) would fail:
+    it asserts the body (`aux_holders`) is an EagleModelMixin. None when every class that can sit
+    there is one; (location of the assignment, the class) for the first that is not."""
+    own = mods.find_member(ref, SET_AUX)
+    if holders is None or own is None or own[0] != _interface(mods):  # its own method: no assertion
+        return None
+    mixin = _mixin(mods)
+    for owner, holder, call in holders:
+        if mods.declares_base(holder, mixin) is None:
+            return owner.loc(call.lineno if call is not None else None), holder
     return None
+
+
+def over_pp(mods: Modules, holders) -> Optional[tuple[bool, Loc]]:
+    """Whether every body sets `supports_aux_hidden_states_over_pp = True` (what the V2 runner
+    requires at pipeline parallelism > 1), with where it is set (or the body class when it is not)."""
+    if not holders:
+        return None
+    for _, holder, _ in holders:
+        found = mods.find_member(holder, PP_FLAG)
+        value = found[1].value if found and isinstance(found[1], (ast.Assign, ast.AnnAssign)) else None
+        if not (isinstance(value, ast.Constant) and value.value is True):
+            return False, holder.loc().with_(f"{holder.name} does not set {PP_FLAG} = True")
+    owner, stmt = mods.find_member(holders[0][1], PP_FLAG)
+    return True, owner.loc(stmt.lineno).with_(f"{holders[0][1].name}: {PP_FLAG} = True")
 
 
 def _assertion(tree: SourceTree) -> Loc:
@@ -167,6 +201,16 @@ def _assertion(tree: SourceTree) -> Loc:
     raise LayoutError(f"{path}: the {MIXIN} assertion in {SET_AUX} was not found")
 
 
+def _pp_check(tree: SourceTree) -> Loc:
+    fn = function(tree.parse(V2_EAGLE3).body, "verify_supports_aux_hidden_states_over_pp", V2_EAGLE3)
+    raises = [n for n in ast.walk(fn) if isinstance(n, ast.Raise)]
+    if not any(isinstance(n, ast.Attribute) and n.attr == PP_FLAG or string_value(n) == PP_FLAG
+               for n in ast.walk(fn)) or not raises:
+        raise LayoutError(f"{V2_EAGLE3}: verify_supports_aux_hidden_states_over_pp no longer checks {PP_FLAG}")
+    return Loc(V2_EAGLE3, fn.lineno, f"V2 model runner, pipeline parallelism > 1: the target's inner decoder must set "
+               f"{PP_FLAG}, else ValueError")
+
+
 def eagle3_targets(mods: Modules, registry: dict[str, list[Entry]]):
     """(supported, unsupported, body_not_mixin): registry names by whether their class has SupportsEagle3
     and a language-model body that is an EagleModelMixin."""
@@ -174,6 +218,7 @@ def eagle3_targets(mods: Modules, registry: dict[str, list[Entry]]):
     supported: dict[str, Loc] = {}
     unsupported: dict[str, Loc] = {}
     body_gaps: dict[str, tuple[str, Loc]] = {}
+    pp_flags: dict[str, tuple[bool, Loc]] = {}
     unresolved: list[str] = []
     by_arch = {}
     for entries in registry.values():
@@ -190,11 +235,19 @@ def eagle3_targets(mods: Modules, registry: dict[str, list[Entry]]):
             cls = f"{ref.path}:{ref.node.lineno}"
             gap = None
             if found:
+                own = mods.find_member(ref, SET_AUX)
                 try:
-                    gap = aux_holder_gap(mods, ref, by_arch)
+                    holders = aux_holders(mods, ref, by_arch)
                 except Unresolved as exc:
-                    unresolved.append(f"{e.arch}: the language-model body at {exc}")
-                    continue
+                    if own and own[0] != iface:  # its own set_aux_hidden_state_layers (the transformers backend)
+                        holders = None
+                    else:
+                        unresolved.append(f"{e.arch}: the language-model body at {exc}")
+                        continue
+                gap = aux_holder_gap(mods, ref, holders)
+                pp = over_pp(mods, holders)
+                if pp is not None:
+                    pp_flags[e.arch] = (pp[0], pp[1].with_(registry=str(e.loc)))
             if found and gap is not None:
                 where, holder = gap
                 loc = where.with_(
@@ -215,7 +268,7 @@ def eagle3_targets(mods: Modules, registry: dict[str, list[Entry]]):
         raise LayoutError("vLLM registry classes not found in the sources: " + "; ".join(unresolved))
     require(supported, "vLLM target classes implementing SupportsEagle3", anchor="LlamaForCausalLM")
     require(unsupported, "vLLM target classes without SupportsEagle3")
-    return supported, unsupported, body_gaps
+    return supported, unsupported, body_gaps, pp_flags
 
 
 @dataclass(frozen=True)
@@ -388,7 +441,7 @@ def speculators_formats(tree: SourceTree) -> tuple[dict[str, Loc], Loc]:
 def extract(tree: SourceTree) -> Section:
     mods = Modules(tree)
     registry = read_registry(tree)
-    supported, unsupported, body_gaps = eagle3_targets(mods, registry)
+    supported, unsupported, body_gaps, pp_flags = eagle3_targets(mods, registry)
     rename = dflash_rename(tree)
     drafts = dflash_drafts(registry, rename)
     sec = Section()
@@ -399,8 +452,9 @@ def extract(tree: SourceTree) -> Section:
     sec.names("supported", supported)
     sec.names("unsupported", unsupported)
     sec.mapping("aux_body_not_mixin", body_gaps)
-    assert_at = _assertion(tree)
-    sec.where("aux_body_assertion", assert_at)
+    sec.where("aux_body_assertion", _assertion(tree))
+    sec.mapping("aux_over_pp", {k: v for k, v in pp_flags.items() if k in supported})
+    sec.where("aux_over_pp_check", _pp_check(tree))
     backend = {e.arch: e for e in registry[BACKEND_DICT]}.get("TransformersForCausalLM")
     ref = mods.class_named(backend.module, backend.cls) if backend else None
     found = mods.declares_base(ref, _interface(mods)) if ref else None
