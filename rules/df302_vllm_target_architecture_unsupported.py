@@ -64,6 +64,6 @@ RULE = Rule(
         EngineSource("vllm", "vllm/v1/worker/gpu/spec_decode/eagle/eagle3_utils.py", "28-29", "V2: SupportsEagle3"),
         EngineSource("vllm", "vllm/v1/worker/gpu_model_runner.py", "5173-5177", "V1: SupportsEagle3"),
         EngineSource("vllm", "vllm/model_executor/models/interfaces.py", "1736-1749",
-                     "set_aux_hidden_state_layers: language model, its .model, assert EagleModelMixin"),
+                     "body must be an EagleModelMixin"),
     ),
 )

@@ -331,6 +331,15 @@ def test_sglang_launch_options_reach_the_rules():
     assert res.exit_code == 0 and not {"DF405", "DF410"} & {f["code"] for f in json.loads(res.output)["findings"]}
 
 
+def test_attn_cp_size_and_draft_attention_backend_reach_the_sglang_rules():
+    args = ("--no-deep", "-f", "json", "--backend", "sglang", "--attn-dp-size", "4", "--enable-dp-lm-head",
+            "--attn-cp-size", "2", "--draft-attention-backend", "trtllm_mha")
+    res = invoke(GOOD / "target", "--draft", GOOD / "draft", *args)
+    found = {f["code"]: f for f in json.loads(res.output)["findings"]}
+    assert "context parallel" in found["DF415"]["message"] and found["DF418"]["severity"] == "info"
+    assert res.exit_code == 1
+
+
 def test_num_speculative_tokens_reaches_the_vllm_rules():
     base = (GOOD / "target", "--draft", GOOD / "draft", "--no-deep", "-f", "json", "--backend", "vllm")
     codes = {f["code"] for f in json.loads(invoke(*base).output)["findings"]}
