@@ -35,7 +35,8 @@ RULE = Rule(
     "live on earlier stages. vLLM's V2 model runner (the one that serves DFlash) checks the target's inner "
     "decoder for `supports_aux_hidden_states_over_pp` and refuses to start without it. In vLLM 0.33.0 only a "
     "few decoders set it (Llama, Qwen2/Qwen3, Sarvam, MiniMax-M3, DeepSeek-V4, Kimi-K3 and the classes built "
-    "on them); the V1 runner's handling was not read.",
+    "on them); vLLM 0.34.0 adds the Ricursive, Mistral-Large-4 and MiniMax-M3 (AMD) decoders. The V1 runner's "
+    "handling was not read.",
     example='target {"architectures": ["Qwen3_5MoeForConditionalGeneration"]}, --pp-size 2',
     fix="Serve with --pp-size 1 (use tensor parallelism instead), or a target class whose decoder supports it.",
     sources=(
