@@ -47,7 +47,9 @@ RULE = Rule(
     "module's state dict gives when the codebooks are nn.Embedding, as in earlier dflash-compat "
     "`init-draft --version v2` and `convert` output) is refused by vLLM at load and by the dflash MLX "
     "loader, and is silently skipped by SGLang, which then scores candidates with zero codebooks; "
-    "speculators 0.9.0 leaves both codebooks at their random initialisation.",
+    "speculators 0.9.0 leaves both codebooks at their random initialisation. The dflash transformers reference "
+    "loads either spelling into the same weights (run with transformers 5.25.0), so that backend is not "
+    "named.",
     example="draft weights with candidate_selector.predecessor_codebook.weight [151936, 256]",
     fix="Rename the two tensors without the `.weight` suffix: `dflash-check convert DRAFT --to zlab -o OUT` "
     "writes them so; `init-draft` and `convert` from this release write the bare names.",

@@ -276,4 +276,13 @@ def test_v2_random_weights_load_in_the_dflash_mlx_loader(tmp_path, tiny_target, 
     with pytest.raises(KeyError, match="candidate_selector.predecessor_codebook"):
         ref.load_draft(str(old))
     found = [f for f in check_pair(str(tiny_target), str(old), deep=True).findings if f.code == "DF611"]
-    assert {f.backend for f in found} == {"vllm", "sglang", "mlx"}
+    assert {f.backend for f in found} == {"vllm", "sglang", "mlx"}  # not transformers: its loader takes both
+    # The dflash transformers loader (model.py:631-637 key_mapping) loads either spelling into the same weights.
+    import numpy as np
+    from dflash.model import DFlash2DraftModel
+
+    for folder in (out, old):
+        model, info = DFlash2DraftModel.from_pretrained(str(folder), output_loading_info=True)
+        assert not any(info.values()), (folder, info)
+        book = model.candidate_selector.predecessor_codebook.weight.detach().numpy()
+        assert np.allclose(book, tensors[books[0]]), folder
