@@ -36,11 +36,11 @@ class Unresolved(Exception):
     """A delegation whose target class cannot be found statically (the caller turns it into a LayoutError)."""
 
 
-def own_method(cls: ClassRef, name: str) -> Optional[ast.FunctionDef]:
+def _own_method(cls: ClassRef, name: str) -> Optional[ast.FunctionDef]:
     return next((s for s in cls.node.body if isinstance(s, ast.FunctionDef) and s.name == name), None)
 
 
-def self_attr(node: ast.AST) -> Optional[str]:
+def _self_attr(node: ast.AST) -> Optional[str]:
     """`attr` for the expression `self.attr`, else None."""
     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
         return node.attr
@@ -57,7 +57,7 @@ def _delegations(fn: ast.FunctionDef, hook: str) -> list[tuple[str, int]]:
         return []
     return [(attr, n.lineno) for n in ast.walk(fn)
             if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == hook
-            and (attr := self_attr(n.func.value)) is not None]
+            and (attr := _self_attr(n.func.value)) is not None]
 
 
 def _params(fn: ast.FunctionDef) -> list[ast.arg]:
@@ -85,7 +85,7 @@ def _param_value(mods: Modules, ref: ClassRef, scope: Scope, name: str) -> Optio
     """The expression `name` (a parameter of the `__init__` in `scope`) holds when the registry builds
     `ref` with its defaults: each subclass's default, passed down through `super().__init__(...)`."""
     owner = scope[0]
-    chain = [(c, fn) for c in mods.mro(ref) if (fn := own_method(c, "__init__")) is not None]
+    chain = [(c, fn) for c in mods.mro(ref) if (fn := _own_method(c, "__init__")) is not None]
     if owner not in [c for c, _ in chain]:
         return None
     env = _defaults(*chain[0])
@@ -126,7 +126,7 @@ def _classes(mods: Modules, ref: ClassRef, expr: ast.expr, scope: Scope, depth: 
             if value is None:
                 raise Unresolved(f"{cls.path}:{expr.lineno} (parameter {expr.id})")
             return _classes(mods, ref, value[0], value[1], depth + 1)
-    attr = self_attr(expr)
+    attr = _self_attr(expr)
     if attr is not None:  # self.body_cls (a class attribute) or self.init_llm (a factory method)
         found = mods.find_member(ref, attr)
         if found is None:
@@ -154,11 +154,11 @@ def classes_of_call(mods: Modules, ref: ClassRef, func: ast.expr, scope: Scope) 
 def attribute_classes(mods: Modules, ref: ClassRef, attr: str) -> list[ClassRef]:
     """The classes the first `__init__` in `ref`'s MRO that assigns `self.<attr> = X(...)` may store."""
     for cls in mods.mro(ref):
-        init = own_method(cls, "__init__")
+        init = _own_method(cls, "__init__")
         if init is None:
             continue
         calls = [n.value for n in ast.walk(init) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)
-                 and any(self_attr(t) == attr for t in n.targets)]
+                 and any(_self_attr(t) == attr for t in n.targets)]
         if calls:
             return [c for call in calls for c in _classes(mods, ref, call.func, (cls, init))]
     raise Unresolved(f"{ref.path}:{ref.node.lineno} (no __init__ builds self.{attr})")
@@ -182,3 +182,8 @@ def delegation_gap(mods: Modules, ref: ClassRef, hook: str, _seen: Optional[set]
             if deeper is not None:
                 return deeper
     return None
+
+
+# Shared with the vLLM reader, which follows a model's language-model body the same way.
+own_method = _own_method
+self_attr = _self_attr
