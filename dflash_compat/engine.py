@@ -46,6 +46,8 @@ FACTS = {
     "torch-modules": "the target's transformers module tree",
     "mlx-modules": "the target's mlx-lm module tree",
     "weights": "the draft's weight headers",
+    # launch-level rules (DF901-DF999) judge a launch command; only `dflash-check launch` runs them
+    "launch": "a launch command (`dflash-check launch`)",
 }
 
 
@@ -82,6 +84,8 @@ class CheckContext:
         """Why `fact` (a key of FACTS) is not available to the rules; None when it is."""
         if fact not in FACTS:
             raise KeyError(f"unknown fact {fact!r}; expected one of {', '.join(FACTS)}")
+        if fact == "launch":
+            return "only `dflash-check launch` reads launch commands"
         if fact == "weights":
             if self.weights is not None and self.weights_skip is None:
                 return None
@@ -246,7 +250,7 @@ def check_rules(ctx: CheckContext, rules: Sequence[Rule], backends: Sequence[str
     findings: list[Finding] = []
     for rule in rules:
         forced = severity_override(rule.code, severity)
-        if forced == "ignore":
+        if forced == "ignore" or "launch" in rule.needs:  # launch rules run in `dflash-check launch` only
             continue
         run, found = _run_one(ctx, rule, backends, forced)
         runs.append(run)
