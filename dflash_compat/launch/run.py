@@ -99,6 +99,30 @@ def launch_options(launch: Launch) -> dict[str, Any]:
     return out
 
 
+# pair rules that read launch options -> the launch settings (in order) where their findings point
+_OPTION_RULES = {
+    "DF303": ("num_speculative_tokens",), "DF312": ("method", "draft"),
+    "DF304": ("max_num_batched_tokens", "max_num_seqs", "num_speculative_tokens"),
+    "DF307": ("draft_tp", "tp"), "DF401": ("num_draft_tokens", "dflash_block_size"),
+    "DF405": ("draft_quantization", "quantization"),
+    "DF410": ("attn_dp_size", "enable_dp_attention", "dp"), "DF411": ("pp",),
+    "DF412": ("dflash_block_size", "num_draft_tokens"),
+    "DF413": ("draft_window_size", "num_draft_tokens", "dflash_block_size"),
+}
+
+
+def _placed(f: Finding, ctx: LaunchContext) -> Finding:
+    """A pair finding with the launch line it concerns first: the flag an option rule read, else the draft
+    (where the launch names the model whose config the finding is about), else the launch itself."""
+    settings = _OPTION_RULES.get(f.code, ())
+    at = next((s for s in settings if s in ctx.launch.where), None)
+    if at is None and "draft" in ctx.launch.where and any(loc.artifact == "draft" for loc in f.locations):
+        at = "draft"
+    elif at is None and "target" in ctx.launch.where and any(loc.artifact == "target" for loc in f.locations):
+        at = "target"
+    return replace(f, locations=[ctx.at(at), *f.locations])
+
+
 def _launch_rules(settings: LaunchSettings) -> list[Rule]:
     from ..rules import ALL_RULES
 
@@ -175,7 +199,7 @@ def _judge(launch: Launch, earlier: Sequence[Launch], pins: Mapping[str, tuple[s
                         earlier=tuple(earlier), pair_skipped=skipped)
     backend = BACKEND[launch.engine]
     runs, found = _run_launch_rules(ctx, rules, backend, settings.severity)
-    findings = (list(pair.findings) if pair else []) + found
+    findings = ([_placed(f, ctx) for f in pair.findings] if pair else []) + found
     all_runs = (list(pair.rules) if pair else []) + runs
     counts = {backend: backend_counts(findings, all_runs, backend)}
     engines = dict(pair.engines) if pair else {}

@@ -55,8 +55,8 @@ def _identity(line: int, col: int) -> tuple[int, int]:
 
 
 class _Scanner:
-    def __init__(self, text: str, env: Mapping[str, str], pos: PosMap) -> None:
-        self.s, self.env, self.pos = text, env, pos
+    def __init__(self, text: str, env: Mapping[str, str], pos: PosMap, fold: bool = False) -> None:
+        self.s, self.env, self.pos, self.fold = text, env, pos, fold
         self.i = 0
         self.line = self.col = 0
         self.commands: list[Command] = [Command()]
@@ -84,7 +84,7 @@ class _Scanner:
     def run(self) -> list[Command]:
         while self.i < len(self.s):
             ch = self.peek()
-            if ch in " \t\r":
+            if ch in " \t\r" or (ch == "\n" and self.fold):
                 self.advance()
             elif ch == "\\" and self.peek(1) == "\n":
                 self.advance(2)
@@ -228,11 +228,12 @@ class _Scanner:
 
 
 def split_commands(text: str, env: Optional[Mapping[str, str]] = None, pos: Optional[PosMap] = None,
-                   assign: bool = True) -> list[Command]:
+                   assign: bool = True, fold: bool = False) -> list[Command]:
     """The commands in `text`, words expanded with `env`. With `assign`, a command made only of
-    `NAME=value` words (or `export NAME=value ...`) adds to the variables the later commands see."""
+    `NAME=value` words (or `export NAME=value ...`) adds to the variables the later commands see.
+    `fold`: a newline separates words, not commands (YAML's folded `>` scalars)."""
     scope = dict(env or {})
-    scanner = _Scanner(text, scope, pos or _identity)
+    scanner = _Scanner(text, scope, pos or _identity, fold)
     # Expansion happens while scanning, so assignments must take effect before the next command is
     # scanned: scan command by command through the scanner's own loop, updating `scope` in between.
     commands = _scan_with_assignments(scanner, scope) if assign else scanner.run()

@@ -56,11 +56,9 @@ def file_kind(path: str, text: str) -> str:
 
 
 def _shell(file: str, text: str, env: Optional[Mapping[str, str]] = None, pos=None,
-           newlines_separate: bool = True) -> list[Command]:
-    if not newlines_separate:
-        text = text.replace("\n", " ")
+           fold: bool = False) -> list[Command]:
     try:
-        return split_commands(text, env=env, pos=pos)
+        return split_commands(text, env=env, pos=pos, fold=fold)
     except ShellSyntaxError as e:
         raise LaunchFileError(file, e.line, f"{e}: the command cannot be read") from None
 
@@ -256,26 +254,26 @@ def _scalar_word(node: Any) -> Word:
                 str(node.value))
 
 
-def _scalar_pos(node: Any, text_lines: list[str]):
-    """Where a character of a scalar's value sits in the file: block scalars (`|`, `>`) by their content
-    lines and indentation, one-line scalars from their start mark."""
+def _scalar_text(node: Any, text_lines: list[str]) -> tuple[str, Any, bool]:
+    """(text to scan, position map, fold) for a scalar: block scalars (`|`, `>`) are read from the file's
+    own lines (dedented), so every word keeps its line and column and a folded scalar's line breaks stay
+    word breaks; one-line scalars are their value, placed from their start mark."""
     m = node.start_mark
     if node.style in ("|", ">"):
         first = m.line + 1  # 0-based line of the content's first line
-        indent = 0
-        for ln in text_lines[first:]:
-            if ln.strip():
-                indent = len(ln) - len(ln.lstrip(" "))
-                break
+        last = node.end_mark.line  # exclusive (the mark sits after the scalar's last line break)
+        body = text_lines[first:max(last, first + 1)]
+        indent = min((len(ln) - len(ln.lstrip(" ")) for ln in body if ln.strip()), default=0)
+        text = "\n".join(ln[indent:] for ln in body)
 
         def pos(line: int, col: int) -> tuple[int, int]:
             return first + line + 1, indent + col + 1
-        return pos
+        return text, pos, node.style == ">"
     shift = 1 if node.style in ("'", '"') else 0
 
     def pos1(line: int, col: int) -> tuple[int, int]:
         return (m.line + 1 + line, m.column + 1 + shift + col) if line == 0 else (m.line + 1 + line, col + 1)
-    return pos1
+    return str(node.value), pos1, False
 
 
 def _env_of(node: Any) -> dict[str, str]:
@@ -317,7 +315,8 @@ def _command_words(file: str, kind: str, node: Any, lines: list[str], env: Mappi
             words.append(w)
         return words, []
     if _scalar(node) is not None:
-        cmds = _shell(file, str(_scalar(node)), env={}, pos=_scalar_pos(node, lines))
+        text, pos, fold = _scalar_text(node, lines)
+        cmds = _shell(file, text, env={}, pos=pos, fold=fold)
         return [w for c in cmds for w in c.words], []
     return [], []
 
@@ -365,16 +364,19 @@ def _workflow(file: str, doc: Any, lines: list[str]) -> list[Candidate]:
     for job_name, job in _items(_get(doc, "jobs")):
         job_env = {**top_env, **_env_of(_get(job, "env"))}
         container = _get(job, "container")
-        image = _scalar(container) or _scalar(_get(container, "image"))
+        image_node = container if _scalar(container) is not None else _get(container, "image")
+        image = _scalar(image_node)
+        image_line = image_node.start_mark.line + 1 if image_node is not None else 0
         steps = _get(job, "steps")
         for n, step in enumerate(getattr(steps, "value", []) or [], 1):
             run = _get(step, "run")
             if _scalar(run) is None:
                 continue
             env = {**job_env, **_env_of(_get(step, "env"))}
-            cmds = _shell(file, str(_scalar(run)), env=env, pos=_scalar_pos(run, lines),
-                          newlines_separate=run.style != ">")
-            out += _from_commands(file, "workflow", cmds, image=image, context=f"job {job_name} step {n}", env=env)
+            text, pos, fold = _scalar_text(run, lines)
+            cmds = _shell(file, text, env=env, pos=pos, fold=fold)
+            out += _from_commands(file, "workflow", cmds, image=image, context=f"job {job_name} step {n}", env=env,
+                                  image_line=image_line)
     return out
 
 
