@@ -18,7 +18,6 @@ class EngineSource:
     note: str = ""  # what these lines decide, in a few words
 
     def cite(self) -> str:
-        from .contract import ENGINE_VERSIONS, SOURCE_ENGINE_VERSIONS
+        from .contract import cited_version
 
-        version = ENGINE_VERSIONS.get(self.engine) or SOURCE_ENGINE_VERSIONS[self.engine]
-        return f"{self.engine} {version} {self.path}:{self.lines}"
+        return f"{self.engine} {cited_version(self.engine)} {self.path}:{self.lines}"

@@ -74,6 +74,6 @@ RULE = Rule(
         EngineSource("vllm", "vllm/engine/arg_utils.py", "959-1000", "EngineArgs.add_cli_args: the engine flags"),
         EngineSource("vllm", "vllm/utils/argparse_utils.py", "375-395", "underscores in flag names read as dashes"),
         EngineSource("sglang", "sglang/srt/arg_groups/arg_utils.py", "288-290", "a field's flag is --field-name"),
-        EngineSource("llama.cpp", "common/arg.cpp", "4410-4416", "--draft/--draft-n/--draft-max removed"),
+        EngineSource("llama.cpp", "common/arg.cpp", "4411-4416", "--draft/--draft-n/--draft-max removed"),
     ),
 )

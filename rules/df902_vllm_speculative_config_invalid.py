@@ -12,7 +12,7 @@ def check(ctx):
         return
     if launch.spec_error:
         yield Violation(f"--speculative-config is {launch.spec_error}: vLLM parses it with json.loads and stops",
-                        [ctx.at("draft") if "draft" in launch.where else ctx.at()],
+                        [ctx.at("spec") if "spec" in launch.where else ctx.at()],
                         fix="Write --speculative-config as one JSON object in single quotes: "
                         "'{\"method\": \"dflash\", \"model\": DRAFT, \"num_speculative_tokens\": K}'.")
         return

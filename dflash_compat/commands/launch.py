@@ -101,7 +101,7 @@ def launch_cmd(files: tuple[str, ...], commands: tuple[str, ...], engine_version
     if not files and not commands:
         raise click.UsageError("give launch FILEs or -c 'COMMAND'")
     ctx = click.get_current_context()
-    versions = dict(ctx.meta.get("dflash_check.engine_versions", {}))
+    versions: dict[str, str] = {}
     for spec in _split(engine_version):
         name, sep, version = spec.partition("==")
         if not sep or not name.strip() or not version.strip():
@@ -110,7 +110,8 @@ def launch_cmd(files: tuple[str, ...], commands: tuple[str, ...], engine_version
     settings = LaunchSettings(
         select=_split(select), ignore=_split(ignore),
         severity=_severity(severity, ctx.meta.get("dflash_check.severity") or {}), strict=strict,
-        engine_versions=versions, deep=not no_deep, token=token, pair=not no_pair,
+        engine_versions=versions, config_versions=ctx.meta.get("dflash_check.engine_versions", {}),
+        deep=not no_deep, token=token, pair=not no_pair,
     )
     results = check_files(list(files), settings)
     results += [check_text(f"<command {i}>" if len(commands) > 1 else "<command>", c, settings)

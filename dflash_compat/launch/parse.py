@@ -98,8 +98,16 @@ _VLLM_MODULES = ("vllm.entrypoints.openai.api_server",)
 _SGLANG_MODULES = ("sglang.launch_server",)
 
 
+# commands whose arguments may spell a launch without running one
+_NOT_LAUNCHERS = {"echo", "printf", "grep", "egrep", "fgrep", "pgrep", "pkill", "kill", "killall", "cat", "pip", "pip3",
+                  "which", "type", "command", "test", "[", "man", "tee", "sed", "awk", "git", "curl", "wget", "apt-get",
+                  "apt", "brew", "true", ":", "#"}
+
+
 def _entry(words: list[Word]) -> Optional[tuple[str, int]]:
     """(engine, index of the first argument) when these words launch an engine."""
+    if words and PurePath(words[0].text).name in _NOT_LAUNCHERS:
+        return None
     for i, w in enumerate(words):
         t, nxt = w.text, words[i + 1].text if i + 1 < len(words) else ""
         base = PurePath(t).name

@@ -34,6 +34,7 @@ class LaunchSettings:
     severity: Mapping[str, str] = field(default_factory=dict)
     strict: bool = False
     engine_versions: Mapping[str, str] = field(default_factory=dict)  # --engine-version NAME==VERSION
+    config_versions: Mapping[str, str] = field(default_factory=dict)  # the settings file's engine-versions
     deep: bool = False
     token: Optional[str] = None
     pair: bool = True  # run the pair check where the models can be read
@@ -192,7 +193,7 @@ def _str(value: Any) -> Optional[str]:
 
 def _judge(launch: Launch, earlier: Sequence[Launch], pins: Mapping[str, tuple[str, int]],
            settings: LaunchSettings, rules: Sequence[Rule]) -> LaunchReport:
-    version = select_version(launch, pins, settings.engine_versions)
+    version = select_version(launch, pins, settings.engine_versions, settings.config_versions)
     facts = flag_facts(launch.engine, version.version) if version.version else None
     pair, target, draft, skipped = _pair(launch, settings, version)
     ctx = LaunchContext(launch=launch, version=version, flags=facts, draft=draft, target=target,

@@ -1,6 +1,7 @@
 """Which engine version a launch is judged at: `--engine-version` (option), else what the launch file pins
 (the image tag of the container it runs in, else a pip pin in the same file: origin `launch-file`), else
-the newest release whose flags are bundled (`default`).
+the settings file's `engine-versions` (config), else the newest release whose flags are bundled
+(`default`): the precedence of the project-wide selection.
 
 The one place that knows about version selection, kept small so that the project-wide selection
 (`dflash_compat.engine_versions.select_versions(launch=...)`, where present) plugs in here.
@@ -29,7 +30,8 @@ class LaunchVersion:
         return f"{self.engine} {self.version or '(unknown)'} ({self.origin}{where})"
 
 
-def select_version(launch: Launch, pins: Mapping[str, tuple[str, int]], options: Mapping[str, str]) -> LaunchVersion:
+def select_version(launch: Launch, pins: Mapping[str, tuple[str, int]], options: Mapping[str, str],
+                   config: Mapping[str, str] = {}) -> LaunchVersion:  # noqa: B006 (read only)
     engine = launch.engine
     if engine in options:
         return LaunchVersion(engine, options[engine], "option", "--engine-version")
@@ -39,6 +41,8 @@ def select_version(launch: Launch, pins: Mapping[str, tuple[str, int]], options:
     if engine in pins:
         version, line = pins[engine]
         return LaunchVersion(engine, version, "launch-file", f"pip pin on line {line}")
+    if engine in config:
+        return LaunchVersion(engine, config[engine], "config", "engine-versions in the settings file")
     return LaunchVersion(engine, newest(engine), "default", "newest bundled")
 
 
