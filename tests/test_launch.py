@@ -200,6 +200,9 @@ def test_sarif_github_junit_and_markdown_mark_file_line_column(tmp_path):
     path.write_text("#!/bin/sh\nllama-server -m t.gguf -md d.gguf --spec-type draft-dflash \\\n"
                     "  --spec-draft-p-min 0.75 -ctkd q8_0\n")
     sarif = json.loads(run("--no-pair", "-f", "sarif", str(path)).output)
+    from tests.test_output_injection import SARIF
+
+    SARIF.validate(sarif)
     results = [r for r in sarif["runs"][0]["results"] if r["ruleId"] == "DF904"]
     region = results[0]["locations"][0]["physicalLocation"]
     assert region["region"] == {"startLine": 3, "startColumn": 33}  # the value to change
