@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.engine import EngineSource, Rule, Violation
+from dflash_compat.quoting import quote
 
 _FULL = {"f16", "bf16", "f32"}
 
@@ -15,7 +16,7 @@ def check(ctx):
         value = launch.settings.get(setting)
         if setting in launch.unresolved or not isinstance(value, str) or value.lower() in _FULL:
             continue
-        yield Violation(f"{flag} {value}: a quantised KV cache for the "
+        yield Violation(f"{flag} {quote(value)}: a quantised KV cache for the "
                         "DFlash draft; users report acceptance falling from 99% to 0-2% with q8_0, without an "
                         "error (llama.cpp #25725)", [ctx.at(setting)],
                         fix=f"Drop {flag} (the draft cache defaults to f16) or set it to f16.")

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from dflash_compat.engine import COMMON, Rule, Violation
+from dflash_compat.quoting import quote
 
 # settings that are the pair itself or where it listens, not how it is run
 _IDENTITY = {"target", "draft", "target_hf", "draft_hf", "port", "host"}
 
 
 def _show(value) -> str:
-    return "(not given)" if value is None else str(value)
+    return "(not given)" if value is None else quote(value)
 
 
 def check(ctx):

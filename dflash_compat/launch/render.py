@@ -45,6 +45,11 @@ def _path(loc: Location, lr: LaunchReport) -> Optional[str]:
     return posixpath.normpath(f"{str(source).rstrip('/')}/{loc.file}")
 
 
+def _short(value: object) -> str:
+    text = "(none)" if value is None else str(value)
+    return text if len(text) <= 120 else f"{text[:120]}... ({len(text) - 120} more characters)"
+
+
 def _head(lr: LaunchReport) -> str:
     launch = lr.launch
     ctx = f" [{launch.context}]" if launch.context else ""
@@ -63,8 +68,8 @@ def _text(results: Sequence[FileResult], width: int, fix: bool, strict: bool) ->
             continue
         for lr in fr.launches:
             out.append(printable(_head(lr)))
-            out += wrap(printable(f"target {lr.launch.target or '(none)'}  draft {lr.launch.draft or '(none)'}"),
-                        width, indent=4)
+            refs = f"target {_short(lr.launch.target)}  draft {_short(lr.launch.draft)}"
+            out += wrap(printable(refs), width, indent=4)
             for f in lr.report.findings:
                 loc = f.locations[0] if f.locations else None
                 at = _where(loc, lr) if loc is not None else f"{lr.launch.file}:{lr.launch.line}:{lr.launch.column}"

@@ -175,7 +175,7 @@ def _pair(launch: Launch, settings: LaunchSettings, version: LaunchVersion
                        revision=_str(launch.settings.get("revision")),
                        draft_revision=_str(launch.settings.get("draft_revision")), token=settings.token,
                        strict=settings.strict, severity=settings.severity)
-    versions = pair_versions(version, settings.engine_versions)
+    versions = pair_versions(version, settings.engine_versions, settings.config_versions)
     if versions is not None and hasattr(req, "versions"):
         req = replace(req, versions=versions)
     try:

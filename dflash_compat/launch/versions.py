@@ -46,7 +46,8 @@ def select_version(launch: Launch, pins: Mapping[str, tuple[str, int]], options:
     return LaunchVersion(engine, newest(engine), "default", "newest bundled")
 
 
-def pair_versions(selected: LaunchVersion, options: Mapping[str, str]) -> Optional[object]:
+def pair_versions(selected: LaunchVersion, options: Mapping[str, str],
+                  config: Mapping[str, str] = {}) -> Optional[object]:  # noqa: B006 (read only)
     """The project's version selection for the pair check, where the branch that adds it is present
     (`engine_versions.select_versions`); None keeps `check`'s own default."""
     try:
@@ -54,4 +55,5 @@ def pair_versions(selected: LaunchVersion, options: Mapping[str, str]) -> Option
     except ImportError:
         return None
     launch = {selected.engine: selected.version} if selected.origin == "launch-file" and selected.version else {}
-    return engine_versions.select_versions(option=tuple(f"{k}=={v}" for k, v in options.items()), launch=launch)
+    return engine_versions.select_versions(option=tuple(f"{k}=={v}" for k, v in options.items()),
+                                           config=dict(config), launch=launch)
