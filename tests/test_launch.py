@@ -60,6 +60,28 @@ def test_variables_expand_in_order_and_never_in_single_quotes():
     assert words[5].unresolved == ("UNSET",) and words[6].unresolved == ("$(...)",)
 
 
+def test_redirections_and_here_documents_are_not_words():
+    text = ("cat > notes.txt <<'EOF'\ndon't run: vllm serve x\nEOF\n"
+            "vllm serve m --port 1 > log.txt 2>&1 &\ncat <<-END\n\tllama-server -m x\n\tEND\nnohup vllm serve n &> out\n")
+    cmds = [[w.text for w in c.words] for c in split_commands(text)]
+    assert cmds == [["cat"], ["vllm", "serve", "m", "--port", "1"], ["cat"], ["nohup", "vllm", "serve", "n"]]
+    assert [x.target for x in launches("run.sh", text)] == ["m", "n"]
+
+
+def test_docker_run_gives_the_image_and_its_entrypoint():
+    [vllm, sglang] = launches("run.sh", (
+        "docker run --gpus all -p 8000:8000 vllm/vllm-openai:v0.33.0 --model Qwen/Qwen3-8B\n"
+        "podman run lmsysorg/sglang:v0.5.23 python3 -m sglang.launch_server --model-path T\n"))
+    assert (vllm.engine, vllm.image, vllm.target, vllm.column) == ("vllm", "vllm/vllm-openai:v0.33.0", "Qwen/Qwen3-8B",
+                                                                   61)
+    assert (sglang.engine, sglang.image, sglang.target) == ("sglang", "lmsysorg/sglang:v0.5.23", "T")
+
+
+def test_deeply_nested_yaml_is_bad_input():
+    with pytest.raises(LaunchFileError):
+        candidates("k.yaml", "a: " + "[" * 5000 + "]" * 5000 + "\n")
+
+
 @pytest.mark.parametrize("text", ["vllm serve 'x", 'vllm serve "x', "echo $(date", "echo ${X"])
 def test_unbalanced_quotes_are_errors_with_a_line(text):
     with pytest.raises(ShellSyntaxError) as e:

@@ -98,6 +98,7 @@ _VLLM_MODULES = ("vllm.entrypoints.openai.api_server",)
 _SGLANG_MODULES = ("sglang.launch_server",)
 
 
+_CONTAINER_RUNNERS = {"docker", "podman", "nerdctl"}
 # commands whose arguments may spell a launch without running one
 _NOT_LAUNCHERS = {"echo", "printf", "grep", "egrep", "fgrep", "pgrep", "pkill", "kill", "killall", "cat", "pip", "pip3",
                   "which", "type", "command", "test", "[", "man", "tee", "sed", "awk", "git", "curl", "wget", "apt-get",
@@ -239,10 +240,20 @@ def _coerce(setting: str, text: str) -> Any:
 def find_launch(c: Candidate) -> Optional[Launch]:
     """The engine launch in this command, if there is one: an entry point in its words, or the arguments
     of a container whose image's entrypoint is an engine (`vllm/vllm-openai` with only `args:`)."""
+    image, image_line, args_only = c.image, c.image_line, c.args_only
+    if image is None and c.words and PurePath(c.words[0].text).name in _CONTAINER_RUNNERS:
+        # `docker run [options] IMAGE [args]`: the image's entrypoint gets the words after it
+        at = next((i for i, w in enumerate(c.words) if image_engine(w.text)), None)
+        if at is not None:
+            image, image_line = c.words[at].text, c.words[at].line
+            if _entry(c.words[at + 1:]) is None:
+                c = Candidate(c.file, c.kind, c.words[at + 1:], image=image, image_line=image_line, args_only=True,
+                              context=c.context)
+                args_only = True
     found = _entry(c.words)
     if found is None:
-        eng = image_engine(c.image)
-        if not (c.args_only and eng in _IMAGE_ENTRY and c.words):
+        eng = image_engine(image)
+        if not (args_only and eng in _IMAGE_ENTRY and c.words):
             return None
         engine, start, entry_i = _IMAGE_ENTRY[eng], 0, 0
     else:
@@ -252,8 +263,8 @@ def find_launch(c: Candidate) -> Optional[Launch]:
                         if PurePath(c.words[i].text).name in ("vllm", "llama-server", "llama-cli", "dflash")
                         or _PYTHON.match(PurePath(c.words[i].text).name)), start - 1)
     opts, positionals = _options(engine, c.words[start:])
-    launch = Launch(c.file, c.kind, c.context, engine, c.words[entry_i:], opts, positionals, image=c.image,
-                    image_line=c.image_line)
+    launch = Launch(c.file, c.kind, c.context, engine, c.words[entry_i:], opts, positionals, image=image,
+                    image_line=image_line)
     _settings(launch)
     return launch
 

@@ -20,6 +20,8 @@ __all__ = ["Word", "Command", "ShellSyntaxError", "split_commands", "ASSIGNMENT"
 
 ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# a redirection operator at a word boundary: [n]>, >>, <, <<, <<-, <<<, >&n, &>, >|, <>
+_REDIRECT = re.compile(r"(?P<op>(?:\d+|&)?(?:<<<|<<-|<<|>>|>\||<>|>&|<&|>|<))(?P<dup>(?:\d+|-)(?=[\s;&|)]|$))?")
 # a position in the scanned text (0-based line, 0-based column) -> (1-based line, 1-based column) in the file
 PosMap = Callable[[int, int], tuple[int, int]]
 
@@ -59,6 +61,7 @@ class _Scanner:
         self.s, self.env, self.pos, self.fold = text, env, pos, fold
         self.i = 0
         self.line = self.col = 0
+        self.heredocs: list[tuple[str, bool]] = []
         self.commands: list[Command] = [Command()]
 
     def here(self) -> tuple[int, int]:
@@ -84,13 +87,18 @@ class _Scanner:
     def run(self) -> list[Command]:
         while self.i < len(self.s):
             ch = self.peek()
+            redirect = _REDIRECT.match(self.s, self.i) if ch in "<>&0123456789" else None
             if ch in " \t\r" or (ch == "\n" and self.fold):
                 self.advance()
             elif ch == "\\" and self.peek(1) == "\n":
                 self.advance(2)
             elif ch == "\n" or ch == ";":
                 self.advance()
+                if ch == "\n":
+                    self.skip_heredocs()
                 self.end_command()
+            elif redirect is not None:
+                self.redirect(redirect)
             elif ch in "&|":
                 self.advance(2 if self.peek(1) == ch else 1)
                 self.end_command()
@@ -107,6 +115,35 @@ class _Scanner:
     def end_command(self) -> None:
         if self.commands[-1].words:
             self.commands.append(Command())
+
+    def redirect(self, m: "re.Match[str]") -> None:
+        """A redirection is not an argument: `> log`, `2>&1`, `&> out`, `<<EOF` (its body is skipped at the
+        end of the line), `<<< word`."""
+        op = m.group("op")
+        self.advance(m.end() - self.i)
+        if m.group("dup"):
+            return
+        while self.peek() in (" ", "\t"):
+            self.advance()
+        if self.i >= len(self.s) or self.peek() in "\n;&|":
+            return
+        before = len(self.commands[-1].words)
+        self.word()
+        target = self.commands[-1].words[before:]
+        del self.commands[-1].words[before:]
+        if op in ("<<", "<<-") and target:
+            self.heredocs.append((target[0].text, op == "<<-"))
+
+    def skip_heredocs(self) -> None:
+        """After the line that opened them, each here-document's body up to its delimiter line."""
+        while self.heredocs:
+            delimiter, tabs = self.heredocs.pop(0)
+            while self.i < len(self.s):
+                end = self.s.find("\n", self.i)
+                line = self.s[self.i:end if end >= 0 else len(self.s)]
+                self.advance(len(line) + (1 if end >= 0 else 0))
+                if (line.lstrip("\t") if tabs else line) == delimiter:
+                    break
 
     def word(self) -> None:
         start, start_i = self.here(), self.i

@@ -224,6 +224,8 @@ def _yaml_docs(file: str, text: str) -> list[Any]:
         raise LaunchFileError(file, line, f"not valid YAML: {e.problem or e.context}") from None
     except yaml.YAMLError as e:
         raise LaunchFileError(file, 1, f"not valid YAML: {type(e).__name__}") from None
+    except RecursionError:
+        raise LaunchFileError(file, 1, "not a launch file: YAML nested too deeply") from None
 
 
 def _get(node: Any, key: str) -> Any:
@@ -442,7 +444,10 @@ def candidates(file: str, text: str) -> tuple[str, list[Candidate]]:
     if kind == "dockerfile":
         return kind, _dockerfile(file, text)
     if kind == "yaml":
-        return _yaml(file, text)
+        try:
+            return _yaml(file, text)
+        except RecursionError:
+            raise LaunchFileError(file, 1, "not a launch file: YAML nested too deeply") from None
     cmds = _shell(file, text)
     return "shell", _from_commands(file, "shell", cmds)
 
