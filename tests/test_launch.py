@@ -319,6 +319,8 @@ def test_pair_check_runs_with_the_launch_options(monkeypatch):
     report = fr.launches[0].report
     df303 = [f for f in report.findings if f.code == "DF303"]
     assert df303 and (df303[0].locations[0].line, df303[0].locations[0].column) == (1, line.index("'{") + 1)
-    assert report.target["model_type"] == "qwen3" and report.engines["vllm"] == "0.34.0"
+    # the launch rules judge the newest bundled flags; the pair rules cite the release their facts come from
+    assert report.target["model_type"] == "qwen3" and fr.launches[0].version.version == "0.34.0"
+    assert report.engines["vllm"] == "0.33.0"
     fixed = fr.launches[0].fixed
     assert json.loads(fixed[fixed.index("--speculative-config") + 1])["num_speculative_tokens"] == 15

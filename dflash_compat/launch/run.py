@@ -204,7 +204,7 @@ def _judge(launch: Launch, earlier: Sequence[Launch], pins: Mapping[str, tuple[s
     all_runs = (list(pair.rules) if pair else []) + runs
     counts = {backend: backend_counts(findings, all_runs, backend)}
     engines = dict(pair.engines) if pair else {}
-    if version.version:
+    if version.version and launch.engine not in engines:
         engines[launch.engine] = version.version
     report = Report(
         target=pair.target if pair else {"source": launch.settings.get("target")},
