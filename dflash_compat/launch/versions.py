@@ -54,6 +54,7 @@ def pair_versions(selected: LaunchVersion, options: Mapping[str, str],
         from .. import engine_versions  # type: ignore[attr-defined]
     except ImportError:
         return None
-    launch = {selected.engine: selected.version} if selected.origin == "launch-file" and selected.version else {}
-    return engine_versions.select_versions(option=tuple(f"{k}=={v}" for k, v in options.items()),
-                                           config=dict(config), launch=launch)
+    engine = selected.engine  # only this launch's engine: another's name may not be registered there
+    launch = {engine: selected.version} if selected.origin == "launch-file" and selected.version else {}
+    return engine_versions.select_versions(option=tuple(f"{k}=={v}" for k, v in options.items() if k == engine),
+                                           config={k: v for k, v in config.items() if k == engine}, launch=launch)
