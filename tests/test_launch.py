@@ -324,3 +324,24 @@ def test_pair_check_runs_with_the_launch_options(monkeypatch):
     assert report.engines["vllm"] == "0.33.0"
     fixed = fr.launches[0].fixed
     assert json.loads(fixed[fixed.index("--speculative-config") + 1])["num_speculative_tokens"] == 15
+
+
+def test_the_pinned_version_reaches_the_project_wide_selection(monkeypatch):
+    """Where `engine_versions.select_versions` exists (the version-selection branch), the launch file's pin
+    is handed to it as `launch=` (origin launch-file), with only this launch's engine."""
+    import sys
+    import types
+
+    import dflash_compat
+    from dflash_compat.launch.versions import LaunchVersion, pair_versions
+
+    calls = []
+    fake = types.ModuleType("dflash_compat.engine_versions")
+    fake.select_versions = lambda **kw: calls.append(kw) or "selected"
+    monkeypatch.setitem(sys.modules, "dflash_compat.engine_versions", fake)
+    monkeypatch.setattr(dflash_compat, "engine_versions", fake, raising=False)
+    pinned = LaunchVersion("vllm", "0.33.0", "launch-file", "image vllm/vllm-openai:v0.33.0 (line 3)")
+    assert pair_versions(pinned, {"llama.cpp": "b11434"}, {"sglang": "0.5.23"}) == "selected"
+    assert calls == [{"option": (), "config": {}, "launch": {"vllm": "0.33.0"}}]
+    assert pair_versions(LaunchVersion("vllm", "0.34.0", "option"), {"vllm": "0.34.0"}) == "selected"
+    assert calls[1] == {"option": ("vllm==0.34.0",), "config": {}, "launch": {}}
