@@ -7,9 +7,16 @@ from dflash_compat.engine import COMMON, Rule, Violation
 
 def check(ctx):
     reason = getattr(ctx, "pair_skipped", None)
-    if reason:
-        yield Violation(f"the pair was not checked: {reason}", [ctx.at("draft" if "draft" in ctx.launch.where
-                                                                         else None)])
+    if not reason:
+        return
+    fix = None
+    if ctx.launch.engine == "llama.cpp":
+        fix = ("Check the pair's Hugging Face folders (the ones the GGUF files were converted from) with "
+               "`dflash-check TARGET --draft DRAFT`.")
+    elif reason == "--no-pair":
+        fix = "Leave out --no-pair to check the pair too."
+    yield Violation(f"the pair was not checked: {reason}", [ctx.at("draft" if "draft" in ctx.launch.where else None)],
+                    fix=fix)
 
 
 RULE = Rule(

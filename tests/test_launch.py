@@ -281,7 +281,7 @@ def test_a_file_without_a_launch(tmp_path):
     path = tmp_path / "Dockerfile"
     path.write_text("FROM python:3.12\nRUN pip install flask\nCMD [\"flask\", \"run\"]\n")
     result = run(str(path))
-    assert result.exit_code == 0 and "no engine launch found (dockerfile)" in result.output
+    assert result.exit_code == 0 and "no engine launch found (dockerfile)" in " ".join(result.output.split())
     result = run("--require-launch", str(path))
     assert result.exit_code == 2 and "no engine launch found (--require-launch)" in result.output
 
@@ -345,3 +345,14 @@ def test_the_pinned_version_reaches_the_project_wide_selection(monkeypatch):
     assert calls == [{"option": (), "config": {}, "launch": {"vllm": "0.33.0"}}]
     assert pair_versions(LaunchVersion("vllm", "0.34.0", "option"), {"vllm": "0.34.0"}) == "selected"
     assert calls[1] == {"option": ("vllm==0.34.0",), "config": {}, "launch": {}}
+
+
+def test_text_output_fits_80_columns():
+    from dflash_compat.launch.render import command_lines
+
+    out = run("--no-pair", "--fix", str(REPO / "tests/data/launch/shell/llama-q8-draft-cache.sh")).output
+    assert all(len(line) <= 80 for line in out.splitlines() if " " in line.strip()), out
+    lines = command_lines(["vllm", "serve", "m", "--tensor-parallel-size", "2", "--speculative-config", SPEC], 60)
+    assert shlex.split(" ".join(line.rstrip("\\") for line in lines)) == [
+        "vllm", "serve", "m", "--tensor-parallel-size", "2", "--speculative-config", SPEC]
+    assert lines[1].startswith("    --tensor-parallel-size 2") or lines[0].endswith("2 \\")

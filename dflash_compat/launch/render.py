@@ -45,6 +45,32 @@ def _path(loc: Location, lr: LaunchReport) -> Optional[str]:
     return posixpath.normpath(f"{str(source).rstrip('/')}/{loc.file}")
 
 
+def command_lines(argv: Sequence[str], width: int) -> list[str]:
+    """The argv as a shell command (every word quoted by shlex), broken with backslash-newlines before a
+    flag (`-x` or `--x`) where the line would pass `width`; a flag stays with its value."""
+    import shlex
+
+    groups: list[str] = []
+    open_flag = False  # the last group is a flag still without its value
+    for raw in argv:
+        word = shlex.quote(raw)
+        is_flag = raw.startswith("-") and len(raw) > 1 and not raw[1:2].isdigit()
+        if open_flag and not is_flag:
+            groups[-1] += " " + word
+            open_flag = False
+        else:
+            groups.append(word)
+            open_flag = is_flag
+    lines = [groups[0]] if groups else []
+    for group in groups[1:]:
+        if len(lines[-1]) + 1 + len(group) + 2 > width:
+            lines[-1] += " \\"
+            lines.append("    " + group)
+        else:
+            lines[-1] += " " + group
+    return lines
+
+
 def _short(value: object) -> str:
     text = "(none)" if value is None else str(value)
     return text if len(text) <= 120 else f"{text[:120]}... ({len(text) - 120} more characters)"
@@ -64,24 +90,21 @@ def _text(results: Sequence[FileResult], width: int, fix: bool, strict: bool) ->
     total = [0, 0, 0]
     for fr in results:
         if not fr.launches:
-            out.append(printable(f"{fr.file}: no engine launch found ({fr.kind})"))
+            out += wrap(printable(f"{fr.file}: no engine launch found ({fr.kind})"), width, indent=4, first=0)
             continue
         for lr in fr.launches:
-            out.append(printable(_head(lr)))
+            out += wrap(printable(_head(lr)), width, indent=4, first=0)
             refs = f"target {_short(lr.launch.target)}  draft {_short(lr.launch.draft)}"
             out += wrap(printable(refs), width, indent=4)
             for f in lr.report.findings:
                 loc = f.locations[0] if f.locations else None
                 at = _where(loc, lr) if loc is not None else f"{lr.launch.file}:{lr.launch.line}:{lr.launch.column}"
-                out.append(printable(f"  {at}: {f.severity} {f.code} {f.name}"))
+                out += wrap(printable(f"{at}: {f.severity} {f.code} {f.name}"), width, indent=4, first=0)
                 out += wrap(printable(f.message), width, indent=4)
                 out += wrap(printable(f"fix: {f.fix}"), width, indent=4)
             if fix and lr.fixed is not None:
-                from ..serving.launch import LaunchPlan, shell_command
-
                 out.append("  corrected command:")
-                cmd = shell_command(LaunchPlan(lr.launch.engine, lr.fixed), width=width - 4)
-                out += ["    " + printable(line) for line in cmd.split("\n")]
+                out += ["    " + printable(line) for line in command_lines(lr.fixed, width - 4)]
             s = lr.report.summary
             verdict = next(iter(s.verdict.values()), "pass")
             out.append(f"  verdict: {verdict} ({counts(s.errors, s.warnings, s.infos)})")
@@ -263,10 +286,7 @@ def _markdown(results: Sequence[FileResult], fix: bool) -> str:
                                f"{_md_cell(f.fix)} |")
                 out.append("")
             if fix and lr.fixed is not None:
-                from ..serving.launch import LaunchPlan, shell_command
-
-                out += ["```sh", printable(shell_command(LaunchPlan(lr.launch.engine, lr.fixed)), keep_newlines=True),
-                        "```", ""]
+                out += ["```sh", *(printable(line) for line in command_lines(lr.fixed, 76)), "```", ""]
     return "\n".join(out)
 
 
