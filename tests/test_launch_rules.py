@@ -134,3 +134,17 @@ def test_pair_checks_never_run_launch_rules():
     ctx = CheckContext(target=parse_target_config(target(), "t"), draft=parse_draft_config(draft(), "d"))
     results = check_rules(ctx, ALL_RULES, ["vllm"])
     assert not [r for r in results.rules if r.code.startswith("DF9")]
+
+
+def test_dotted_speculative_config_keys_are_read():
+    text = ("vllm serve T --speculative-config.method dflash --speculative-config.model z/d "
+            "--speculative-config.num_speculative_tokens 0 --speculative-config.bogus_key 1")
+    assert codes(text) == ["DF902", "DF903"]
+    assert codes(text.replace(" --speculative-config.bogus_key 1", "").replace("tokens 0", "tokens 15")) == []
+
+
+def test_a_launch_of_another_speculative_method_gets_no_dflash_pair_check():
+    fr = check_text("x", "python -m sglang.launch_server --model-path T --speculative-algorithm EAGLE3 "
+                         "--speculative-draft-model-path D", LaunchSettings())
+    [f] = fr.launches[0].report.findings
+    assert f.code == "DF910" and f.message.endswith("the speculative method is 'EAGLE3', not DFlash")

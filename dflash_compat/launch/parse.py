@@ -287,6 +287,17 @@ def _settings(launch: Launch) -> None:
         if "target" not in launch.settings and launch.positionals:
             _put(launch, "target", launch.positionals[0].text, launch.positionals[0])
         spec = launch.settings.pop("spec", None)
+        dotted = {o.name.split(".", 1)[1].replace("-", "_"): o for o in launch.opts
+                  if o.name.startswith("--speculative-config.") and o.value is not None}
+        if spec is None and dotted:  # `--speculative-config.method dflash ...`: one key per flag
+            launch.spec_config = {}
+            for key, opt in dotted.items():
+                value = _coerce("n_max", opt.value.text) if key.endswith(("tokens", "size")) else opt.value.text
+                launch.spec_config[key] = value
+                if key in _SPEC_KEYS:
+                    _put(launch, _SPEC_KEYS[key], opt.value.text, opt.value)
+                    if isinstance(value, int):
+                        launch.settings[_SPEC_KEYS[key]] = value
         if spec is not None and "spec" not in launch.unresolved:
             word = launch.where["spec"]
             try:

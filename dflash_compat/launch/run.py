@@ -159,6 +159,9 @@ def _pair(launch: Launch, settings: LaunchSettings, version: LaunchVersion
     backend = BACKEND[launch.engine]
     if launch.engine == "llama.cpp":
         return None, None, None, "llama.cpp launches name GGUF files, which this check does not read yet"
+    method = launch.settings.get("method") if launch.engine == "vllm" else launch.settings.get("algorithm")
+    if launch.engine in ("vllm", "sglang") and isinstance(method, str) and method.lower() not in ("dflash", "dspark"):
+        return None, None, None, f"the speculative method is {method!r}, not DFlash"
     for ref in ("target", "draft"):
         if ref in launch.unresolved:
             names = ", ".join("$" + n if not n.startswith(("$", "`")) else n for n in launch.unresolved[ref][1])
