@@ -356,3 +356,31 @@ def test_text_output_fits_80_columns():
     assert shlex.split(" ".join(line.rstrip("\\") for line in lines)) == [
         "vllm", "serve", "m", "--tensor-parallel-size", "2", "--speculative-config", SPEC]
     assert lines[1].startswith("    --tensor-parallel-size 2") or lines[0].endswith("2 \\")
+
+
+def test_words_match_shlex_on_generated_lines():
+    """Property: on lines made of words, spaces, quotes and backslashes (no expansions, separators or
+    comments, which shlex does not know), the words are exactly shlex.split's, and a line shlex cannot
+    split (an unbalanced quote, a trailing escape) is an error here too."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    @settings(max_examples=400, deadline=None)
+    @given(st.text(alphabet="ab-=:{}, '\"\\\\", max_size=30))
+    def check(line):
+        try:
+            expected = shlex.split(line)
+        except ValueError:
+            expected = None
+        try:
+            cmds = split_commands(line, assign=False)
+            got = [w.text for c in cmds for w in c.words]
+        except ShellSyntaxError:
+            got = None
+        if expected is None or got is None:
+            # shlex refuses a trailing lone backslash that POSIX shells keep as a literal; quotes must agree
+            assert line.rstrip().endswith("\\") or expected == got, (line, expected, got)
+        else:
+            assert got == expected, line
+
+    check()
