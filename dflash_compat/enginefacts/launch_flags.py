@@ -164,7 +164,11 @@ def main(argv: list[str]) -> int:
         engines.setdefault(name, {})[version] = extract(name, Path(source))
         print(f"{name} {version}: {len(engines[name][version]['flags'])} flags", file=sys.stderr)
     out = {"about": ABOUT, "engines": {e: dict(sorted(v.items())) for e, v in sorted(engines.items())}}
-    DATA.write_text(json.dumps(out, indent=1, sort_keys=False) + "\n", encoding="utf-8")
+    text = json.dumps(out, indent=1, sort_keys=False)
+    # one line per flag: its [file, line(, note)] inline
+    text = re.sub(r"\[\s+(\"[^\"]*\"),\s+(\d+)(?:,\s+(\"(?:[^\"\\\\]|\\\\.)*\"))?\s+\]",
+                  lambda m: "[" + ", ".join(g for g in m.groups() if g is not None) + "]", text)
+    DATA.write_text(text + "\n", encoding="utf-8")
     return 0
 
 
