@@ -158,7 +158,8 @@ def render_rule(rule: "Rule", console: "Console") -> None:
     """The rule's four documentation sections, each wrapped to the width under its title."""
     from rich.text import Text
 
-    deep = "; deep: " + ", ".join(rule.needs) if rule.needs else ""
+    deep = "; `dflash-check launch` only" if "launch" in rule.needs else \
+        ("; deep: " + ", ".join(rule.needs) if rule.needs else "")
     head = f"{rule.code} {rule.name}"
     about = f"({rule.severity}; {', '.join(rule.backends)}{deep})"
     lines = wrap(about, console.width, indent=2, first=len(head) + 2)

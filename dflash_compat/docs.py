@@ -29,9 +29,9 @@ def rule_doc(rule: Rule) -> dict:
 
 
 def _version(engine: str) -> str:
-    from .contract import ENGINE_VERSIONS
+    from .contract import cited_version
 
-    return ENGINE_VERSIONS[engine]
+    return cited_version(engine)
 
 
 def rules_json(rules: Sequence[Rule]) -> str:
@@ -57,7 +57,7 @@ def rules_markdown(rules: Sequence[Rule]) -> str:
         "|---|---|---|---|---|---|",
     ]
     for r in rules:
-        deep = " (deep)" if r.needs else ""
+        deep = " (launch files)" if "launch" in r.needs else (" (deep)" if r.needs else "")
         lines.append(
             f"| {r.code} | `{r.name}` | {r.severity} | {', '.join(r.backends)}{deep} | {_cell(r.what)} "
             f"| {_engines_cell(r)} |"

@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # the fact classes load only where facts were gathered (confi
 __all__ = [
     "BACKENDS",
     "COMMON",
+    "LAUNCH_ONLY_BACKENDS",
     "FACTS",
     "SEVERITIES",
     "CheckContext",
@@ -37,6 +38,8 @@ __all__ = [
 
 # Every engine a rule can speak about; `common` applies to all of them.
 BACKENDS = ("transformers", "vllm", "sglang", "mlx")
+# Engines only `dflash-check launch` judges so far (its launch rules), until they are check backends too.
+LAUNCH_ONLY_BACKENDS = ("llama.cpp",)
 SEVERITIES = ("error", "warning", "info")
 _SEVERITY_ORDER = {s: i for i, s in enumerate(SEVERITIES)}
 
@@ -46,6 +49,8 @@ FACTS = {
     "torch-modules": "the target's transformers module tree",
     "mlx-modules": "the target's mlx-lm module tree",
     "weights": "the draft's weight headers",
+    # launch-level rules (DF901-DF999) judge a launch command; only `dflash-check launch` runs them
+    "launch": "a launch command (`dflash-check launch`)",
 }
 
 
@@ -82,6 +87,8 @@ class CheckContext:
         """Why `fact` (a key of FACTS) is not available to the rules; None when it is."""
         if fact not in FACTS:
             raise KeyError(f"unknown fact {fact!r}; expected one of {', '.join(FACTS)}")
+        if fact == "launch":
+            return "only `dflash-check launch` reads launch commands"
         if fact == "weights":
             if self.weights is not None and self.weights_skip is None:
                 return None
@@ -246,7 +253,7 @@ def check_rules(ctx: CheckContext, rules: Sequence[Rule], backends: Sequence[str
     findings: list[Finding] = []
     for rule in rules:
         forced = severity_override(rule.code, severity)
-        if forced == "ignore":
+        if forced == "ignore" or "launch" in rule.needs:  # launch rules run in `dflash-check launch` only
             continue
         run, found = _run_one(ctx, rule, backends, forced)
         runs.append(run)

@@ -14,6 +14,7 @@ from .provenance import EngineSource
 __all__ = [
     "COMMON",
     "BackendCounts",
+    "FileLocation",
     "Finding",
     "Location",
     "RuleDocs",
@@ -33,9 +34,18 @@ class Location:
     """Where a finding points: a config key (dotted, as written in the file), a module path or a
     tensor name, in one artifact. `file` is config.json, a safetensors file, or <module tree>."""
 
-    artifact: Literal["target", "draft"]
+    artifact: Literal["target", "draft", "launch"]
     file: str
     key: str
+
+
+@dataclass(frozen=True)
+class FileLocation(Location):
+    """A place in a user's launch file (`dflash-check launch`): `file` is its path as given, `line` and
+    `column` 1-based; `key` names the flag or setting written there."""
+
+    line: int = 0
+    column: int = 0
 
 
 @dataclass

@@ -18,6 +18,6 @@ class EngineSource:
     note: str = ""  # what these lines decide, in a few words
 
     def cite(self) -> str:
-        from .contract import ENGINE_VERSIONS
+        from .contract import cited_version
 
-        return f"{self.engine} {ENGINE_VERSIONS[self.engine]} {self.path}:{self.lines}"
+        return f"{self.engine} {cited_version(self.engine)} {self.path}:{self.lines}"

@@ -121,6 +121,17 @@ from . import (
     df708_mlx_paths_unreachable,
     df709_layer_returns_tuple,
     df710_target_embedding_width_mismatch,
+    df901_launch_flag_unknown,
+    df902_vllm_speculative_config_invalid,
+    df903_launch_speculative_tokens_invalid,
+    df904_llamacpp_draft_kv_cache_quantized,
+    df905_llamacpp_split_mode_tensor_dflash,
+    df906_vllm_dspark_draft_as_dflash,
+    df907_llamacpp_draft_p_min_default_changed,
+    df908_launch_pair_launched_twice,
+    df909_launch_value_not_judged,
+    df910_launch_pair_not_checked,
+    df911_launch_flags_not_judged,
 )
 
 __all__ = ["ALL_RULES", "RETIRED", "RULES_BY_CODE", "get_rule"]
@@ -259,6 +270,18 @@ ALL_RULES: list[Rule] = [
     df708_mlx_paths_unreachable.RULE,
     df709_layer_returns_tuple.RULE,
     df710_target_embedding_width_mismatch.RULE,
+    # --- DF9xx: launch commands (`dflash-check launch`) ---
+    df901_launch_flag_unknown.RULE,
+    df902_vllm_speculative_config_invalid.RULE,
+    df903_launch_speculative_tokens_invalid.RULE,
+    df904_llamacpp_draft_kv_cache_quantized.RULE,
+    df905_llamacpp_split_mode_tensor_dflash.RULE,
+    df906_vllm_dspark_draft_as_dflash.RULE,
+    df907_llamacpp_draft_p_min_default_changed.RULE,
+    df908_launch_pair_launched_twice.RULE,
+    df909_launch_value_not_judged.RULE,
+    df910_launch_pair_not_checked.RULE,
+    df911_launch_flags_not_judged.RULE,
 ]
 
 RULES_BY_CODE: dict[str, Rule] = {r.code: r for r in ALL_RULES}

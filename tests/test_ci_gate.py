@@ -88,13 +88,13 @@ def _hooks() -> list[dict]:
 
 
 def test_hook_manifest_is_valid():
-    [hook] = _hooks()
+    hook = _hooks()[0]
     try:
         from pre_commit.clientlib import load_manifest
     except ImportError:  # pre-commit is in the dev extra; without it, the keys pre-commit requires
         assert {"id", "name", "entry", "language"} <= set(hook)
     else:
-        [hook] = load_manifest(str(ROOT / ".pre-commit-hooks.yaml"))
+        hook = load_manifest(str(ROOT / ".pre-commit-hooks.yaml"))[0]
     assert hook["id"] == "dflash-check" and hook["language"] == "python" and hook["pass_filenames"] is False
     script = hook["entry"].split()[0]
     assert script in _pyproject()["project"]["scripts"], "the entry is the installed console script"
@@ -105,7 +105,7 @@ def test_hook_manifest_is_valid():
 @pytest.mark.parametrize(("target", "code"), [(GOOD / "target", 0), (BAD / "target", 1)])
 def test_hook_entry_runs_with_the_repositorys_settings(tmp_path, target, code):
     """What pre-commit runs (the entry, no file names) in a model repository with a settings file."""
-    [hook] = _hooks()
+    hook = _hooks()[0]
     shutil.copytree(target, tmp_path / "target")
     shutil.copytree(GOOD / "draft", tmp_path / "draft")
     shutil.copy(GOOD / "dflash-check.toml", tmp_path)
@@ -262,6 +262,38 @@ def test_action_check_step_fails_on_bad_input(workspace):
     res = _run_step(_step("Run dflash-check"), {"target": "missing-folder"}, repo, tools)
     assert res.returncode == 2 and _outputs(repo)["exit-code"] == "2"
     assert len(res.stderr.strip().splitlines()) == 1
+
+
+def test_launch_hook_runs_on_the_files_pre_commit_passes(tmp_path):
+    """The second hook: pre-commit passes the changed deployment files; a launch failure fails the commit."""
+    hook = next(h for h in _hooks() if h["id"] == "dflash-check-launch")
+    assert hook["pass_filenames"] is True and hook["entry"].split()[:2] == ["dflash-check", "launch"]
+    files = re.compile(hook["files"])
+    for name in ("serve.sh", "deploy/k8s.yaml", "docker-compose.yml", "Dockerfile", "docker/vllm.Dockerfile",
+                 ".github/workflows/serve.yml"):
+        assert files.search(name), name
+    assert not files.search("README.md") and not files.search("model.py")
+    corpus = ROOT / "tests" / "data" / "launch"
+    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")
+    for name, code in (("docker/llama-removed-draft-max.Dockerfile", 1),
+                       ("docker/llama-removed-draft-max-fixed.Dockerfile", 0)):
+        res = subprocess.run([*hook["entry"].split(), "--no-config", str(corpus / name)], cwd=tmp_path,
+                             capture_output=True, text=True, env=env, timeout=120)
+        assert res.returncode == code, res.stdout + res.stderr
+
+
+def test_action_checks_launch_files(workspace):
+    repo, tools, _ = workspace
+    deploy = repo / "deploy"
+    deploy.mkdir()
+    shutil.copy(ROOT / "tests" / "data" / "launch" / "k8s" / "vllm-dspark-as-dflash.yaml", deploy / "vllm.yaml")
+    res = _run_step(_step("Run dflash-check"), {"launch-files": "deploy/*.yaml", "args": "--no-pair"}, repo, tools)
+    assert res.returncode == 0, res.stderr
+    assert _outputs(repo)["exit-code"] == "1"
+    results = json.loads((repo / "dflash-check.sarif").read_text())["runs"][0]["results"]
+    [df906] = [r for r in results if r["ruleId"] == "DF906"]
+    physical = df906["locations"][0]["physicalLocation"]
+    assert physical == {"artifactLocation": {"uri": "deploy/vllm.yaml"}, "region": {"startLine": 21, "startColumn": 16}}
 
 
 def test_action_args_are_split_not_evaluated(workspace):

@@ -28,25 +28,30 @@ LAYERS = {
     "base": ("dflash_compat", "dflash_compat.contract", "dflash_compat.exceptions", "dflash_compat.options",
              "dflash_compat.engine_support", "dflash_compat.mlx_layout", "dflash_compat.provenance",
              "dflash_compat.family_support", "dflash_compat.safe_read", "dflash_compat.safe_write",
-             "dflash_compat.quoting", "dflash_compat.foreign"),
+             "dflash_compat.quoting", "dflash_compat.foreign", "dflash_compat.launch",
+             "dflash_compat.launch.flagfacts"),
     "resolve": ("dflash_compat.resolve", "dflash_compat.weightfiles", "dflash_compat.hub"),
-    "specs": ("dflash_compat.specs",),
+    # launch: reading launch files is input parsing, like the specs; the launch rules' context sits with the
+    # engine's, running them with the pipeline, their output with the commands
+    "specs": ("dflash_compat.specs", "dflash_compat.launch.shellwords", "dflash_compat.launch.sources",
+              "dflash_compat.launch.parse", "dflash_compat.launch.versions"),
     "facts": ("dflash_compat.facts",),
     "probe": ("dflash_compat.probe",),
     "findings": ("dflash_compat.findings",),
-    "engine": ("dflash_compat.engine",),
+    "engine": ("dflash_compat.engine", "dflash_compat.launch.context", "dflash_compat.launch.fix"),
     "rules": ("dflash_compat.rules",),
     "report": ("dflash_compat.report",),
     "emitters": ("dflash_compat.emitters", "dflash_compat.console"),
     # check: the preflight pipeline; conversion + safetensors_stream: the convert pipeline (it names tensors as
     # the DF6xx rules do, and streams tensors through the safetensors header reader)
-    "pipeline": ("dflash_compat.check", "dflash_compat.conversion", "dflash_compat.safetensors_stream"),
+    "pipeline": ("dflash_compat.check", "dflash_compat.conversion", "dflash_compat.safetensors_stream",
+                 "dflash_compat.launch.run"),
     # serving: serve / probe / recommend (it runs the check pipeline and the reference runtime);
     # enginefacts: the maintainers' command that reads the engine wheels into data/engine_support.json;
     # init_draft and train: they check what they write with the check pipeline and run the runtime
     "commands": ("dflash_compat.commands", "dflash_compat.cli", "dflash_compat.docs", "dflash_compat.__main__",
                  "dflash_compat.enginefacts", "dflash_compat.serving", "dflash_compat.init_draft",
-                 "dflash_compat.train"),
+                 "dflash_compat.train", "dflash_compat.launch.render"),
     "side": ("dflash_compat.runtime", "dflash_compat.adapters"),
 }
 ORDER = [name for name in LAYERS if name != "side"]

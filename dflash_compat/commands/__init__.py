@@ -36,6 +36,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "probe_cmd",
         "Measure a running vLLM / SGLang server: speculation engaged, acceptance, losslessness.",
     ),
+    "launch": (
+        "dflash_compat.commands.launch",
+        "launch_cmd",
+        "Check the engine launches in shell scripts, Dockerfiles, compose, Kubernetes and workflow files.",
+    ),
     "recommend": (
         "dflash_compat.commands.recommend",
         "recommend_cmd",

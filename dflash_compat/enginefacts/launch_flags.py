@@ -1,0 +1,176 @@
+"""The command-line flags each engine release accepts (and the ones it has removed), read from the engine's
+own argument parser, for `dflash-check launch`: data/launch_flags.json, one entry per engine and version.
+
+  python -m dflash_compat.enginefacts.launch_flags vllm==0.33.0=/work/wheels/src/vllm-0.33.0 ...
+
+Every flag keeps the file and line that declares it (relative to the wheel's top package; for llama.cpp,
+relative to the source tree's root). Nothing is imported from the engines: Python sources are parsed with
+`ast`, llama.cpp's common/arg.cpp is read as text.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from .source import LayoutError, SourceTree
+
+__all__ = ["DATA", "extract", "vllm_flags", "sglang_flags", "llamacpp_flags", "main"]
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "launch_flags.json"
+ABOUT = ("Command-line flags (and vLLM speculative-config keys) each engine release accepts, read from its own "
+         "argument parser by `python -m dflash_compat.enginefacts.launch_flags`. Do not edit by hand. Each name "
+         "maps to [file, line] of its declaration (vLLM/SGLang: relative to the wheel's top package; llama.cpp: "
+         "the source tree). `removed`: flags the parser still declares only to refuse them.")
+
+Found = dict[str, list[Any]]
+
+
+def _literal_flags(tree: SourceTree, path: str, found: Found) -> None:
+    """Every string literal starting with `-` passed positionally to an `add_argument(...)` call."""
+    for node in ast.walk(tree.parse(path)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument":
+            for arg in node.args:
+                if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and arg.value.startswith("-"):
+                    found.setdefault(arg.value, [path, arg.lineno])
+
+
+def _class_fields(tree: SourceTree, path: str, names: set[str]) -> dict[str, tuple[int, ast.AnnAssign]]:
+    out: dict[str, tuple[int, ast.AnnAssign]] = {}
+    for node in tree.parse(path).body:
+        if isinstance(node, ast.ClassDef) and node.name in names:
+            for item in node.body:
+                if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                    out.setdefault(item.target.id, (item.lineno, item))
+    return out
+
+
+def vllm_flags(tree: SourceTree) -> dict[str, Any]:
+    """vLLM: `add_argument` literals of the engine and frontend parsers, the frontend dataclasses' fields
+    (each becomes `--field-name`), and SpeculativeConfig's fields (the keys --speculative-config takes)."""
+    flags: Found = {}
+    paths = ["vllm/engine/arg_utils.py", "vllm/entrypoints/cli/serve.py"]
+    paths += [p for p in ("vllm/entrypoints/common/cli_args.py", "vllm/entrypoints/openai/cli_args.py")
+              if tree.exists(p)]
+    for path in paths:
+        _literal_flags(tree, path, flags)
+    front = next(p for p in paths if p.endswith("cli_args.py"))
+    for name, (line, _) in _class_fields(tree, front, {"BaseFrontendArgs", "FrontendArgs"}).items():
+        flags.setdefault("--" + name.replace("_", "-"), [front, line])
+    spec_path = "vllm/config/speculative.py"
+    fields = _class_fields(tree, spec_path, {"SpeculativeConfig"})
+    keys = {name: [spec_path, line] for name, (line, _) in fields.items()}
+    for must, where in (("--speculative-config", flags), ("num_speculative_tokens", keys), ("method", keys)):
+        if must not in where:
+            raise LayoutError(f"vllm: {must} not found; has the layout changed?")
+    return {"flags": dict(sorted(flags.items())), "speculative_config_keys": dict(sorted(keys.items())),
+            "underscores": True}
+
+
+def _arg_aliases(annotation: ast.expr) -> tuple[list[str], bool]:
+    """The `Arg(aliases=[...], no_cli=...)` inside an `A[T, Arg(...)]` annotation."""
+    aliases: list[str] = []
+    no_cli = False
+    for node in ast.walk(annotation):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Arg":
+            for kw in node.keywords:
+                if kw.arg == "aliases" and isinstance(kw.value, (ast.List, ast.Tuple)):
+                    aliases += [e.value for e in kw.value.elts if isinstance(e, ast.Constant)]
+                if kw.arg == "no_cli" and isinstance(kw.value, ast.Constant):
+                    no_cli = bool(kw.value.value)
+    return aliases, no_cli
+
+
+def sglang_flags(tree: SourceTree) -> dict[str, Any]:
+    """SGLang: every `A[...]` field of the ServerArgs field groups becomes `--field-name` plus its aliases
+    (srt/arg_groups/arg_utils.py `_field_to_cli_name`, `add_cli_args_from_dataclass`), minus `no_cli`
+    fields; plus the `add_argument` literals of srt/server_args.py."""
+    flags: Found = {}
+    for path in tree.files("sglang/srt/arg_groups/fields"):
+        for node in ast.walk(tree.parse(path)):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            for item in node.body:
+                if not (isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)):
+                    continue
+                ann = item.annotation
+                if not (isinstance(ann, ast.Subscript) and getattr(ann.value, "id", None) == "A"):
+                    continue
+                aliases, no_cli = _arg_aliases(ann)
+                if no_cli:
+                    continue
+                for name in ["--" + item.target.id.replace("_", "-"), *aliases]:
+                    flags.setdefault(name, [path, item.lineno])
+    _literal_flags(tree, "sglang/srt/server_args.py", flags)
+    for must in ("--speculative-algorithm", "--model-path", "--tp-size"):
+        if must not in flags:
+            raise LayoutError(f"sglang: {must} not found; has the layout changed?")
+    return {"flags": dict(sorted(flags.items())), "underscores": False}
+
+
+_OPT_RE = re.compile(r"add_opt\(common_arg\(\s*\{([^}]*)\}")
+_NAME_RE = re.compile(r'"(-[^"]+)"')
+
+
+def llamacpp_flags(root: Path) -> dict[str, Any]:
+    """llama.cpp: the names of every `add_opt(common_arg({...}, ...))` in common/arg.cpp; an option whose
+    handler calls `arg_removed(...)` is listed under `removed` with the replacement it names."""
+    path = "common/arg.cpp"
+    text = (root / path).read_text(encoding="utf-8")
+    flags: Found = {}
+    removed: dict[str, list[Any]] = {}
+    starts = list(_OPT_RE.finditer(text))
+    for i, m in enumerate(starts):
+        line = text.count("\n", 0, m.start(1)) + 1
+        body = text[m.end():starts[i + 1].start() if i + 1 < len(starts) else len(text)]
+        gone = re.search(r'arg_removed\("([^"]*)"\)', body)
+        names = _NAME_RE.findall(m.group(1))
+        # a negated form (`{"--no-x"}`) follows as a second brace list: its names are flags too
+        neg = re.match(r'\s*,\s*\{([^}]*)\}', body)
+        if neg:
+            names += _NAME_RE.findall(neg.group(1))
+        for name in names:
+            if gone:
+                removed.setdefault(name, [path, line, gone.group(1)])
+            else:
+                flags.setdefault(name, [path, line])
+    for must in ("-md", "--spec-type", "-ctkd", "-sm"):
+        if must not in flags:
+            raise LayoutError(f"llama.cpp: {must} not found in {path}; has the layout changed?")
+    return {"flags": dict(sorted(flags.items())), "removed": dict(sorted(removed.items())), "underscores": False}
+
+
+def extract(engine: str, source: Path) -> dict[str, Any]:
+    if engine == "llama.cpp":
+        return llamacpp_flags(source)
+    tree = SourceTree.open(source)
+    try:
+        return {"vllm": vllm_flags, "sglang": sglang_flags}[engine](tree)
+    finally:
+        tree.close()
+
+
+def main(argv: list[str]) -> int:
+    """`ENGINE==VERSION=SOURCE ...`: (re)write those entries of data/launch_flags.json."""
+    data = json.loads(DATA.read_text(encoding="utf-8")) if DATA.exists() else {}
+    engines = data.setdefault("engines", {})
+    for spec in argv:
+        name, _, rest = spec.partition("==")
+        version, _, source = rest.partition("=")
+        engines.setdefault(name, {})[version] = extract(name, Path(source))
+        print(f"{name} {version}: {len(engines[name][version]['flags'])} flags", file=sys.stderr)
+    out = {"about": ABOUT, "engines": {e: dict(sorted(v.items())) for e, v in sorted(engines.items())}}
+    text = json.dumps(out, indent=1, sort_keys=False)
+    # one line per flag: its [file, line(, note)] inline
+    text = re.sub(r"\[\s+(\"[^\"]*\"),\s+(\d+)(?:,\s+(\"(?:[^\"\\\\]|\\\\.)*\"))?\s+\]",
+                  lambda m: "[" + ", ".join(g for g in m.groups() if g is not None) + "]", text)
+    DATA.write_text(text + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,150 @@
+"""The launch rules DF901-DF911: each catches what it says and lets the corrected launch through."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from dflash_compat.launch.run import LaunchSettings, check_text
+from dflash_compat.rules import RULES_BY_CODE
+
+SPEC = {"method": "dflash", "model": "z-lab/Qwen3-8B-DFlash-b16", "num_speculative_tokens": 15}
+LLAMA = "llama-server -m t.gguf -md d.gguf --spec-type draft-dflash --spec-draft-n-max 15 --spec-draft-p-min 0.75"
+
+
+def vllm(spec=None, extra: str = "") -> str:
+    return f"vllm serve Qwen/Qwen3-8B --speculative-config '{json.dumps(spec or SPEC)}' {extra}"
+
+
+def codes(text: str, file: str = "run.sh", **settings) -> list[str]:
+    fr = check_text(file, text, LaunchSettings(pair=False, **settings))
+    return [f.code for lr in fr.launches for f in lr.report.findings if f.code != "DF910"]
+
+
+def test_every_launch_rule_is_registered_documented_and_cited():
+    for code in [f"DF9{n:02d}" for n in range(1, 12)]:
+        rule = RULES_BY_CODE[code]
+        assert rule.needs == ("launch",) and rule.what and rule.why and rule.example and rule.fix
+    for code in ("DF901", "DF902", "DF903", "DF904", "DF905", "DF906", "DF907"):
+        assert RULES_BY_CODE[code].sources, code
+
+
+@pytest.mark.parametrize("text,bad,good", [
+    # DF901: flags a release does not know, or has removed
+    (vllm(extra="--tensor-parallel-size 2 --speculative-model x"), ["DF901"], None),
+    (LLAMA.replace("--spec-draft-n-max", "--draft-max"), ["DF901"], None),
+    (vllm(extra="--tensor_parallel_size 2 --no-enable-prefix-caching --max-num-seq 8 -O3"), [], None),
+    (LLAMA + " --model-draft d.gguf -ctkd f16", [], None),
+])
+def test_df901(text, bad, good):
+    assert codes(text) == bad
+
+
+def test_df901_names_the_release_that_has_the_flag():
+    fr = check_text("x", vllm(extra="--shuffle-safetensors-files"), LaunchSettings(
+        pair=False, engine_versions={"vllm": "0.33.0"}))
+    [f] = [f for f in fr.launches[0].report.findings if f.code == "DF901"]
+    assert "it exists in vllm 0.34.0" in f.message
+    assert codes(vllm(extra="--shuffle-safetensors-files"), engine_versions={"vllm": "0.34.0"}) == []
+
+
+def test_df902():
+    spec = {**SPEC, "disable_padded_drafter_batch": True}
+    assert codes(vllm(spec), engine_versions={"vllm": "0.34.0"}) == ["DF902"]
+    assert codes(vllm(spec), engine_versions={"vllm": "0.33.0"}) == []
+    assert codes("vllm serve T --speculative-config '{\"method\": dflash}'") == ["DF902"]
+    assert codes(vllm()) == []
+
+
+def test_df903():
+    assert codes(vllm({**SPEC, "num_speculative_tokens": 0})) == ["DF903"]
+    assert codes(LLAMA.replace("--spec-draft-n-max 15", "--spec-draft-n-max 0")) == ["DF903"]
+    assert codes(vllm()) == [] and codes(LLAMA) == []
+
+
+def test_df904():
+    assert codes(LLAMA + " -ctkd q8_0 -ctvd q4_0") == ["DF904", "DF904"]
+    assert codes(LLAMA + " -ctkd f16 -ctvd bf16 -ctk q8_0 -ctv q8_0") == []
+
+
+def test_df905():
+    assert codes(LLAMA + " -sm tensor") == ["DF905"]
+    assert codes(LLAMA + " -sm layer") == [] and codes("llama-server -m t.gguf -sm tensor") == []
+
+
+def test_df906():
+    assert codes(vllm({**SPEC, "model": "deepseek-ai/dspark_qwen3_8b_block7"})) == ["DF906"]
+    assert codes(vllm({**SPEC, "method": "dspark", "model": "deepseek-ai/dspark_qwen3_8b_block7"})) == []
+    assert codes(vllm()) == []
+
+
+def test_df907():
+    assert codes(LLAMA.replace(" --spec-draft-p-min 0.75", "")) == ["DF907"]
+    assert codes(LLAMA.replace("--spec-draft-p-min", "--draft-p-min")) == []
+    fr = check_text("x", LLAMA.replace(" --spec-draft-p-min 0.75", ""), LaunchSettings(
+        pair=False, engine_versions={"llama.cpp": "b9000"}))
+    [f] = [f for f in fr.launches[0].report.findings if f.code == "DF907"]
+    assert "defaults to 0.75 (0 from b9235 on)" in f.message
+
+
+def test_df908():
+    twice = vllm() + "\n" + vllm({**SPEC, "num_speculative_tokens": 7}, "--port 8001")
+    assert codes(twice) == ["DF908"]
+    assert codes(vllm() + "\n" + vllm(extra="--port 8001")) == []
+    assert codes(vllm() + "\n" + vllm({**SPEC, "model": "other/draft"}, "--max-num-seqs 8")) == []
+
+
+def test_df909():
+    assert codes(vllm(extra="--tensor-parallel-size $TP")) == ["DF909"]
+    assert codes("TP=2\n" + vllm(extra="--tensor-parallel-size $TP")) == []
+    fr = check_text("x", vllm(extra="--tensor-parallel-size $TP"), LaunchSettings(pair=False))
+    [f] = [f for f in fr.launches[0].report.findings if f.code == "DF909"]
+    assert f.message == "tp not judged: comes from $TP, which this file does not define" and f.severity == "info"
+
+
+def test_df910_says_why_the_pair_was_not_checked():
+    fr = check_text("x", "vllm serve $MODEL --speculative-config '{\"model\": \"d\"}'", LaunchSettings())
+    [f] = [f for f in fr.launches[0].report.findings if f.code == "DF910"]
+    assert f.message == "the pair was not checked: the target comes from $MODEL"
+    fr = check_text("x", LLAMA, LaunchSettings())
+    assert [f.code for f in fr.launches[0].report.findings] == ["DF910"]
+
+
+def test_df911():
+    assert codes(vllm(), engine_versions={"vllm": "0.20.0"}) == ["DF911"]
+    assert codes(vllm(), engine_versions={"vllm": "0.33.0"}) == []
+
+
+def test_select_ignore_and_severity_apply():
+    text = LLAMA + " -ctkd q8_0 -sm tensor"
+    assert codes(text, ignore=["DF904"]) == ["DF905"]
+    assert codes(text, select=["DF904"]) == ["DF904"]
+    fr = check_text("x", text, LaunchSettings(pair=False, severity={"DF905": "error"}))
+    assert {f.code: f.severity for f in fr.launches[0].report.findings}["DF905"] == "error"
+    assert fr.launches[0].report.exit_code() == 1
+
+
+def test_pair_checks_never_run_launch_rules():
+    from dflash_compat.engine import CheckContext, check_rules
+    from dflash_compat.rules import ALL_RULES
+    from dflash_compat.specs import parse_draft_config, parse_target_config
+    from tests.configs import draft, target
+
+    ctx = CheckContext(target=parse_target_config(target(), "t"), draft=parse_draft_config(draft(), "d"))
+    results = check_rules(ctx, ALL_RULES, ["vllm"])
+    assert not [r for r in results.rules if r.code.startswith("DF9")]
+
+
+def test_dotted_speculative_config_keys_are_read():
+    text = ("vllm serve T --speculative-config.method dflash --speculative-config.model z/d "
+            "--speculative-config.num_speculative_tokens 0 --speculative-config.bogus_key 1")
+    assert codes(text) == ["DF902", "DF903"]
+    assert codes(text.replace(" --speculative-config.bogus_key 1", "").replace("tokens 0", "tokens 15")) == []
+
+
+def test_a_launch_of_another_speculative_method_gets_no_dflash_pair_check():
+    fr = check_text("x", "python -m sglang.launch_server --model-path T --speculative-algorithm EAGLE3 "
+                         "--speculative-draft-model-path D", LaunchSettings())
+    [f] = fr.launches[0].report.findings
+    assert f.code == "DF910" and f.message.endswith("the speculative method is 'EAGLE3', not DFlash")
