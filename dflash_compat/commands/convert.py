@@ -201,12 +201,8 @@ def convert_cmd(draft: str, to: str, output: str, force: bool, verifier: Optiona
     describe exactly is refused with the reason (exit 2). The output is written to a temporary folder
     next to OUT and renamed into place when complete.
     """
-    try:
-        done = convert_checkpoint(Path(draft), Path(output), to, force=force, verifier=verifier)
-    except DFlashCompatError as exc:
-        from ..cli import fail
-
-        fail(exc)  # one line on stderr, control bytes escaped
+    # a DFlashCompatError is rendered by the CLI group (dflash_compat/errors.py): one escaped line, exit 2
+    done = convert_checkpoint(Path(draft), Path(output), to, force=force, verifier=verifier)
     from ..emitters._safe import printable
     from ..quoting import quote, quote_items
 

@@ -8,6 +8,8 @@ from typing import Any, Optional
 
 import click
 
+from ..inputs import FiniteFloatRange
+
 __all__ = ["recommend_cmd", "recommend_doc", "engine_flags"]
 
 
@@ -56,10 +58,10 @@ def recommend_doc(profile: dict[str, Any], cost: Optional[dict[str, float]], dra
 @click.command("recommend", context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--profile", "profile_path", required=True, type=click.Path(dir_okay=False),
               help="An acceptance profile written by `smoke --profile-out` or `probe --profile-out`.")
-@click.option("--draft-cost", type=click.FloatRange(min=0),
+@click.option("--draft-cost", type=FiniteFloatRange(min=0),
               help="Cost of one draft pass, as a fraction of one plain target decoding step (default: the "
               "profile's measured cost, else 0.1).")
-@click.option("--verify-cost-per-token", type=click.FloatRange(min=0),
+@click.option("--verify-cost-per-token", type=FiniteFloatRange(min=0),
               help="Extra cost of each additional token verified in one target pass, as a fraction of one plain "
               "step (default: measured, else 0: a memory-bound GPU verifies a block for the price of a token).")
 @click.option("--draft", "draft_name", default="DRAFT", show_default=True,

@@ -10,6 +10,7 @@ from typing import Any, Callable, Optional
 import click
 
 from ..exceptions import EXIT_FAIL, EXIT_INPUT, EXIT_OK, DFlashCompatError, InputError, MissingDependencyError, one_line
+from ..inputs import FiniteFloatRange, SeedRange
 from ..runtime.core import GREEDY, Sampling, check_block_size, check_token_ids
 from .smoke_preflight import preflight, refusal_line
 
@@ -310,12 +311,6 @@ def _refuse(findings) -> None:
     sys.exit(EXIT_INPUT)
 
 
-def _fail(exc: DFlashCompatError) -> None:
-    from ..cli import fail
-
-    fail(exc)  # one line on stderr, control bytes from a hostile config escaped
-
-
 @click.command("smoke", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("target")
 @click.option("--draft", "-d", required=True, help="The DFlash draft: a local folder or a Hub repo id.")
@@ -329,20 +324,22 @@ def _fail(exc: DFlashCompatError) -> None:
               help="Tokens to generate per prompt.")
 @click.option("--block-size", type=click.IntRange(min=1),
               help="Block size per step, at most the draft's (default: the draft's block_size).")
-@click.option("--temperature", type=click.FloatRange(min=0), default=0.0, show_default=True,
+@click.option("--temperature", type=FiniteFloatRange(min=0), default=0.0, show_default=True,
               help="0 is greedy and checked token for token; above 0 uses lossless rejection sampling (not comparable "
               "token for token).")
-@click.option("--top-p", type=click.FloatRange(min=0, max=1, min_open=True), default=1.0, show_default=True,
+@click.option("--top-p", type=FiniteFloatRange(min=0, max=1, min_open=True), default=1.0, show_default=True,
               help="Nucleus sampling mass (with --temperature > 0).")
 @click.option("--top-k", type=click.IntRange(min=0), default=0, show_default=True,
               help="Sample among the k most likely tokens; 0 means all (with --temperature > 0).")
-@click.option("--seed", type=int, default=0, show_default=True, help="Random seed for sampling.")
+@click.option("--seed", type=SeedRange(), default=0, show_default=True,
+              help="Random seed for sampling (-2**63 to 2**64-1, as torch takes).")
 @click.option("--device", type=click.Choice(("auto", "cpu", "cuda")), default="auto", show_default=True,
               help="Where to run; auto picks cuda when available.")
 @click.option("--dtype", type=click.Choice(("auto", "float32", "bfloat16", "float16")), default="auto",
               show_default=True,
               help="Weights and activations dtype; auto is bfloat16 on cuda, float32 on cpu.")
-@click.option("--min-acceptance", type=float, help="Fail (exit 1) when the mean acceptance length is below this.")
+@click.option("--min-acceptance", type=FiniteFloatRange(min=0),
+              help="Fail (exit 1) when the mean acceptance length is below this.")
 @click.option("--format", "-f", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True,
               help="text: a summary table; json: the machine-readable report.")
 @click.option("--backend", type=click.Choice(("torch", "mlx")), default="torch", show_default=True,
@@ -407,9 +404,8 @@ def smoke_cmd(target, draft, prompts, prompts_file, prompt_ids, max_new_tokens, 
 
             write_profile(profile_out, profile_from_smoke(run, payload["summary"]["speedup"]), force=force,
                           protected=protected)
-    except DFlashCompatError as exc:
-        _fail(exc)
-        return
+    except DFlashCompatError:
+        raise  # rendered by the CLI group (dflash_compat/errors.py): one escaped line, its exit code
     if fmt == "json":
         from ..emitters._safe import dumps
 
