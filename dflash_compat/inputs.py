@@ -61,7 +61,7 @@ class SeedRange(click.IntRange):
             self.fail(f"{_shown(value)} is not an integer of ASCII digits", param, ctx)
         rv = value if isinstance(value, int) else click.INT.convert(value, param, ctx)
         if not SEED_MIN <= rv <= SEED_MAX:
-            self.fail(f"{_short_int(rv)} is outside the seeds torch accepts ({SEED_MIN} to {SEED_MAX})", param, ctx)
+            self.fail(f"{_short_int(rv)} is outside the seeds torch accepts (-2**63 to 2**64-1)", param, ctx)
         return rv
 
 

@@ -12,7 +12,7 @@ from typing import Any, Optional
 
 import click
 
-from ..exceptions import DFlashCompatError, InputError
+from ..exceptions import ConfigError, DFlashCompatError, InputError
 from ..weightfiles import INDEX_FILE
 
 __all__ = ["convert_cmd", "convert_checkpoint", "Converted"]
@@ -136,15 +136,23 @@ def _swap_in(tmp: Path, out: Path) -> None:
 
 def _verifier(name: Optional[str]) -> dict[str, Any]:
     """speculators' verifier record: a local folder's config gives the architectures; a repo id is kept as is."""
+    from ..inputs import check_name
+
     if name is None:
         return {"name_or_path": None, "architectures": []}
+    check_name(name, "--verifier")  # written into the converted config and printed
     cfg = Path(name) / "config.json"
     archs: list[str] = []
     if cfg.is_file():
         from ..resolve import load_json
 
         raw = load_json(cfg)
-        archs = [a for a in raw.get("architectures") or [] if isinstance(a, str)] if isinstance(raw, dict) else []
+        if not isinstance(raw, dict):
+            raise ConfigError(f"--verifier {name}: {cfg.name} is not a JSON object (got {type(raw).__name__})")
+        listed = raw.get("architectures")
+        if listed is not None and not (isinstance(listed, list) and all(isinstance(a, str) for a in listed)):
+            raise ConfigError(f"--verifier {name}: `architectures` in {cfg.name} should be a list of class names")
+        archs = [check_name(a, f"--verifier {name}: architectures") for a in listed or []]
     return {"name_or_path": name, "architectures": archs}
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import click
 
-from ..exceptions import InputError
 from ..inputs import SeedRange
 
 __all__ = ["init_draft_cmd"]
@@ -13,13 +12,10 @@ __all__ = ["init_draft_cmd"]
 def _parse_ids(value: str | None) -> list[int] | None:
     if value is None:
         return None
-    try:
-        parts = [p.strip() for p in value.replace(" ", "").split(",")]
-        if "" in parts:
-            raise ValueError(value)
-        return [int(p) for p in parts]
-    except ValueError:
-        raise InputError(f"--layer-ids {value!r}: expected comma-separated layer indices like 1,9,17") from None
+    from ..inputs import parse_int_list
+
+    # ASCII digits only: int() would read Arabic-Indic '\u0661,\u0662' as [1, 2]
+    return parse_int_list(value.replace(" ", ""), "--layer-ids", allow_negative=True)
 
 
 @click.command("init-draft", context_settings={"help_option_names": ["-h", "--help"]})

@@ -60,8 +60,10 @@ def probe_cmd(url, model, engine, prompts_path, max_tokens, timeout, reference_t
     Exit codes: 0 passed; 1 speculation not active, not lossless, or tau under --min-acceptance;
     2 bad input, or a server that refuses, times out or answers something unreadable.
     """
+    from ..serving.http import parse_url
     from ..serving.probe import ProbeRequest, probe_exit_code, read_prompts, run_probe
 
+    parse_url(url)  # the whole URL checked before any file is read, model loaded or connection made
     if draft and not reference_target:
         raise InputError("--draft needs --reference TARGET (the draft runs next to the local target)")
     if profile_out:  # refused before the run that would fill it

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shlex
 from typing import Any, Optional
 
 import click
@@ -17,9 +16,11 @@ __all__ = ["recommend_cmd", "recommend_doc", "engine_flags"]
 def engine_flags(k: int, draft: str) -> dict[str, str]:
     """The launch flags that run K draft tokens per step (block K+1) on each engine (names as in
     serving/launch.py, which cites each engine's parser)."""
+    from ..emitters._safe import shell_quote
+
     spec = json.dumps({"method": "dflash", "model": draft, "num_speculative_tokens": k})
     return {
-        "vllm": f"--speculative-config {shlex.quote(spec)}",
+        "vllm": f"--speculative-config {shell_quote(spec)}",
         "sglang": f"--speculative-num-draft-tokens {k + 1}",
         "dflash (mlx, transformers)": f"--block-size {k + 1}",
     }

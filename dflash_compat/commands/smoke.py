@@ -10,7 +10,7 @@ from typing import Any, Callable, Optional
 import click
 
 from ..exceptions import EXIT_FAIL, EXIT_INPUT, EXIT_OK, DFlashCompatError, InputError, MissingDependencyError, one_line
-from ..inputs import FiniteFloatRange, SeedRange
+from ..inputs import FiniteFloatRange, SeedRange, check_texts
 from ..runtime.core import GREEDY, Sampling, check_block_size, check_token_ids
 from .smoke_preflight import preflight, refusal_line
 
@@ -88,11 +88,14 @@ def _tokenize(folder: Path, texts: list[str], target: str) -> list[list[int]]:
     if not any((folder / name).is_file() for name in _TOKENIZER_FILES):
         raise InputError(
             f"target {target} has no tokenizer, so text prompts cannot be encoded; pass --prompt-ids 1,2,3")
+    from ..safe_read import check_tokenizer_files
+
+    check_tokenizer_files(folder, f"target {target}")  # bounded, typed JSON before transformers parses it
     try:
         from transformers import AutoTokenizer
 
         tokenizer = AutoTokenizer.from_pretrained(str(folder))
-    except (OSError, ValueError, TypeError) as exc:
+    except Exception as exc:  # noqa: BLE001 - a foreign parser on an untrusted file (tokenizers raises bare Exception)
         raise InputError(f"target {target}: cannot load its tokenizer ({one_line(exc)}); pass --prompt-ids") from None
     encoded = [list(tokenizer(t)["input_ids"]) for t in texts]
     empty = [i for i, ids in enumerate(encoded) if not ids]
@@ -293,6 +296,10 @@ def _check_files(req: SmokeRequest, profile_out: Optional[str], force: bool) -> 
         check_profile_out(profile_out, force=force, protected=protected)
     if local_path(req.target) is not None:
         target_folder(req.target, token=req.token, trust_remote_code=req.trust_remote_code)
+        if req.texts:  # its tokenizer files too, before torch is imported (again in _tokenize, for Hub snapshots)
+            from ..safe_read import check_tokenizer_files
+
+            check_tokenizer_files(local_path(req.target), f"target {req.target}")
     if local_path(req.draft) is not None:
         draft_checkpoint(req.draft, token=req.token)
     return protected
@@ -379,7 +386,7 @@ def smoke_cmd(target, draft, prompts, prompts_file, prompt_ids, max_new_tokens, 
         sampling = Sampling(temperature=temperature, top_p=top_p, top_k=top_k, seed=seed)  # checked before any load
         if threads is not None and backend != "torch":
             raise InputError("--threads is for --backend torch; MLX chooses its own CPU threads")
-        texts = list(prompts) + _read_prompts_file(prompts_file)
+        texts = check_texts(prompts, "--prompt") + _read_prompts_file(prompts_file)  # valid Unicode, before any load
         ids = _parse_ids(prompt_ids)
         if not texts and not ids:
             texts = [DEFAULT_PROMPT]
