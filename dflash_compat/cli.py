@@ -21,12 +21,27 @@ __all__ = ["main", "cli", "fail"]
 # the CLI uses none, so skip the scan unless the user asked for plugins explicitly.
 os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 
+def _check_argv(args: list[str], ctx: click.Context) -> None:
+    """What no real command line can hold, refused for every command at once: a NUL byte (execve cannot
+    pass one; os calls raise ValueError) or a lone surrogate outside the U+DC80-U+DCFF that stand for
+    undecodable bytes (os calls raise UnicodeEncodeError). Reachable in-process and from settings files."""
+    for n, arg in enumerate(args, 1):
+        if "\x00" in arg:
+            raise click.UsageError(f"argument {n} holds a NUL byte", ctx)
+        try:
+            os.fsencode(arg)
+        except UnicodeEncodeError as exc:
+            raise click.UsageError(f"argument {n} is not valid Unicode (U+{ord(arg[exc.start]):04X} at character "
+                                   f"{exc.start + 1})", ctx) from None
+
+
 class DefaultCommandGroup(click.Group):
     """A group whose first argument, when it names no subcommand, is the TARGET of `check`."""
 
     default_command = "check"
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        _check_argv(args, ctx)
         leading = []  # global flags before the command (`dflash-check --debug smoke ...`)
         while args and args[0] in GLOBAL_FLAGS:
             leading.append(args[0])

@@ -31,11 +31,17 @@ def debug_enabled(ctx: Optional[click.Context] = None) -> bool:
     return os.environ.get(DEBUG_ENV, "").strip().lower() in ("1", "true", "yes", "on")
 
 
+MAX_LINE = 1000  # characters of a message shown (a 100,000-character path stays readable)
+
+
 def _one_line(text: str) -> str:
     from .emitters._safe import printable
 
     # one line, and no control or reordering characters from a hostile value reach the terminal
-    return printable(" ".join(text.split()))
+    text = " ".join(text.split())
+    if len(text) > MAX_LINE:
+        text = f"{text[:MAX_LINE]} ... ({len(text) - MAX_LINE} more characters)"
+    return printable(text)
 
 
 def fail(exc: Exception) -> NoReturn:

@@ -306,3 +306,29 @@ def test_shell_quote_round_trips_through_bash():
 def test_recommend_draft_name_is_escaped_in_the_flag_line(tmp_path):
     res = _run("recommend", "--profile", _profile(tmp_path), "--draft", "org/d\u202eraft")
     assert res.exit_code == 0 and "\u202e" not in res.output
+
+
+# -- found by the option walker (tests/test_option_walker.py) -----------------------------------------
+
+
+def test_convert_draft_name_too_long_for_the_file_system(tmp_path):
+    line = _one_line_exit_2(_run("convert", "x" * 100_000, "--to", "speculators", "-o", tmp_path / "out"))
+    assert len(line) < 1200  # the message is cut, still one line
+
+
+def test_settings_file_value_with_a_nul_byte(tmp_path, monkeypatch):
+    (tmp_path / "dflash-check.toml").write_text(
+        f'target = "{DEMO / "target"}"\ndraft = "{DEMO / "draft"}"\nno-deep = true\noutput = "a\\u0000b"\n')
+    monkeypatch.chdir(tmp_path)
+    _one_line_exit_2(_run("check"), "output", "NUL")
+
+
+@pytest.mark.parametrize("arg, needle", [("a\x00b", "NUL byte"), ("\ud800", "U+D800")])
+def test_argument_no_real_command_line_can_hold(arg, needle):
+    """In-process callers and settings files can pass what execve cannot; the console script's main
+    refuses it for every command at once (one line, exit 2)."""
+    from tests.fuzz.runner import _in_process
+
+    code, _, stderr, error = _in_process(["init-draft", str(DEMO / "target"), "-o", arg], 60)
+    assert error is None and code == 2, (code, stderr, error)
+    assert stderr.count("\n") == 1 and "argument 4" in stderr and needle in stderr, stderr

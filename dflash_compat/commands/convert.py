@@ -39,14 +39,15 @@ class Converted:
 def _paths(src: Path, out: Path, force: bool, verifier: Optional[str]) -> tuple[Path, Path]:
     """The input folder (resolved) and the output path (absolute, not resolved: a symlink named as OUT is
     replaced itself with --force, never the folder it points to), checked before anything is read."""
+    from ..safe_read import is_regular_file
     from ..safe_write import check_output_folder, model_folders
 
-    if not (src / "config.json").is_file():
+    if not is_regular_file(src / "config.json"):  # never raises (a name too long, a NUL: not a folder)
         raise InputError(f"{src}: not a local draft folder with a config.json (convert reads local folders; "
                          "download a Hub draft first, e.g. `hf download REPO --local-dir DIR`)")
     s = src.resolve()
     absolute = Path(os.path.abspath(out.expanduser()))
-    if absolute.parent.is_dir():
+    if os.path.isdir(absolute.parent):  # False, never OSError, for a name too long
         o = absolute.parent.resolve() / absolute.name  # where OUT really is, the last name not followed
         if o == s or s in o.parents:
             raise InputError(f"output {out} is inside the input folder {src}; write it somewhere else")
@@ -141,9 +142,11 @@ def _verifier(name: Optional[str]) -> dict[str, Any]:
     if name is None:
         return {"name_or_path": None, "architectures": []}
     check_name(name, "--verifier")  # written into the converted config and printed
+    from ..safe_read import is_regular_file
+
     cfg = Path(name) / "config.json"
     archs: list[str] = []
-    if cfg.is_file():
+    if is_regular_file(cfg):
         from ..resolve import load_json
 
         raw = load_json(cfg)
