@@ -332,3 +332,11 @@ def test_argument_no_real_command_line_can_hold(arg, needle):
     code, _, stderr, error = _in_process(["init-draft", str(DEMO / "target"), "-o", arg], 60)
     assert error is None and code == 2, (code, stderr, error)
     assert stderr.count("\n") == 1 and "argument 4" in stderr and needle in stderr, stderr
+
+
+def test_serve_prints_an_undecodable_byte_as_an_escape():
+    """A revision holding a byte that is not UTF-8 (U+DCFF on a real command line) used to crash the
+    echo (UnicodeEncodeError, exit 1); it is printed as $'...\\xff...', which bash turns back into the byte."""
+    res = _run("serve", DEMO / "target", "-d", DEMO / "draft", "-e", "vllm", "--no-deep", "--revision", "a\udcffb")
+    assert res.exit_code == 0, res.output
+    assert "--revision $'a\\xffb'" in res.output
