@@ -340,3 +340,15 @@ def test_serve_prints_an_undecodable_byte_as_an_escape():
     res = _run("serve", DEMO / "target", "-d", DEMO / "draft", "-e", "vllm", "--no-deep", "--revision", "a\udcffb")
     assert res.exit_code == 0, res.output
     assert "--revision $'a\\xffb'" in res.output
+
+
+@pytest.mark.parametrize("option, value", [("--batch-size", 2**63), ("--seq-len", 2**63), ("--lr", "1e300"),
+                                           ("--gamma", "1e-320")])
+def test_train_sizes_no_machine_holds(pair, tmp_path, option, value):
+    """Found by hand after the walker: each of these loaded the models, then crashed (OverflowError in
+    torch.randint, MemoryError, AdamW overflow) or trained to a NaN loss; now refused at the option."""
+    target, draft = pair
+    data = tmp_path / "d.txt"
+    data.write_text("hello world " * 50)
+    res = _run("train", target, "-d", draft, "--data", data, "-o", tmp_path / "out", option, value)
+    _one_line_exit_2(res, option)

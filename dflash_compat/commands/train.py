@@ -20,14 +20,18 @@ __all__ = ["train_cmd"]
 @click.option("--output", "-o", "out", required=True, type=click.Path(file_okay=False),
               help="Folder for the trained draft (config.json + model.safetensors), training.json and checkpoints.")
 @click.option("--steps", type=click.IntRange(min=1), default=1000, show_default=True, help="Optimizer steps.")
-@click.option("--batch-size", type=click.IntRange(min=1), default=8, show_default=True, help="Sequences per step.")
-@click.option("--seq-len", type=click.IntRange(min=4), default=512, show_default=True, help="Tokens per sequence.")
+# upper bounds: sizes no machine holds (a batch of 2**63 overflowed torch.randint, a 2**63-token sequence
+# ran out of memory, lr 1e300 overflowed AdamW, gamma 1e-320 zeroed every loss weight: all exit 1 before)
+@click.option("--batch-size", type=click.IntRange(min=1, max=2**16), default=8, show_default=True,
+              help="Sequences per step.")
+@click.option("--seq-len", type=click.IntRange(min=4, max=2**20), default=512, show_default=True,
+              help="Tokens per sequence.")
 @click.option("--anchors", type=click.IntRange(min=1), default=256, show_default=True,
               help="Anchor positions (one block each) per sequence and step.")
-@click.option("--lr", type=FiniteFloatRange(min=0, min_open=True), default=6e-4, show_default=True,
+@click.option("--lr", type=FiniteFloatRange(min=0, min_open=True, max=10), default=6e-4, show_default=True,
               help="Peak learning rate (AdamW, cosine decay).")
 @click.option("--warmup", type=click.IntRange(min=0), default=50, show_default=True, help="Warmup steps.")
-@click.option("--gamma", type=FiniteFloatRange(min=0, min_open=True),
+@click.option("--gamma", type=FiniteFloatRange(min=0.01, max=1e6),
               help="Loss weight decay exp(-(k-1)/gamma) over block positions (default: 4 for block 8, 7 for block 16).")
 @click.option("--labels", type=click.Choice(("target", "data")), default="target", show_default=True,
               help="target: the target's own greedy predictions (self-distillation); data: the data's next tokens.")
