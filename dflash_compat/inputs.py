@@ -49,20 +49,28 @@ def _short_int(value: int) -> str:
 
 
 class SeedRange(click.IntRange):
-    """An integer seed torch accepts (-2**63 .. 2**64-1); a usage error names the option otherwise."""
+    """An integer seed torch accepts (-2**63 .. 2**64-1), or a narrower range a runtime takes (smoke:
+    0 .. 2**63-1, runtime/core.py MAX_SEED, which MLX's key takes too); a usage error names the option."""
 
     name = "seed"
 
-    def __init__(self) -> None:
-        super().__init__(SEED_MIN, SEED_MAX)
+    def __init__(self, low: int = SEED_MIN, high: int = SEED_MAX, label: str = "the seeds torch accepts") -> None:
+        super().__init__(low, high)
+        self.label = label
 
     def convert(self, value: Any, param: Optional[click.Parameter], ctx: Optional[click.Context]) -> Any:
         if isinstance(value, str) and not re.fullmatch(r"\s*[+-]?[0-9]{1,40}\s*", value):
             self.fail(f"{_shown(value)} is not an integer of ASCII digits", param, ctx)
         rv = value if isinstance(value, int) else click.INT.convert(value, param, ctx)
-        if not SEED_MIN <= rv <= SEED_MAX:
-            self.fail(f"{_short_int(rv)} is outside the seeds torch accepts (-2**63 to 2**64-1)", param, ctx)
+        if not self.min <= rv <= self.max:
+            span = f"{_power(self.min)} to {_power(self.max)}"
+            self.fail(f"{_short_int(rv)} is outside {self.label} ({span})", param, ctx)
         return rv
+
+
+def _power(value: int) -> str:
+    names = {SEED_MIN: "-2**63", SEED_MAX: "2**64-1", 2**63 - 1: "2**63-1", 0: "0"}
+    return names.get(value, str(value))
 
 
 def _shown(text: str) -> str:

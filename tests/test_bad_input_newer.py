@@ -352,3 +352,11 @@ def test_train_sizes_no_machine_holds(pair, tmp_path, option, value):
     data.write_text("hello world " * 50)
     res = _run("train", target, "-d", draft, "--data", data, "-o", tmp_path / "out", option, value)
     _one_line_exit_2(res, option)
+
+
+def test_smoke_top_p_below_float32_and_seed_range(pair):
+    """--top-p 1e-320 became 0 in float32 and masked every token (NaN probabilities, a crash after the
+    models loaded); smoke's seed range is the runtimes' (0 to 2**63-1), named at the option."""
+    target, draft = pair
+    _one_line_exit_2(_run("smoke", target, "-d", draft, "--temperature", "1", "--top-p", "1e-320"), "--top-p")
+    _one_line_exit_2(_run("smoke", target, "-d", draft, "--seed", str(2**64 - 1)), "--seed", "0 to 2**63-1")

@@ -334,12 +334,14 @@ def _refuse(findings) -> None:
 @click.option("--temperature", type=FiniteFloatRange(min=0), default=0.0, show_default=True,
               help="0 is greedy and checked token for token; above 0 uses lossless rejection sampling (not comparable "
               "token for token).")
-@click.option("--top-p", type=FiniteFloatRange(min=0, max=1, min_open=True), default=1.0, show_default=True,
+# top-p below 1e-6 keeps the top token alone on any vocabulary up to 10**6 (its probability is at least
+# 1/V), and below float32's range it became 0 and masked every token (NaN probabilities, exit 1)
+@click.option("--top-p", type=FiniteFloatRange(min=1e-6, max=1), default=1.0, show_default=True,
               help="Nucleus sampling mass (with --temperature > 0).")
 @click.option("--top-k", type=click.IntRange(min=0), default=0, show_default=True,
               help="Sample among the k most likely tokens; 0 means all (with --temperature > 0).")
-@click.option("--seed", type=SeedRange(), default=0, show_default=True,
-              help="Random seed for sampling (-2**63 to 2**64-1, as torch takes).")
+@click.option("--seed", type=SeedRange(0, 2**63 - 1, "the seeds the runtimes take"), default=0, show_default=True,
+              help="Random seed for sampling (0 to 2**63-1, what torch and MLX both take).")
 @click.option("--device", type=click.Choice(("auto", "cpu", "cuda")), default="auto", show_default=True,
               help="Where to run; auto picks cuda when available.")
 @click.option("--dtype", type=click.Choice(("auto", "float32", "bfloat16", "float16")), default="auto",
