@@ -23,7 +23,7 @@ __all__ = ["probe_cmd"]
 @click.option("--prompts", "prompts_path", type=click.Path(dir_okay=False),
               help='A JSONL file of prompts: one per line, a string, {"prompt": "..."} or {"prompt_ids": [1, 2, 3]}. '
               "Default: four built-in prompts.")
-@click.option("--max-tokens", type=click.IntRange(min=1), default=128, show_default=True,
+@click.option("--max-tokens", type=click.IntRange(min=1, max=2**31 - 1), default=128, show_default=True,
               help="Tokens to generate per prompt (EOS is ignored).")
 @click.option("--timeout", type=FiniteFloatRange(min=0.1, max=600), default=60.0, show_default=True,
               help="Seconds each request may take, answer included; a server that does not answer in time is an "
