@@ -21,6 +21,7 @@ __all__ = ["main", "cli", "fail"]
 # the CLI uses none, so skip the scan unless the user asked for plugins explicitly.
 os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 
+
 def _check_argv(args: list[str], ctx: click.Context) -> None:
     """What no real command line can hold, refused for every command at once: a NUL byte (execve cannot
     pass one; os calls raise ValueError) or a lone surrogate outside the U+DC80-U+DCFF that stand for
