@@ -360,3 +360,9 @@ def test_smoke_top_p_below_float32_and_seed_range(pair):
     target, draft = pair
     _one_line_exit_2(_run("smoke", target, "-d", draft, "--temperature", "1", "--top-p", "1e-320"), "--top-p")
     _one_line_exit_2(_run("smoke", target, "-d", draft, "--seed", str(2**64 - 1)), "--seed", "0 to 2**63-1")
+
+
+def test_smoke_prompt_ids_ascii_digits_only(pair):
+    target, draft = pair
+    _one_line_exit_2(_run("smoke", target, "-d", draft, "--prompt-ids", "\u0661,\u0662"), "--prompt-ids",
+                     "comma-separated")

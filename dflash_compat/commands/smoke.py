@@ -260,6 +260,8 @@ def _parse_ids(values: tuple[str, ...]) -> list[list[int]]:
             parts = v.replace(" ", "").split(",")
             if "" in parts:  # 1,,3 or a trailing comma: never drop an id silently
                 raise ValueError(v)
+            if not all(p.isascii() and p.lstrip("-").isdigit() for p in parts):  # int() reads '\u0661' as 1
+                raise ValueError(v)
             ids = [int(p) for p in parts]
         except ValueError:
             raise InputError(f"--prompt-ids {v!r}: expected comma-separated token ids like 1,2,3") from None
