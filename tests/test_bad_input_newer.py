@@ -72,6 +72,31 @@ def test_debug_prints_the_traceback(monkeypatch, tmp_path, how):
                                                   "simulated bug"
 
 
+def test_a_future_command_is_covered_by_the_group():
+    """The guard lives in the CLI group's invoke: a command added tomorrow, raising anything, is exit 3
+    with one line; one raising a DFlashCompatError is its own one line and code, with no import of cli."""
+    import click
+
+    from dflash_compat.cli import cli
+    from dflash_compat.exceptions import InputError
+
+    @click.command("tomorrow")
+    @click.option("--how", type=click.Choice(("bug", "input")))
+    def tomorrow(how):
+        if how == "bug":
+            raise KeyError("missing")
+        raise InputError("--how input: bad")
+
+    cli.add_command(tomorrow)
+    try:
+        bug = _run("tomorrow", "--how", "bug")
+        assert bug.exit_code == 3 and bug.output == ("dflash-check: internal error in tomorrow: KeyError: 'missing'; "
+                                                     "rerun with --debug for the traceback\n")
+        _one_line_exit_2(_run("tomorrow", "--how", "input"), "--how input: bad")
+    finally:
+        cli.commands.pop("tomorrow")
+
+
 def test_debug_before_the_default_check_command(tmp_path):
     res = _run("--debug", DEMO / "target", "--draft", DEMO / "draft", "--no-deep")
     assert res.exit_code == 0, res.output
