@@ -8,6 +8,13 @@ location), and the first case of each is shrunk (parts dropped while the signatu
 printed as a reproducer. Results: docs/fuzzing.md.
 
     nice -n 10 .venv/bin/python benchmarks/fuzz_long.py --cases 10000 --seed 1
+
+`--walk` runs the option walker instead (tests/fuzz/walker.py, issue #24): every parameter of every
+command, read from click's command tree, with every hostile value of its type (the CI test runs a
+sample); `--walk-real` gives the heavy commands (smoke, train) the real demo pair, so valid values run
+the models. Judged the same way: exit 0/1/2, never 3, never a traceback, exit 2 one line.
+
+    nice -n 10 .venv/bin/python benchmarks/fuzz_long.py --walk [--walk-real] [--json-out walk.json]
 """
 
 from __future__ import annotations
@@ -51,6 +58,44 @@ def shrink(case: Case, signature: str, limit: float, budget_s: float) -> Case:
     return case
 
 
+def walk(full: bool, json_out: str | None, limit: float) -> int:
+    """Every value of every parameter (tests/fuzz/walker.py); counts by exit code and kind, failures listed."""
+    import tempfile
+
+    from tests.fuzz import walker
+
+    params = walker.walk()
+    walker.mark_required()
+    codes: collections.Counter = collections.Counter()
+    by_kind: collections.Counter = collections.Counter()
+    failures: list[dict] = []
+    start = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="dflash-walk-corpus-") as tmp:
+        corpus = walker.Corpus(Path(tmp))
+        for n, (param, label, argv) in enumerate(walker.cases(params, corpus, None, full=full), 1):
+            out = walker.run_one(param, label, argv, limit)
+            codes[str(out.code)] += 1
+            by_kind[param.kind] += 1
+            why = walker.judge(out)
+            if why is not None:
+                failures.append({"param": param.key, "value": label, "why": why, "argv": [a[:80] for a in argv]})
+                print(f"FAIL {param.key} <- {label}: {why}"[:400], flush=True)
+            if n % 500 == 0:
+                print(f"{n} runs, {time.monotonic() - start:.0f} s, {len(failures)} failures", flush=True)
+    total = sum(codes.values())
+    elapsed = time.monotonic() - start
+    print(f"\nwalked {len(params)} parameters of {len({p.command for p in params})} commands: {total} runs in "
+          f"{elapsed:.0f} s ({'real pair' if full else 'fast bases'})")
+    print("runs by kind:", dict(sorted(by_kind.items())))
+    print("exit codes:", dict(sorted(codes.items())))
+    print(f"failures (traceback, exit 3, exit 2 not one line, NaN accepted): {len(failures)}")
+    if json_out:
+        Path(json_out).write_text(json.dumps({"parameters": len(params), "runs": total, "seconds": round(elapsed),
+                                              "real_pair": full, "exit_codes": dict(codes),
+                                              "by_kind": dict(by_kind), "failures": failures}, indent=1))
+    return 1 if failures else 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=int, default=10_000, help="number of cases to run")
@@ -61,7 +106,11 @@ def main() -> int:
     parser.add_argument("--shrink-s", type=float, default=120.0, help="seconds to spend shrinking each failure")
     parser.add_argument("--json-out", help="write the summary to this JSON file")
     parser.add_argument("--repro-dir", help="write each shrunk reproducer's folders here (DIR/N/, with its command)")
+    parser.add_argument("--walk", action="store_true", help="run the option walker over every command instead")
+    parser.add_argument("--walk-real", action="store_true", help="with --walk: heavy commands get the real demo pair")
     args = parser.parse_args()
+    if args.walk:
+        return walk(args.walk_real, args.json_out, max(args.limit, 60.0))
     mix = {k: int(w) for k, w in (part.split("=") for part in args.mix.split(","))}
     unknown = set(mix) - set(KINDS)
     if unknown:

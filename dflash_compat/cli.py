@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, NoReturn, Optional
+from typing import Any, Optional
 
 import click
 
 from . import __version__
 from .commands.check_options import build_request, check_options
 from .commands.config_file import ConfigCommand
+from .errors import DEBUG_META, fail, internal_error, passes_through
+
+GLOBAL_FLAGS = ("--debug",)  # options of `dflash-check` itself, given before the command
 
 __all__ = ["main", "cli", "fail"]
 
@@ -18,13 +21,33 @@ __all__ = ["main", "cli", "fail"]
 # the CLI uses none, so skip the scan unless the user asked for plugins explicitly.
 os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 
+
+def _check_argv(args: list[str], ctx: click.Context) -> None:
+    """What no real command line can hold, refused for every command at once: a NUL byte (execve cannot
+    pass one; os calls raise ValueError) or a lone surrogate outside the U+DC80-U+DCFF that stand for
+    undecodable bytes (os calls raise UnicodeEncodeError). Reachable in-process and from settings files."""
+    for n, arg in enumerate(args, 1):
+        if "\x00" in arg:
+            raise click.UsageError(f"argument {n} holds a NUL byte", ctx)
+        try:
+            os.fsencode(arg)
+        except UnicodeEncodeError as exc:
+            raise click.UsageError(f"argument {n} is not valid Unicode (U+{ord(arg[exc.start]):04X} at character "
+                                   f"{exc.start + 1})", ctx) from None
+
+
 class DefaultCommandGroup(click.Group):
     """A group whose first argument, when it names no subcommand, is the TARGET of `check`."""
 
     default_command = "check"
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if not args:  # plain `dflash-check` runs the check a settings file describes, else shows the help
+        _check_argv(args, ctx)
+        leading = []  # global flags before the command (`dflash-check --debug smoke ...`)
+        while args and args[0] in GLOBAL_FLAGS:
+            leading.append(args[0])
+            args = args[1:]
+        if not args and not leading:  # plain `dflash-check` runs the check a settings file describes, else help
             from pathlib import Path
 
             from .commands.config_file import find_config
@@ -38,43 +61,30 @@ class DefaultCommandGroup(click.Group):
             if near is not None:
                 raise click.UsageError(f"no such command {args[0]!r}; did you mean {near!r}?", ctx)
             args = [self.default_command, *args]
-        return super().parse_args(ctx, args)
+        if "--debug" in leading:
+            ctx.meta[DEBUG_META] = True  # set before any subcommand runs, so a crash in its parsing is covered
+        return super().parse_args(ctx, [*leading, *args])
 
     def invoke(self, ctx: click.Context) -> Any:
-        """Every subcommand's user errors (and its usage errors) end here as one line."""
+        """Every subcommand ends here: its user errors (and usage errors) as one line with their exit
+        code, anything else as one "internal error" line with EXIT_INTERNAL (3), never exit 1."""
         from .exceptions import DFlashCompatError
 
         try:
             return super().invoke(ctx)
         except (DFlashCompatError, click.UsageError) as exc:
             fail(exc)
-
-
-def fail(exc: Exception) -> NoReturn:
-    """The one place a user error becomes one line on stderr and an exit code: a DFlashCompatError
-    (its own code, 2 for bad input) or a click usage error (2), whatever its message holds."""
-    from .exceptions import DFlashCompatError
-
-    if isinstance(exc, click.exceptions.NoArgsIsHelpError):  # plain `dflash-check`: show the help
-        click.echo(exc.format_message(), err=True)
-        sys.exit(exc.exit_code)
-    hint = ""
-    if isinstance(exc, click.ClickException):
-        message, code = exc.format_message(), exc.exit_code
-        if isinstance(exc, click.UsageError) and exc.ctx is not None:
-            hint = f" (see `{exc.ctx.command_path} --help`)"
-    else:
-        message, code = str(exc), exc.exit_code if isinstance(exc, DFlashCompatError) else 2
-    from .emitters._safe import printable
-
-    # one line, and no control bytes from a hostile config value reach the terminal
-    message = printable(" ".join(message.split())) or f"{type(exc).__name__} (no message)"
-    click.echo(f"dflash-check: error: {message}{hint}", err=True)
-    sys.exit(code)
+        except Exception as exc:  # noqa: BLE001 - a crash is exit 3 with one line, whatever the command
+            if passes_through(exc) or isinstance(exc, click.ClickException):
+                raise
+            internal_error(exc, ctx.invoked_subcommand or ctx.info_name, ctx)
 
 
 @click.group(cls=DefaultCommandGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="dflash-check")
+@click.option("--debug", is_flag=True, expose_value=False, is_eager=True,
+              help="Print the traceback of an internal error (exit 3); also DFLASH_CHECK_DEBUG=1. Give it before "
+              "the command: dflash-check --debug smoke ...")
 def cli() -> None:
     """Check that a DFlash draft model can work with a target LLM, before you download weights.
 
@@ -87,7 +97,14 @@ def cli() -> None:
 
     TARGET and DRAFT are local folders or Hugging Face Hub repo ids (org/name[@revision]).
     Settings files: `dflash-check check --help`.
-    Exit codes: 0 compatible, 1 incompatible for a selected backend, 2 bad input.
+
+    \b
+    Exit codes (every command):
+      0  compatible / passed
+      1  incompatible for a selected backend / the run failed its test
+      2  bad input or usage (one line on stderr says what)
+      3  internal error: dflash-check itself broke (one line;
+         `dflash-check --debug ...` prints the traceback)
     """
 
 
@@ -265,6 +282,10 @@ def main() -> None:
     except click.Abort:
         click.echo("dflash-check: aborted", err=True)
         sys.exit(130)
+    except Exception as exc:  # noqa: BLE001 - outside any command (the group's own parsing): still exit 3
+        if passes_through(exc):
+            raise
+        internal_error(exc)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 __all__ = [
+    "EXIT_OK",
+    "EXIT_FAIL",
+    "EXIT_INPUT",
+    "EXIT_INTERNAL",
     "DFlashCompatError",
     "InputError",
     "ResolutionError",
@@ -18,11 +22,13 @@ __all__ = [
     "ResourceError",
 ]
 
-# Exit codes of `dflash-check`: 0 compatible / passed, 1 incompatible / failed,
-# 2 bad input or usage (the default for every user error below).
+# Exit codes of `dflash-check` (the README's and `--help`'s table): 0 compatible / passed,
+# 1 incompatible / failed (only ever a verdict on the pair), 2 bad input or usage (the default for
+# every user error below), 3 an internal error: dflash-check itself broke (errors.internal_error).
 EXIT_OK = 0
 EXIT_FAIL = 1
 EXIT_INPUT = 2
+EXIT_INTERNAL = 3
 
 
 class DFlashCompatError(Exception):

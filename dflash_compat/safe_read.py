@@ -26,6 +26,8 @@ __all__ = [
     "load_json_file",
     "file_kind",
     "is_regular_file",
+    "check_tokenizer_files",
+    "TOKENIZER_JSON_FILES",
 ]
 
 # Real config files are a few KB (tokenizer configs with chat templates a few MB).
@@ -148,3 +150,40 @@ def is_regular_file(path: PathLike) -> bool:
     except (OSError, ValueError):
         return False
 
+
+
+# The JSON files a Hugging Face tokenizer folder may hold, and the JSON type each must be. transformers
+# and tokenizers read them with json.load / serde and fail on a wrong type with AttributeError or
+# KeyError, on deep nesting with RecursionError: every one is read here first, with the bounds above.
+TOKENIZER_JSON_FILES = {
+    "tokenizer.json": dict,
+    "tokenizer_config.json": dict,
+    "special_tokens_map.json": dict,
+    "added_tokens.json": dict,
+    "vocab.json": dict,
+}
+
+
+def check_tokenizer_files(folder: PathLike, what: str, error: type[DFlashCompatError] = InputError) -> None:
+    """Read each tokenizer JSON file in `folder` through load_json_file (regular file, size, depth,
+    integer width) and check its top-level type (an object; tokenizer.json's `model` an object too),
+    so that transformers never parses a file that would crash it. Raises `error` naming the file."""
+    from pathlib import Path
+
+    base = Path(folder)
+    for name, kind in TOKENIZER_JSON_FILES.items():
+        path = base / name
+        if not os.path.lexists(path):
+            continue
+        label = f"{what}: {name}"
+        value = load_json_file(path, what=label, error=error)
+        if not isinstance(value, kind):
+            raise _fail(error, label, f"expected a JSON object, got {_json_type(value)}")
+        if name == "tokenizer.json" and not isinstance(value.get("model"), dict):
+            raise _fail(error, label, f"`model` should be a JSON object (got {_json_type(value.get('model'))})")
+
+
+def _json_type(value: Any) -> str:
+    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", int: "a number",
+             float: "a number", type(None): "null"}
+    return names.get(type(value), type(value).__name__)

@@ -218,9 +218,10 @@ def test_force_replaces_the_output_only_once_the_new_one_is_complete(tmp_path, m
         raise OSError("disk full")
 
     monkeypatch.setattr(stream, "write_tensors", broken)
-    with pytest.raises(OSError):
-        CliRunner().invoke(cli, ["convert", str(src), "--to", "speculators", "-o", str(tmp_path / "out"), "--force"],
-                           catch_exceptions=False)
+    res = CliRunner().invoke(cli, ["convert", str(src), "--to", "speculators", "-o", str(tmp_path / "out"), "--force"],
+                             catch_exceptions=False)
+    # an error the code did not expect: one line, exit 3 (internal error), never 1
+    assert res.exit_code == 3 and "internal error in convert: OSError: disk full" in res.output
     assert (tmp_path / "out" / "old.txt").read_text() == "old"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["d", "out"]
     monkeypatch.undo()

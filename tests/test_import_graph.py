@@ -28,7 +28,7 @@ LAYERS = {
     "base": ("dflash_compat", "dflash_compat.contract", "dflash_compat.exceptions", "dflash_compat.options",
              "dflash_compat.engine_support", "dflash_compat.mlx_layout", "dflash_compat.provenance",
              "dflash_compat.family_support", "dflash_compat.safe_read", "dflash_compat.safe_write",
-             "dflash_compat.quoting", "dflash_compat.foreign", "dflash_compat.launch",
+             "dflash_compat.quoting", "dflash_compat.foreign", "dflash_compat.inputs", "dflash_compat.launch",
              "dflash_compat.launch.flagfacts"),
     "resolve": ("dflash_compat.resolve", "dflash_compat.weightfiles", "dflash_compat.hub"),
     # launch: reading launch files is input parsing, like the specs; the launch rules' context sits with the
@@ -49,7 +49,9 @@ LAYERS = {
     # serving: serve / probe / recommend (it runs the check pipeline and the reference runtime);
     # enginefacts: the maintainers' command that reads the engine wheels into data/engine_support.json;
     # init_draft and train: they check what they write with the check pipeline and run the runtime
-    "commands": ("dflash_compat.commands", "dflash_compat.cli", "dflash_compat.docs", "dflash_compat.__main__",
+    # errors: how the CLI renders an error (one line, exit 2 / 3); cli and the command modules' guard use it
+    "commands": ("dflash_compat.commands", "dflash_compat.cli", "dflash_compat.errors", "dflash_compat.docs",
+                 "dflash_compat.__main__",
                  "dflash_compat.enginefacts", "dflash_compat.serving", "dflash_compat.init_draft",
                  "dflash_compat.train", "dflash_compat.launch.render"),
     "side": ("dflash_compat.runtime", "dflash_compat.adapters"),
@@ -172,3 +174,17 @@ def test_no_layer_below_the_cli_reaches_the_console(module):
     for name, path in MODULES.items():
         if name == module or name.startswith(module + "."):
             assert "dflash_compat.console" not in _imports(name, path), name
+
+
+def test_no_command_imports_the_cli(tmp_path):
+    """Commands report errors by raising a DFlashCompatError (exceptions.py) that the CLI group renders
+    (errors.py); none reaches up into `cli` (for `fail` or anything else), lazily or not."""
+    bad = sorted(name for name, path in MODULES.items()
+                 if name.startswith(("dflash_compat.commands", "dflash_compat.serving", "dflash_compat.init_draft",
+                                     "dflash_compat.train"))
+                 and "dflash_compat.cli" in _imports(name, path))
+    assert not bad, f"modules below the CLI that import dflash_compat.cli: {bad}"
+    # the check can fail: the reader sees `from ..cli import fail` inside a function of a command
+    old = tmp_path / "old_style.py"
+    old.write_text("def f(exc):\n    from ..cli import fail\n\n    fail(exc)\n", encoding="utf-8")
+    assert "dflash_compat.cli" in _imports("dflash_compat.commands.old_style", old)

@@ -11,7 +11,7 @@ pytest.importorskip("mlx_lm")
 
 from click.testing import CliRunner  # noqa: E402
 
-from dflash_compat.commands.smoke import smoke_cmd  # noqa: E402
+from dflash_compat.cli import cli  # noqa: E402
 from tests.mlx_models import (  # noqa: E402
     build_target, draft_config, mlx_lm_greedy, save_draft, save_target, save_tokenizer, target_config,
 )
@@ -31,7 +31,7 @@ def test_json_report(pair):
     model, target, draft = pair
     args = [str(target), "--draft", str(draft), "--backend", "mlx", "--prompt-ids", "5,7,9,11,3",
             "--prompt", "t4 t8 t15", "--max-new-tokens", "12", "--format", "json"]
-    result = CliRunner().invoke(smoke_cmd, args)
+    result = CliRunner().invoke(cli, ["smoke"] + args)
     assert result.exit_code == 0, result.output
     report = json.loads(result.output)
     assert report["backend"] == "mlx" and report["device"] == "cpu" and report["dtype"] == "float32"
@@ -47,21 +47,21 @@ def test_json_report(pair):
 def test_text_report_and_sampling(pair):
     _, target, draft = pair
     args = [str(target), "--draft", str(draft), "--backend", "mlx", "--prompt-ids", "5,7,9", "--max-new-tokens", "8"]
-    result = CliRunner().invoke(smoke_cmd, args)
+    result = CliRunner().invoke(cli, ["smoke"] + args)
     assert result.exit_code == 0, result.output
     assert "backend mlx" in result.output and "lossless" in result.output
-    sampled = CliRunner().invoke(smoke_cmd, args + ["--temperature", "0.8", "--format", "json"])
+    sampled = CliRunner().invoke(cli, ["smoke"] + args + ["--temperature", "0.8", "--format", "json"])
     assert sampled.exit_code == 0 and json.loads(sampled.output)["summary"]["lossless"] is None
 
 
 def test_input_errors(pair, tmp_path):
     _, target, draft = pair
     base = [str(target), "--draft", str(draft), "--backend", "mlx"]
-    out = CliRunner().invoke(smoke_cmd, base + ["--prompt-ids", "5,99"])
+    out = CliRunner().invoke(cli, ["smoke"] + base + ["--prompt-ids", "5,99"])
     assert out.exit_code == 2 and "outside the target's vocabulary" in out.output
-    out = CliRunner().invoke(smoke_cmd, base + ["--prompt-ids", "5", "--block-size", "9"])
+    out = CliRunner().invoke(cli, ["smoke"] + base + ["--prompt-ids", "5", "--block-size", "9"])
     assert out.exit_code == 2 and "--block-size 9" in out.output
-    out = CliRunner().invoke(smoke_cmd, base + ["--prompt-ids", "5", "--device", "cuda"])
+    out = CliRunner().invoke(cli, ["smoke"] + base + ["--prompt-ids", "5", "--device", "cuda"])
     assert out.exit_code == 2 and "--backend torch" in out.output
 
 
@@ -69,7 +69,7 @@ def test_unrollbackable_target_is_refused(tmp_path):
     cfg = target_config("lfm2")
     target = save_target(tmp_path / "t", build_target(cfg), cfg)
     draft = save_draft(tmp_path / "d", draft_config(cfg, layer_ids=(0, 1), block_size=4))
-    out = CliRunner().invoke(smoke_cmd, [str(target), "--draft", str(draft), "--backend", "mlx", "--prompt-ids", "5,6"])
+    out = CliRunner().invoke(cli, ["smoke"] + [str(target), "--draft", str(draft), "--backend", "mlx", "--prompt-ids", "5,6"])
     # the checker's config rule refuses it before any load, with the check's finding
     assert out.exit_code == 2 and "DF504 mlx-target-cache-unsupported" in out.stderr and "Traceback" not in out.output
     assert out.stderr.count("\n") == 1
@@ -85,7 +85,7 @@ def test_broken_target_checkpoint_exits_2_in_one_line(pair, breakage, message):
     else:
         data = (target / "model.safetensors").read_bytes()
         (target / "model.safetensors").write_bytes(data[: len(data) // 2])
-    out = CliRunner().invoke(smoke_cmd, [str(target), "--draft", str(draft), "--backend", "mlx", "--prompt-ids", "5,6"])
+    out = CliRunner().invoke(cli, ["smoke"] + [str(target), "--draft", str(draft), "--backend", "mlx", "--prompt-ids", "5,6"])
     assert out.exit_code == 2, out.output
     assert message in out.stderr and out.stderr.count("\n") == 1 and out.stderr.startswith("dflash-check: error: ")
 
@@ -93,9 +93,9 @@ def test_broken_target_checkpoint_exits_2_in_one_line(pair, breakage, message):
 def test_too_many_new_tokens_and_empty_id_exit_2(pair):
     _, target, draft = pair
     base = [str(target), "--draft", str(draft), "--backend", "mlx"]
-    out = CliRunner().invoke(smoke_cmd, base + ["--prompt-ids", "5,6", "--max-new-tokens", "100000000"])
+    out = CliRunner().invoke(cli, ["smoke"] + base + ["--prompt-ids", "5,6", "--max-new-tokens", "100000000"])
     assert out.exit_code == 2 and "max_position_embeddings 512" in out.stderr and out.stderr.count("\n") == 1
-    out = CliRunner().invoke(smoke_cmd, base + ["--prompt-ids", "5,,6"])
+    out = CliRunner().invoke(cli, ["smoke"] + base + ["--prompt-ids", "5,,6"])
     assert out.exit_code == 2 and "comma-separated" in out.stderr
 
 
@@ -117,7 +117,7 @@ def test_transformers_saved_gpt2_target_is_one_line_naming_why(tmp_path):
                  num_hidden_layers=4)
     dcfg = zlab_draft_config(sizes, block_size=4)
     draft = save_zlab_draft(tmp_path / "draft", dcfg, draft_state(dcfg, 3))
-    out = CliRunner().invoke(smoke_cmd, [str(tmp_path / "target"), "--draft", str(draft), "--backend", "mlx",
+    out = CliRunner().invoke(cli, ["smoke"] + [str(tmp_path / "target"), "--draft", str(draft), "--backend", "mlx",
                                          "--prompt-ids", "1,2,3"])
     assert out.exit_code == 2, out.output
     assert out.stderr.count("\n") == 1 and out.stderr.startswith("dflash-check: error: ") and "Traceback" not in out.output

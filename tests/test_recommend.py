@@ -74,11 +74,18 @@ def test_cost_fit_reproduces_the_measured_steps():
     assert one_point["verify_per_token"] == 0 and pf.step_cost(one_point, 7) == pytest.approx(2.0)
 
 
+_FULL = ('{"kind": "dflash-acceptance-profile", "source": "smoke", "engine": "torch", "block_size": 2, "steps": 3, '
+         '"per_position_acceptance": [0.5], "mean_acceptance": 1.5, "cost": null}')
+
+
 @pytest.mark.parametrize("content, message", [
     ("{", "invalid JSON"),
     ('{"kind": "other"}', "not an acceptance profile"),
-    ('{"kind": "dflash-acceptance-profile", "per_position_acceptance": [0.5, 1.5]}', "numbers in [0, 1]"),
-    ('{"kind": "dflash-acceptance-profile", "per_position_acceptance": [0.5], "cost": {"draft": -1}}', "cost must"),
+    ('{"kind": "dflash-acceptance-profile", "per_position_acceptance": [0.5, 1.5]}', "`source` is required"),
+    (_FULL.replace('"per_position_acceptance": [0.5]', '"per_position_acceptance": [0.5, 1.5]'),
+     "`per_position_acceptance.1` should be less than or equal to 1 (got 1.5)"),
+    (_FULL.replace('"cost": null', '"cost": {"draft": -1, "verify_per_token": 0}'),
+     "`cost.draft` should be greater than or equal to 0"),
 ])
 def test_bad_profile_is_one_line_exit_2(tmp_path, content, message):
     path = tmp_path / "bad.json"

@@ -224,7 +224,7 @@ def test_threads_auto_and_override(models, monkeypatch):
 
 
 @pytest.mark.parametrize("args,message", [
-    (["--temperature", "nan"], "temperature nan"),
+    (["--temperature", "nan"], "'--temperature': 'nan' is not a finite number"),
     (["--temperature", "1e-300"], "temperature 1e-300"),
     (["--seed", str(2**64)], "seed"),
 ])

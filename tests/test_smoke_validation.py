@@ -138,7 +138,7 @@ def test_odd_configs_are_one_line_before_any_load(tmp_path, no_load, draft, targ
 
 @pytest.mark.parametrize("args, text", [
     (["--seed", str(2**64)], "seed"),
-    (["--temperature", "nan"], "temperature nan"),
+    (["--temperature", "nan"], "'--temperature': 'nan' is not a finite number"),
     (["--temperature", "1e-300"], "temperature 1e-300"),
     (["--block-size", str(10**9)], "--block-size 1000000000 must be between 1 and the draft's block_size 8"),
 ])

@@ -187,10 +187,11 @@ def adapt_cmd(target: str, output: Optional[str], framework: str, maps: tuple[st
         click.echo(source, nl=False)
         return
     path = write_shim(source, output, force=force, protected=protected)
-    import shlex
 
     roles = ", ".join(f"{role} -> {p}" for role, p in plan.checked().paths.items())
     fw = " --framework mlx" if plan.framework == "mlx" else ""
-    click.echo(f"wrote {path} ({plan.framework}): {roles}", err=True)
-    click.echo(f"use it: dflash-check {shlex.quote(target)} --draft DRAFT{fw} --adapter {shlex.quote(str(path))}",
+    click.echo(printable(f"wrote {path} ({plan.framework}): {roles}"), err=True)
+    from ..emitters._safe import shell_quote
+
+    click.echo(f"use it: dflash-check {shell_quote(target)} --draft DRAFT{fw} --adapter {shell_quote(str(path))}",
                err=True)

@@ -142,6 +142,8 @@ def _convert(param: click.Parameter, key: str, value: Any, ctx: click.Context, w
 
 
 def _convert_one(param: click.Parameter, key: str, value: Any, ctx: click.Context, where: str) -> Any:
+    if isinstance(value, str) and "\x00" in value:  # TOML's \u0000: os calls (click.Path) raise ValueError
+        raise InputError(f"{where} {key}: holds a NUL byte")
     try:
         return param.type.convert(value, param, ctx)
     except click.BadParameter as exc:

@@ -12,7 +12,7 @@ from typing import Any, Optional
 
 import click
 
-from ..exceptions import DFlashCompatError, InputError
+from ..exceptions import ConfigError, DFlashCompatError, InputError
 from ..weightfiles import INDEX_FILE
 
 __all__ = ["convert_cmd", "convert_checkpoint", "Converted"]
@@ -39,14 +39,15 @@ class Converted:
 def _paths(src: Path, out: Path, force: bool, verifier: Optional[str]) -> tuple[Path, Path]:
     """The input folder (resolved) and the output path (absolute, not resolved: a symlink named as OUT is
     replaced itself with --force, never the folder it points to), checked before anything is read."""
+    from ..safe_read import is_regular_file
     from ..safe_write import check_output_folder, model_folders
 
-    if not (src / "config.json").is_file():
+    if not is_regular_file(src / "config.json"):  # never raises (a name too long, a NUL: not a folder)
         raise InputError(f"{src}: not a local draft folder with a config.json (convert reads local folders; "
                          "download a Hub draft first, e.g. `hf download REPO --local-dir DIR`)")
     s = src.resolve()
     absolute = Path(os.path.abspath(out.expanduser()))
-    if absolute.parent.is_dir():
+    if os.path.isdir(absolute.parent):  # False, never OSError, for a name too long
         o = absolute.parent.resolve() / absolute.name  # where OUT really is, the last name not followed
         if o == s or s in o.parents:
             raise InputError(f"output {out} is inside the input folder {src}; write it somewhere else")
@@ -136,15 +137,25 @@ def _swap_in(tmp: Path, out: Path) -> None:
 
 def _verifier(name: Optional[str]) -> dict[str, Any]:
     """speculators' verifier record: a local folder's config gives the architectures; a repo id is kept as is."""
+    from ..inputs import check_name
+
     if name is None:
         return {"name_or_path": None, "architectures": []}
+    check_name(name, "--verifier")  # written into the converted config and printed
+    from ..safe_read import is_regular_file
+
     cfg = Path(name) / "config.json"
     archs: list[str] = []
-    if cfg.is_file():
+    if is_regular_file(cfg):
         from ..resolve import load_json
 
         raw = load_json(cfg)
-        archs = [a for a in raw.get("architectures") or [] if isinstance(a, str)] if isinstance(raw, dict) else []
+        if not isinstance(raw, dict):
+            raise ConfigError(f"--verifier {name}: {cfg.name} is not a JSON object (got {type(raw).__name__})")
+        listed = raw.get("architectures")
+        if listed is not None and not (isinstance(listed, list) and all(isinstance(a, str) for a in listed)):
+            raise ConfigError(f"--verifier {name}: `architectures` in {cfg.name} should be a list of class names")
+        archs = [check_name(a, f"--verifier {name}: architectures") for a in listed or []]
     return {"name_or_path": name, "architectures": archs}
 
 
@@ -201,12 +212,8 @@ def convert_cmd(draft: str, to: str, output: str, force: bool, verifier: Optiona
     describe exactly is refused with the reason (exit 2). The output is written to a temporary folder
     next to OUT and renamed into place when complete.
     """
-    try:
-        done = convert_checkpoint(Path(draft), Path(output), to, force=force, verifier=verifier)
-    except DFlashCompatError as exc:
-        from ..cli import fail
-
-        fail(exc)  # one line on stderr, control bytes escaped
+    # a DFlashCompatError is rendered by the CLI group (dflash_compat/errors.py): one escaped line, exit 2
+    done = convert_checkpoint(Path(draft), Path(output), to, force=force, verifier=verifier)
     from ..emitters._safe import printable
     from ..quoting import quote, quote_items
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ..exceptions import DFlashCompatError, InputError
+from ..inputs import SeedRange
 
 __all__ = ["init_draft_cmd"]
 
@@ -12,13 +12,10 @@ __all__ = ["init_draft_cmd"]
 def _parse_ids(value: str | None) -> list[int] | None:
     if value is None:
         return None
-    try:
-        parts = [p.strip() for p in value.replace(" ", "").split(",")]
-        if "" in parts:
-            raise ValueError(value)
-        return [int(p) for p in parts]
-    except ValueError:
-        raise InputError(f"--layer-ids {value!r}: expected comma-separated layer indices like 1,9,17") from None
+    from ..inputs import parse_int_list
+
+    # ASCII digits only: int() would read Arabic-Indic '\u0661,\u0662' as [1, 2]
+    return parse_int_list(value.replace(" ", ""), "--layer-ids", allow_negative=True)
 
 
 @click.command("init-draft", context_settings={"help_option_names": ["-h", "--help"]})
@@ -38,7 +35,8 @@ def _parse_ids(value: str | None) -> list[int] | None:
 @click.option("--weights", type=click.Choice(("none", "random", "from-target")), default="none", show_default=True,
               help="none: config only; random: seeded random weights; from-target: draft layers copied from the "
               "target's layers at the layer ids where shapes allow.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random weights.")
+@click.option("--seed", type=SeedRange(), default=0, show_default=True,
+              help="Seed of the random weights (-2**63 to 2**64-1, as torch takes).")
 @click.option("--dtype", type=click.Choice(("bfloat16", "float32", "float16")), default="bfloat16", show_default=True,
               help="dtype of the written weights (and the config's torch_dtype).")
 @click.option("--force", is_flag=True, help="Overwrite config.json / model.safetensors in a folder that is not empty.")
@@ -56,16 +54,12 @@ def init_draft_cmd(target, out, layers, block_size, layer_ids, mask_token_id, ve
     from ..init_draft import InitOptions, init_draft
     from ..init_draft.verify import check_pair
 
-    try:
-        options = InitOptions(layers=layers, block_size=block_size, layer_ids=_parse_ids(layer_ids),
-                              mask_token_id=mask_token_id, version=2 if version == "v2" else 1, weights=weights,
-                              seed=seed, dtype=dtype, force=force, token=token)
-        result = init_draft(target, out, options)
-        report = check_pair(target, out, token=token)
-    except DFlashCompatError as exc:
-        from ..cli import fail
-
-        fail(exc)  # one line on stderr, control bytes from a hostile config escaped
+    # a DFlashCompatError is rendered by the CLI group (dflash_compat/errors.py): one escaped line, exit 2
+    options = InitOptions(layers=layers, block_size=block_size, layer_ids=_parse_ids(layer_ids),
+                          mask_token_id=mask_token_id, version=2 if version == "v2" else 1, weights=weights,
+                          seed=seed, dtype=dtype, force=force, token=token)
+    result = init_draft(target, out, options)
+    report = check_pair(target, out, token=token)
     from ..emitters._safe import printable
 
     cfg = result.config

@@ -8,6 +8,7 @@ import sys
 import click
 
 from ..exceptions import InputError
+from ..inputs import FiniteFloatRange
 
 __all__ = ["probe_cmd"]
 
@@ -22,9 +23,9 @@ __all__ = ["probe_cmd"]
 @click.option("--prompts", "prompts_path", type=click.Path(dir_okay=False),
               help='A JSONL file of prompts: one per line, a string, {"prompt": "..."} or {"prompt_ids": [1, 2, 3]}. '
               "Default: four built-in prompts.")
-@click.option("--max-tokens", type=click.IntRange(min=1), default=128, show_default=True,
+@click.option("--max-tokens", type=click.IntRange(min=1, max=2**31 - 1), default=128, show_default=True,
               help="Tokens to generate per prompt (EOS is ignored).")
-@click.option("--timeout", type=click.FloatRange(min=0.1, max=600), default=60.0, show_default=True,
+@click.option("--timeout", type=FiniteFloatRange(min=0.1, max=600), default=60.0, show_default=True,
               help="Seconds each request may take, answer included; a server that does not answer in time is an "
               "error.")
 @click.option("--reference", "reference_target",
@@ -33,7 +34,8 @@ __all__ = ["probe_cmd"]
 @click.option("--draft", "-d",
               help="With --reference: the draft, to report the reference runtime's own acceptance next to the "
               "server's.")
-@click.option("--min-acceptance", type=float, help="Fail (exit 1) when the mean acceptance length tau is below this.")
+@click.option("--min-acceptance", type=FiniteFloatRange(min=0),
+              help="Fail (exit 1) when the mean acceptance length tau is below this.")
 @click.option("--profile-out", type=click.Path(dir_okay=False),
               help="Write the measured per-position acceptance profile "
               "to this JSON file, for `dflash-check recommend` (never through a symlink, never into a model folder; "
@@ -58,8 +60,10 @@ def probe_cmd(url, model, engine, prompts_path, max_tokens, timeout, reference_t
     Exit codes: 0 passed; 1 speculation not active, not lossless, or tau under --min-acceptance;
     2 bad input, or a server that refuses, times out or answers something unreadable.
     """
+    from ..serving.http import parse_url
     from ..serving.probe import ProbeRequest, probe_exit_code, read_prompts, run_probe
 
+    parse_url(url)  # the whole URL checked before any file is read, model loaded or connection made
     if draft and not reference_target:
         raise InputError("--draft needs --reference TARGET (the draft runs next to the local target)")
     if profile_out:  # refused before the run that would fill it

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
-import shlex
 from typing import Any, Optional
 
 import click
+
+from ..inputs import FiniteFloatRange
 
 __all__ = ["recommend_cmd", "recommend_doc", "engine_flags"]
 
@@ -15,9 +16,11 @@ __all__ = ["recommend_cmd", "recommend_doc", "engine_flags"]
 def engine_flags(k: int, draft: str) -> dict[str, str]:
     """The launch flags that run K draft tokens per step (block K+1) on each engine (names as in
     serving/launch.py, which cites each engine's parser)."""
+    from ..emitters._safe import shell_quote
+
     spec = json.dumps({"method": "dflash", "model": draft, "num_speculative_tokens": k})
     return {
-        "vllm": f"--speculative-config {shlex.quote(spec)}",
+        "vllm": f"--speculative-config {shell_quote(spec)}",
         "sglang": f"--speculative-num-draft-tokens {k + 1}",
         "dflash (mlx, transformers)": f"--block-size {k + 1}",
     }
@@ -56,10 +59,10 @@ def recommend_doc(profile: dict[str, Any], cost: Optional[dict[str, float]], dra
 @click.command("recommend", context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--profile", "profile_path", required=True, type=click.Path(dir_okay=False),
               help="An acceptance profile written by `smoke --profile-out` or `probe --profile-out`.")
-@click.option("--draft-cost", type=click.FloatRange(min=0),
+@click.option("--draft-cost", type=FiniteFloatRange(min=0),
               help="Cost of one draft pass, as a fraction of one plain target decoding step (default: the "
               "profile's measured cost, else 0.1).")
-@click.option("--verify-cost-per-token", type=click.FloatRange(min=0),
+@click.option("--verify-cost-per-token", type=FiniteFloatRange(min=0),
               help="Extra cost of each additional token verified in one target pass, as a fraction of one plain "
               "step (default: measured, else 0: a memory-bound GPU verifies a block for the price of a token).")
 @click.option("--draft", "draft_name", default="DRAFT", show_default=True,

@@ -108,8 +108,12 @@ def serve_cmd(target, draft, engine, num_speculative_tokens, num_draft_tokens, t
     \b
     Exit codes: 0 servable (warnings allowed); 1 the engine cannot serve this pair; 2 bad input.
     """
+    from ..inputs import check_name
     from ..serving import pipeline
     from ..serving.launch import DEFAULT_PROMPT, OPTION_FLAGS, LaunchRequest, build_plan, options_from_argv
+
+    if served_model_name is not None:  # a name the server answers to: no control or bidi characters in it
+        check_name(served_model_name, "--served-model-name")
 
     req = LaunchRequest(
         engine=engine, target=target, draft=draft, revision=revision, draft_revision=draft_revision,

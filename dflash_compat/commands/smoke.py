@@ -10,6 +10,7 @@ from typing import Any, Callable, Optional
 import click
 
 from ..exceptions import EXIT_FAIL, EXIT_INPUT, EXIT_OK, DFlashCompatError, InputError, MissingDependencyError, one_line
+from ..inputs import FiniteFloatRange, SeedRange, check_texts
 from ..runtime.core import GREEDY, Sampling, check_block_size, check_token_ids
 from .smoke_preflight import preflight, refusal_line
 
@@ -87,11 +88,14 @@ def _tokenize(folder: Path, texts: list[str], target: str) -> list[list[int]]:
     if not any((folder / name).is_file() for name in _TOKENIZER_FILES):
         raise InputError(
             f"target {target} has no tokenizer, so text prompts cannot be encoded; pass --prompt-ids 1,2,3")
+    from ..safe_read import check_tokenizer_files
+
+    check_tokenizer_files(folder, f"target {target}")  # bounded, typed JSON before transformers parses it
     try:
         from transformers import AutoTokenizer
 
         tokenizer = AutoTokenizer.from_pretrained(str(folder))
-    except (OSError, ValueError, TypeError) as exc:
+    except Exception as exc:  # noqa: BLE001 - a foreign parser on an untrusted file (tokenizers raises bare Exception)
         raise InputError(f"target {target}: cannot load its tokenizer ({one_line(exc)}); pass --prompt-ids") from None
     encoded = [list(tokenizer(t)["input_ids"]) for t in texts]
     empty = [i for i, ids in enumerate(encoded) if not ids]
@@ -256,6 +260,8 @@ def _parse_ids(values: tuple[str, ...]) -> list[list[int]]:
             parts = v.replace(" ", "").split(",")
             if "" in parts:  # 1,,3 or a trailing comma: never drop an id silently
                 raise ValueError(v)
+            if not all(p.isascii() and p.lstrip("-").isdigit() for p in parts):  # int() reads '\u0661' as 1
+                raise ValueError(v)
             ids = [int(p) for p in parts]
         except ValueError:
             raise InputError(f"--prompt-ids {v!r}: expected comma-separated token ids like 1,2,3") from None
@@ -292,6 +298,10 @@ def _check_files(req: SmokeRequest, profile_out: Optional[str], force: bool) -> 
         check_profile_out(profile_out, force=force, protected=protected)
     if local_path(req.target) is not None:
         target_folder(req.target, token=req.token, trust_remote_code=req.trust_remote_code)
+        if req.texts:  # its tokenizer files too, before torch is imported (again in _tokenize, for Hub snapshots)
+            from ..safe_read import check_tokenizer_files
+
+            check_tokenizer_files(local_path(req.target), f"target {req.target}")
     if local_path(req.draft) is not None:
         draft_checkpoint(req.draft, token=req.token)
     return protected
@@ -310,12 +320,6 @@ def _refuse(findings) -> None:
     sys.exit(EXIT_INPUT)
 
 
-def _fail(exc: DFlashCompatError) -> None:
-    from ..cli import fail
-
-    fail(exc)  # one line on stderr, control bytes from a hostile config escaped
-
-
 @click.command("smoke", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("target")
 @click.option("--draft", "-d", required=True, help="The DFlash draft: a local folder or a Hub repo id.")
@@ -329,20 +333,24 @@ def _fail(exc: DFlashCompatError) -> None:
               help="Tokens to generate per prompt.")
 @click.option("--block-size", type=click.IntRange(min=1),
               help="Block size per step, at most the draft's (default: the draft's block_size).")
-@click.option("--temperature", type=click.FloatRange(min=0), default=0.0, show_default=True,
+@click.option("--temperature", type=FiniteFloatRange(min=0), default=0.0, show_default=True,
               help="0 is greedy and checked token for token; above 0 uses lossless rejection sampling (not comparable "
               "token for token).")
-@click.option("--top-p", type=click.FloatRange(min=0, max=1, min_open=True), default=1.0, show_default=True,
+# top-p below 1e-6 keeps the top token alone on any vocabulary up to 10**6 (its probability is at least
+# 1/V), and below float32's range it became 0 and masked every token (NaN probabilities, exit 1)
+@click.option("--top-p", type=FiniteFloatRange(min=1e-6, max=1), default=1.0, show_default=True,
               help="Nucleus sampling mass (with --temperature > 0).")
 @click.option("--top-k", type=click.IntRange(min=0), default=0, show_default=True,
               help="Sample among the k most likely tokens; 0 means all (with --temperature > 0).")
-@click.option("--seed", type=int, default=0, show_default=True, help="Random seed for sampling.")
+@click.option("--seed", type=SeedRange(0, 2**63 - 1, "the seeds the runtimes take"), default=0, show_default=True,
+              help="Random seed for sampling (0 to 2**63-1, what torch and MLX both take).")
 @click.option("--device", type=click.Choice(("auto", "cpu", "cuda")), default="auto", show_default=True,
               help="Where to run; auto picks cuda when available.")
 @click.option("--dtype", type=click.Choice(("auto", "float32", "bfloat16", "float16")), default="auto",
               show_default=True,
               help="Weights and activations dtype; auto is bfloat16 on cuda, float32 on cpu.")
-@click.option("--min-acceptance", type=float, help="Fail (exit 1) when the mean acceptance length is below this.")
+@click.option("--min-acceptance", type=FiniteFloatRange(min=0),
+              help="Fail (exit 1) when the mean acceptance length is below this.")
 @click.option("--format", "-f", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True,
               help="text: a summary table; json: the machine-readable report.")
 @click.option("--backend", type=click.Choice(("torch", "mlx")), default="torch", show_default=True,
@@ -382,7 +390,7 @@ def smoke_cmd(target, draft, prompts, prompts_file, prompt_ids, max_new_tokens, 
         sampling = Sampling(temperature=temperature, top_p=top_p, top_k=top_k, seed=seed)  # checked before any load
         if threads is not None and backend != "torch":
             raise InputError("--threads is for --backend torch; MLX chooses its own CPU threads")
-        texts = list(prompts) + _read_prompts_file(prompts_file)
+        texts = check_texts(prompts, "--prompt") + _read_prompts_file(prompts_file)  # valid Unicode, before any load
         ids = _parse_ids(prompt_ids)
         if not texts and not ids:
             texts = [DEFAULT_PROMPT]
@@ -407,9 +415,8 @@ def smoke_cmd(target, draft, prompts, prompts_file, prompt_ids, max_new_tokens, 
 
             write_profile(profile_out, profile_from_smoke(run, payload["summary"]["speedup"]), force=force,
                           protected=protected)
-    except DFlashCompatError as exc:
-        _fail(exc)
-        return
+    except DFlashCompatError:
+        raise  # rendered by the CLI group (dflash_compat/errors.py): one escaped line, its exit code
     if fmt == "json":
         from ..emitters._safe import dumps
 

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from ..exceptions import DFlashCompatError
+from ..inputs import FiniteFloatRange, SeedRange
 
 __all__ = ["train_cmd"]
 
@@ -20,14 +20,18 @@ __all__ = ["train_cmd"]
 @click.option("--output", "-o", "out", required=True, type=click.Path(file_okay=False),
               help="Folder for the trained draft (config.json + model.safetensors), training.json and checkpoints.")
 @click.option("--steps", type=click.IntRange(min=1), default=1000, show_default=True, help="Optimizer steps.")
-@click.option("--batch-size", type=click.IntRange(min=1), default=8, show_default=True, help="Sequences per step.")
-@click.option("--seq-len", type=click.IntRange(min=4), default=512, show_default=True, help="Tokens per sequence.")
+# upper bounds: sizes no machine holds (a batch of 2**63 overflowed torch.randint, a 2**63-token sequence
+# ran out of memory, lr 1e300 overflowed AdamW, gamma 1e-320 zeroed every loss weight: all exit 1 before)
+@click.option("--batch-size", type=click.IntRange(min=1, max=2**16), default=8, show_default=True,
+              help="Sequences per step.")
+@click.option("--seq-len", type=click.IntRange(min=4, max=2**20), default=512, show_default=True,
+              help="Tokens per sequence.")
 @click.option("--anchors", type=click.IntRange(min=1), default=256, show_default=True,
               help="Anchor positions (one block each) per sequence and step.")
-@click.option("--lr", type=click.FloatRange(min=0, min_open=True), default=6e-4, show_default=True,
+@click.option("--lr", type=FiniteFloatRange(min=0, min_open=True, max=10), default=6e-4, show_default=True,
               help="Peak learning rate (AdamW, cosine decay).")
 @click.option("--warmup", type=click.IntRange(min=0), default=50, show_default=True, help="Warmup steps.")
-@click.option("--gamma", type=click.FloatRange(min=0, min_open=True),
+@click.option("--gamma", type=FiniteFloatRange(min=0.01, max=1e6),
               help="Loss weight decay exp(-(k-1)/gamma) over block positions (default: 4 for block 8, 7 for block 16).")
 @click.option("--labels", type=click.Choice(("target", "data")), default="target", show_default=True,
               help="target: the target's own greedy predictions (self-distillation); data: the data's next tokens.")
@@ -37,7 +41,8 @@ __all__ = ["train_cmd"]
               help="Steps between checkpoints in OUT/checkpoint (0: at the end only).")
 @click.option("--resume", is_flag=True, help="Continue from OUT/checkpoint (same batches as an uninterrupted run).")
 @click.option("--force", is_flag=True, help="Train into a folder that is not empty, from scratch.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the batches, anchors and a random start.")
+@click.option("--seed", type=SeedRange(), default=0, show_default=True,
+              help="Seed of the batches, anchors and a random start (-2**63 to 2**64-1, as torch takes).")
 @click.option("--device", type=click.Choice(("auto", "cpu", "cuda")), default="auto", show_default=True,
               help="auto picks cuda (bf16 autocast) when available.")
 @click.option("--export-dtype", type=click.Choice(("bfloat16", "float32", "float16")), default="bfloat16",
@@ -65,10 +70,7 @@ def train_cmd(target, draft, data, out, steps, batch_size, seq_len, anchors, lr,
     try:
         result = train(target, draft, data, out, config, resume=resume, force=force, token=token,
                        log=lambda line: click.echo(line, err=True))
-    except DFlashCompatError as exc:
-        from ..cli import fail
-
-        fail(exc)  # one line on stderr, control bytes from a hostile config or path escaped
+    # a DFlashCompatError is rendered by the CLI group (dflash_compat/errors.py): one escaped line, exit 2
     except KeyboardInterrupt:
         click.echo(printable(f"dflash-check: interrupted; a checkpoint is in {out}/checkpoint: continue with "
                              "--resume"), err=True)

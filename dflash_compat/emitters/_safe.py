@@ -14,7 +14,7 @@ import math
 import re
 from typing import Any
 
-__all__ = ["dumps", "github_data", "github_property", "json_safe", "printable"]
+__all__ = ["dumps", "github_data", "github_property", "json_safe", "printable", "shell_quote"]
 
 # C0 controls, DEL and C1 controls; bidirectional overrides and isolates (they reorder what a reader
 # sees); Unicode line and paragraph separators; the byte-order mark; lone surrogates; U+FFFE/U+FFFF.
@@ -65,3 +65,32 @@ def github_data(value: Any) -> str:
 def github_property(value: Any) -> str:
     """A property value (`file=`, `title=`): as `github_data`, and `:` and `,` escaped too."""
     return github_data(value).replace(":", "%3A").replace(",", "%2C")
+
+
+def shell_quote(word: Any) -> str:
+    """One shell word for a printed command: shlex.quote when the word holds only characters a reader
+    sees as they are; otherwise bash's ANSI-C quoting ($'...') with every control, bidirectional-override,
+    invisible or unencodable character written as an escape (\\n, \\x1b, \\u202e), so the printed
+    text shows what runs ("Trojan Source", CVE-2021-42574) and the shell still gets the same bytes."""
+    import shlex
+
+    text = word if isinstance(word, str) else str(word)
+    if not _UNSAFE_RE.search(text):
+        return shlex.quote(text)
+    out = []
+    for ch in text:
+        code = ord(ch)
+        if ch in ("\\", "'"):
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\t":
+            out.append("\\t")
+        elif _UNSAFE_RE.match(ch):
+            if 0xDC80 <= code <= 0xDCFF:  # an undecodable byte from a file name (surrogateescape)
+                out.append(f"\\x{code - 0xDC00:02x}")
+            else:
+                out.append(f"\\x{code:02x}" if code < 0x80 else f"\\u{code:04x}")
+        else:
+            out.append(ch)
+    return "$'" + "".join(out) + "'"

@@ -38,13 +38,30 @@ class Endpoint:
         return f"{self.scheme}://{host}:{self.port}{self.base_path}{path}"
 
 
+MAX_URL_CHARS = 2048
+
+
 def parse_url(url: str) -> Endpoint:
-    """`http://host:port[/prefix]`; a trailing `/v1` is the API root's parent, so it is dropped."""
+    """`http://host:port[/prefix]`; a trailing `/v1` is the API root's parent, so it is dropped.
+    Checked whole before any connection: valid Unicode, no spaces or control characters, at most
+    MAX_URL_CHARS, a host that IDNA can encode (labels of 1-63 characters, 253 in all) or an IP
+    address; the endpoint holds the ASCII (punycode) host."""
+    from ..emitters._safe import printable
+    from ..inputs import check_text
+
+    check_text(url, "URL")
+    url = url.strip()
+    shown = printable(url if len(url) <= 80 else url[:80] + "...")
+    if len(url) > MAX_URL_CHARS:
+        raise ServerError(f"URL {shown}: {len(url)} characters, more than the {MAX_URL_CHARS} a URL may have")
+    bad = next((c for c in url if c.isspace() or not c.isprintable()), None)
+    if bad is not None:
+        raise ServerError(f"URL {shown}: holds a space or control character (U+{ord(bad):04X})")
     try:
-        parts = urlsplit(url.strip())
+        parts = urlsplit(url)
         port = parts.port
     except ValueError as exc:
-        raise ServerError(f"{url}: not a valid URL ({exc})") from None
+        raise ServerError(f"URL {shown}: not a valid URL ({exc})") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ServerError(f"{url}: expected an http:// or https:// URL with a host, like http://127.0.0.1:8000")
     if parts.query or parts.fragment or parts.username or parts.password:
@@ -52,7 +69,27 @@ def parse_url(url: str) -> Endpoint:
     path = parts.path.rstrip("/")
     if path.endswith("/v1"):
         path = path[: -len("/v1")]
-    return Endpoint(parts.scheme, parts.hostname, port or (443 if parts.scheme == "https" else 80), path)
+    host = _ascii_host(parts.hostname, shown)
+    return Endpoint(parts.scheme, host, port or (443 if parts.scheme == "https" else 80), path)
+
+
+def _ascii_host(host: str, shown: str) -> str:
+    """An IP address as it is, a host name as IDNA (punycode) ASCII; a name IDNA cannot encode (a label
+    over 63 characters, an empty label, a name over 253) is one ServerError line."""
+    import ipaddress
+
+    try:
+        ipaddress.ip_address(host)
+        return host
+    except ValueError:
+        pass
+    try:
+        ascii_host = host.encode("idna").decode("ascii")
+    except UnicodeError as exc:
+        raise ServerError(f"URL {shown}: the host is not a valid host name ({exc})") from None
+    if len(ascii_host) > 253 or not all(part for part in ascii_host.rstrip(".").split(".")):
+        raise ServerError(f"URL {shown}: the host is not a valid host name")
+    return ascii_host
 
 
 @dataclass

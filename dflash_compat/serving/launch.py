@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -218,8 +217,11 @@ def _dflash_cli(req: LaunchRequest, bs: int) -> LaunchPlan:
 def shell_command(plan: LaunchPlan, width: int = 80) -> str:
     """The argv as one shell command, every argument quoted by shlex (a hostile path stays one
     argument), broken with backslash-newlines before each flag when it would pass `width`."""
-    env = [f"{k}={shlex.quote(v)}" for k, v in sorted(plan.env.items())]
-    words = env + [shlex.quote(a) for a in plan.argv]
+    from ..emitters._safe import shell_quote
+
+    # shell_quote: shlex, or $'...' showing control / bidi characters as escapes (never raw in a script)
+    env = [f"{shell_quote(k)}={shell_quote(v)}" for k, v in sorted(plan.env.items())]
+    words = env + [shell_quote(a) for a in plan.argv]
     line = " ".join(words)
     if len(line) <= width:
         return line

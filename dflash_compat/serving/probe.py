@@ -59,14 +59,18 @@ def read_prompts(path: Optional[str]) -> list[dict[str, Any]]:
 
 
 def _prompt_item(item: Any, where: str) -> dict[str, Any]:
+    from ..inputs import check_text
+
     if isinstance(item, str) and item:
-        return {"prompt": item}
+        return {"prompt": check_text(item, where)}  # JSON's \ud800 escapes: a lone surrogate, named here
     if isinstance(item, dict):
         ids, text, mt = item.get("prompt_ids"), item.get("prompt"), item.get("max_tokens")
         ok_ids = isinstance(ids, list) and ids and all(
-            isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in ids)
-        if mt is not None and not (isinstance(mt, int) and not isinstance(mt, bool) and mt > 0):
-            raise InputError(f"{where}: max_tokens must be a positive integer")
+            isinstance(i, int) and not isinstance(i, bool) and 0 <= i < 2**31 for i in ids)
+        if mt is not None and not (isinstance(mt, int) and not isinstance(mt, bool) and 0 < mt < 2**31):
+            raise InputError(f"{where}: max_tokens must be a positive integer below 2**31")
+        if isinstance(text, str):
+            check_text(text, f"{where}: field \"prompt\"")
         if ok_ids and text is None:
             return {"prompt_ids": ids, **({"max_tokens": mt} if mt else {})}
         if isinstance(text, str) and text and ids is None:

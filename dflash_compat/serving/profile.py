@@ -13,9 +13,8 @@ S(0) = 1. Costs are stored relative to one plain target step (verify(1) = 1):
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Annotated, Any, Optional, Sequence
 
 from ..emitters._safe import dumps
 from ..exceptions import InputError
@@ -73,30 +72,70 @@ def write_profile(path: str, profile: dict[str, Any], force: bool = False, prote
                  protected=protected)
 
 
+def _profile_model():
+    """The typed profile (pydantic, built on first use): strict types, finite numbers, bounded sizes, so
+    the renderer and the speed-up model never meet a string, a null or NaN where they expect a number."""
+    from typing import Literal
+
+    from pydantic import BaseModel, ConfigDict, Field
+
+    strict = ConfigDict(strict=True, allow_inf_nan=False, extra="ignore")
+    unit = Field(ge=0.0, le=1.0)
+
+    class Cost(BaseModel):
+        model_config = strict
+        draft: float = Field(ge=0.0, le=1e6)
+        verify_per_token: float = Field(ge=0.0, le=1e6)
+
+    class Measured(BaseModel):
+        model_config = strict
+        block_size: int = Field(ge=1, le=MAX_BLOCK)
+        speedup: float = Field(ge=0.0, le=1e6)
+
+    class Profile(BaseModel):
+        model_config = ConfigDict(strict=True, allow_inf_nan=False, extra="allow")
+        kind: Literal["dflash-acceptance-profile"]
+        source: str = Field(max_length=200)
+        engine: str = Field(max_length=200)
+        block_size: int = Field(ge=1, le=MAX_BLOCK)
+        steps: int = Field(ge=0, le=2**53)
+        per_position_acceptance: list[Annotated[float, unit]] = Field(max_length=MAX_BLOCK)
+        mean_acceptance: float = Field(ge=0.0, le=MAX_BLOCK + 1)
+        convention: str = Field("", max_length=2000)
+        cost: Optional[Cost] = None
+        measured: Optional[Measured] = None
+
+    return Profile
+
+
+MAX_BLOCK = 4096  # draft positions in a profile; real blocks are 4-16
+
+
 def read_profile(path: str) -> dict[str, Any]:
-    """Read and validate a profile (a bounded read of a regular file); anything malformed is one InputError line."""
+    """Read a profile (a bounded read of a regular file) into the typed model; the first validation error
+    is one InputError line naming the field (`--profile P: measured.block_size: ...`)."""
+    from pydantic import ValidationError
+
     from ..safe_read import load_json_file
 
-    data = load_json_file(path, what=f"--profile {path}", limit=MAX_PROFILE_BYTES)
+    what = f"--profile {path}"
+    data = load_json_file(path, what=what, limit=MAX_PROFILE_BYTES)
     if not isinstance(data, dict) or data.get("kind") != PROFILE_KIND:
-        raise InputError(f"--profile {path}: not an acceptance profile (write one with smoke/probe --profile-out)")
-    per = data.get("per_position_acceptance")
-    if not isinstance(per, list) or not all(_is_prob(p) for p in per):
-        raise InputError(f"--profile {path}: per_position_acceptance must be a list of numbers in [0, 1]")
-    cost = data.get("cost")
-    if cost is not None and not _valid_cost(cost):
-        raise InputError(f"--profile {path}: cost must hold non-negative numbers draft and verify_per_token")
-    return data
+        raise InputError(f"{what}: not an acceptance profile (write one with smoke/probe --profile-out)")
+    try:
+        profile = _profile_model().model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err.get("loc", ())) or "(the document)"
+        msg = err.get("msg", "is invalid").rstrip(".")
+        if msg.startswith("Input should be"):
+            msg = "should be" + msg[len("Input should be"):]
+        if err.get("type") == "missing":
+            raise InputError(f"{what}: `{field}` is required") from None
+        from ..quoting import quote
 
-
-def _is_prob(p: Any) -> bool:
-    return isinstance(p, (int, float)) and not isinstance(p, bool) and math.isfinite(p) and 0.0 <= p <= 1.0
-
-
-def _valid_cost(cost: Any) -> bool:
-    return isinstance(cost, dict) and all(
-        isinstance(cost.get(k), (int, float)) and not isinstance(cost.get(k), bool) and math.isfinite(cost[k])
-        and cost[k] >= 0 for k in ("draft", "verify_per_token"))
+        raise InputError(f"{what}: `{field}` {msg} (got {quote(err.get('input'), chars=40)})") from None
+    return profile.model_dump()
 
 
 def expected_tokens(per_position: Sequence[float], k: int) -> float:

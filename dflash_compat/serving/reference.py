@@ -66,11 +66,14 @@ def load_reference(target: str, draft: Optional[str] = None, *, token: Optional[
     loaded_draft = rt.load_draft(draft, device=device, dtype=torch.float32, token=token) if draft else None
     tokenizer = None
     if any((folder / name).is_file() for name in _TOKENIZER_FILES):
+        from ..safe_read import check_tokenizer_files
+
+        check_tokenizer_files(folder, f"--reference {target}")  # bounded, typed JSON before transformers parses it
         try:
             from transformers import AutoTokenizer
 
             tokenizer = AutoTokenizer.from_pretrained(str(folder))
-        except (OSError, ValueError, TypeError):
+        except Exception:  # noqa: BLE001 - a foreign parser on an untrusted file (tokenizers raises bare Exception)
             tokenizer = None  # compared by token ids only; text prompts then need a tokenizer
     return Reference(adapter, loaded_draft, tokenizer, folder)
 

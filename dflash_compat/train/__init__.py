@@ -94,9 +94,12 @@ def _load_draft_module(ref: str, device, seed: int, token: Optional[str]):
 def _tokenizer(folder: Path, ref: str):
     from transformers import AutoTokenizer
 
+    from ..safe_read import check_tokenizer_files
+
+    check_tokenizer_files(folder, f"target {ref}", error=ConfigError)  # bounded, typed JSON before transformers
     try:
         return AutoTokenizer.from_pretrained(str(folder))
-    except (OSError, ValueError, TypeError) as exc:
+    except Exception as exc:  # noqa: BLE001 - a foreign parser on an untrusted file (tokenizers raises bare Exception)
         raise ConfigError(f"target {ref}: cannot load its tokenizer to read --data ({one_line(exc)})") from None
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from ..exceptions import InputError
+from ..inputs import check_text
 from ..safe_read import is_regular_file, parse_json, read_bytes
 
 __all__ = ["TEXT_SUFFIXES", "read_documents", "TokenData", "tokenize_documents", "pack"]
@@ -48,7 +49,7 @@ def _jsonl(path: Path) -> list[str]:
         text = record.get("text") if isinstance(record, dict) else None
         if not isinstance(text, str):
             raise InputError(f"--data {path}: line {n} has no string \"text\" field")
-        docs.append(text)
+        docs.append(check_text(text, f"--data {path}:{n}: field \"text\""))  # JSON's \ud800 escapes
     return docs
 
 

@@ -15,6 +15,7 @@ from typing import Any, Callable, Optional
 import torch
 
 from ..exceptions import ResourceError
+from ..inputs import fold_seed
 from .checkpoint import export_draft, save_checkpoint, write_json
 from .config import TrainConfig, default_gamma
 from .objective import block_loss, make_batch
@@ -92,7 +93,8 @@ def _is_oom(exc: BaseException) -> bool:
 
 def _step(s: Session, step: int, gamma: float) -> tuple[float, dict]:
     c = s.config
-    gen = torch.Generator().manual_seed(c.seed * 1_000_003 + step)  # same batch on resume
+    # same batch on resume; folded into the seeds torch takes (a --seed near 2**64 would overflow it)
+    gen = torch.Generator().manual_seed(fold_seed(c.seed * 1_000_003 + step))
     rows = torch.randint(0, s.ids.shape[0], (c.batch_size,), generator=gen)
     batch = make_batch(s.ids[rows].to(s.device), s.loss_mask[rows].to(s.device), c.anchors, gen)
     for group in s.optimizer.param_groups:

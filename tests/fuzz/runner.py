@@ -212,6 +212,9 @@ def violation(out: Outcome) -> Optional[str]:
         if len(lines) != 1 or not lines[0].startswith("dflash-check: "):
             return f"exit 2 without one error line ({len(lines)} lines)"
         return None
+    if out.code == 3:  # EXIT_INTERNAL: our own crash, one line naming the exception
+        line = (out.stderr.strip().splitlines() or ["?"])[-1]
+        return f"internal error: {line.split(': ', 2)[-1].split(';')[0][:100]}"
     if out.code not in (0, 1):
         return f"exit code {out.code}"
     if not out.stdout.strip() and not _wrote_report(out):
