@@ -64,27 +64,37 @@ class DraftCache:
     every call; here the block is written past `length` and simply overwritten next time.
     """
 
-    def __init__(self, num_layers: int, capacity: int = 0) -> None:
+    def __init__(self, num_layers: int, capacity: int = 0, static: bool = False) -> None:
         self.length = 0  # context positions held (== target positions 0 .. length-1)
         self.capacity = capacity
+        # static: the buffers never grow and every forward attends over all `capacity` positions, the
+        # ones past the block masked (one shape for every step); zero-filled, so a masked position
+        # never holds a NaN that 0 * NaN would let through
+        self.static = static
         self.keys: list[Optional[torch.Tensor]] = [None] * num_layers  # [B, kvH, capacity, D]
         self.values: list[Optional[torch.Tensor]] = [None] * num_layers
 
     def write(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Put context+block keys/values [B, kvH, C+T, D] at length .. length+C+T-1; return all keys/values so far."""
+        """Put context+block keys/values [B, kvH, C+T, D] at length .. length+C+T-1; return all keys/values so far
+        (static: the whole buffer)."""
         end = self.length + k.shape[2]
         if self.keys[layer] is None or end > self.keys[layer].shape[2]:
+            if self.static and self.keys[layer] is not None:
+                raise RuntimeError(f"static draft cache of {self.capacity} positions cannot hold {end}")
             self._grow(layer, k, end)
         buf_k, buf_v = self.keys[layer], self.values[layer]
         buf_k[:, :, self.length:end] = k
         buf_v[:, :, self.length:end] = v
+        if self.static:
+            return buf_k, buf_v
         return buf_k[:, :, :end], buf_v[:, :, :end]
 
     def _grow(self, layer: int, like: torch.Tensor, needed: int) -> None:
         old_k, old_v = self.keys[layer], self.values[layer]
         size = max(needed, self.capacity, 2 * old_k.shape[2] if old_k is not None else 0)
         b, h, _, d = like.shape
-        self.keys[layer], self.values[layer] = like.new_empty(b, h, size, d), like.new_empty(b, h, size, d)
+        alloc = like.new_zeros if self.static else like.new_empty
+        self.keys[layer], self.values[layer] = alloc(b, h, size, d), alloc(b, h, size, d)
         if old_k is not None:
             self.keys[layer][:, :, :self.length] = old_k[:, :, :self.length]
             self.values[layer][:, :, :self.length] = old_v[:, :, :self.length]
@@ -126,17 +136,21 @@ def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.T
 
 
 def attention_mask(q_start: int, q_len: int, k_len: int, causal: bool, window: Optional[int],
-                   device: torch.device, inclusive: bool = False) -> Optional[torch.Tensor]:
+                   device: torch.device, inclusive: bool = False,
+                   valid: Optional[int] = None) -> Optional[torch.Tensor]:
     """Boolean [q_len, k_len] mask (True = visible), or None for full attention.
 
     Key index == target position (the cache holds positions 0 .. k_len-1); the queries are the
-    block at positions q_start .. q_start+q_len-1.
+    block at positions q_start .. q_start+q_len-1. `valid`: only keys below it hold this run's
+    positions (a static cache's buffer is longer; the rest is masked).
     """
-    if not causal and window is None:
+    if not causal and window is None and valid is None:
         return None
     q = torch.arange(q_start, q_start + q_len, device=device)[:, None]
     k = torch.arange(k_len, device=device)[None, :]
     visible = torch.ones(q_len, k_len, dtype=torch.bool, device=device)
+    if valid is not None:
+        visible &= k < valid
     if causal:
         visible &= k <= q
     if window is not None:
@@ -181,7 +195,9 @@ class DraftAttention(nn.Module):
 
 
 def _sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: Optional[torch.Tensor], groups: int) -> torch.Tensor:
-    if groups > 1 and not _SDPA_GQA:  # pragma: no cover - torch < 2.5
+    # enable_gqa rules out the memory-efficient CUDA kernel; with a mask (which rules out flash) the
+    # heads are repeated instead, so CUDA keeps a fused kernel (the same numbers: one key per head)
+    if groups > 1 and (not _SDPA_GQA or (mask is not None and q.device.type == "cuda")):
         k, v = k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1)
         groups = 1
     extra = {"enable_gqa": True} if groups > 1 else {}
@@ -314,8 +330,8 @@ class DFlashDraftModel(DraftFacts, nn.Module):
         self._inv_freq = inv_freq.to("cpu")  # kept off the state dict: computed, never loaded
         self._rope: Optional[tuple[torch.Tensor, torch.Tensor]] = None  # cos/sin tables [P, D]
 
-    def new_cache(self, capacity: int = 0) -> DraftCache:
-        return DraftCache(self.cfg.num_layers, capacity)
+    def new_cache(self, capacity: int = 0, static: bool = False) -> DraftCache:
+        return DraftCache(self.cfg.num_layers, capacity, static)
 
     def rope(self, begin: int, end: int, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """cos/sin [end-begin, D] for positions begin .. end-1, from a table grown on demand."""
@@ -341,8 +357,12 @@ class DFlashDraftModel(DraftFacts, nn.Module):
         for i, layer in enumerate(self.layers):
             key = (layer.causal, layer.window)
             if key not in masks:
-                masks[key] = attention_mask(start, t, start + t, layer.causal, layer.window, noise.device,
-                                            self.cfg.window_inclusive)
+                if cache.static:  # keys: the whole buffer, the positions past the block masked
+                    masks[key] = attention_mask(start, t, cache.capacity, layer.causal, layer.window, noise.device,
+                                                self.cfg.window_inclusive, valid=start + t)
+                else:
+                    masks[key] = attention_mask(start, t, start + t, layer.causal, layer.window, noise.device,
+                                                self.cfg.window_inclusive)
             h = layer(h, ctx, cos, sin, cache, i, masks[key])
         cache.length = start
         return self.norm(h)

@@ -87,7 +87,9 @@ class TorchTarget(Target):
 
     # ---- running -------------------------------------------------------------------------
 
-    def new_cache(self) -> Any:
+    def new_cache(self, static_length: Optional[int] = None) -> Any:
+        if static_length is not None:
+            return self._static_cache(static_length)
         from transformers import DynamicCache
 
         if hasattr(DynamicCache, "activate_past_recording"):
@@ -100,8 +102,34 @@ class TorchTarget(Target):
         # within their window through the model's mask.
         return DynamicCache()
 
-    def new_plain_cache(self) -> Any:
+    def _static_cache(self, length: int) -> Any:
+        """transformers' StaticCache for `length` positions: the keys always span all of them, the ones
+        past the committed tokens hidden by the causal mask (cache positions after the query's), and a
+        rollback only moves its write position back (StaticLayer.crop, transformers 5.25
+        `cache_utils.py:510-521`), so the next forward overwrites the rejected positions."""
+        try:
+            from transformers import StaticCache
+        except ImportError:  # pragma: no cover - every supported release has it
+            raise RuntimeUnsupportedError("a static cache needs transformers' StaticCache") from None
+        try:
+            cache = StaticCache(config=self.config, max_cache_len=length)
+        except TypeError as exc:  # releases before 5 also want batch size / device / dtype
+            try:
+                cache = StaticCache(config=self.config, max_batch_size=1, max_cache_len=length,
+                                    device=self.device, dtype=self.dtype)
+            except TypeError:
+                raise RuntimeUnsupportedError(f"target ({self.name} adapter): transformers' StaticCache does not "
+                                              f"take this config ({one_line(exc)}); use the dynamic cache") from None
+        if getattr(cache, "is_croppable", True) is False or not hasattr(cache, "crop"):
+            raise RuntimeUnsupportedError(
+                f"target ({self.name} adapter): its static cache cannot be rolled back (sliding-window layers "
+                "shorter than the run); use the dynamic cache")
+        return cache
+
+    def new_plain_cache(self, static_length: Optional[int] = None) -> Any:
         # no past recording: sliding-window layers keep just their window, and nothing is cropped
+        if static_length is not None:
+            return self._static_cache(static_length)
         if type(self).new_cache is not TorchTarget.new_cache:  # a subclass's own cache
             return self.new_cache()
         from transformers import DynamicCache
