@@ -308,3 +308,57 @@ def test_a_run_outside_the_context_uses_torchs_defaults():
     with attention_context(attention_policy("math", "cpu")):
         assert _flags() == {"flash": False, "efficient": False, "math": True, "cudnn": False}
     assert _flags() == before
+
+
+# ---- benchmarks/cuda_smoke.sh: PYTHON as a command name ------------------------------------------------
+
+
+def test_cuda_smoke_takes_a_command_name_in_python(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parent.parent / "benchmarks" / "cuda_smoke.sh"
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    marker = tmp_path / "ran"
+    # a command on PATH (not a path): it must be the interpreter the script runs
+    (bin_dir / "gpu-python").write_text(f'#!/bin/sh\ntouch "{marker}"\nexec "{sys.executable}" "$@"\n')
+    (bin_dir / "gpu-python").chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "PYTHON": "gpu-python"}
+    res = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=120)
+    assert marker.exists(), res.stderr
+    if not torch.cuda.is_available():
+        assert res.returncode == 1 and "no CUDA GPU" in res.stderr
+    res = subprocess.run(["bash", str(script)], env={**env, "PYTHON": "no-such-python-here"}, capture_output=True,
+                         text=True, timeout=60)
+    assert res.returncode == 2 and "PYTHON=no-such-python-here" in res.stderr
+
+
+# ---- the runtime's transformers window (#21 item 9) ----------------------------------------------------
+
+
+def test_ci_runs_the_runtime_tests_on_the_oldest_allowed_transformers():
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    ci = (root / ".ci" / "run").read_text()
+    floor = re.search(r'"transformers>=([\d.]+)"', (root / "pyproject.toml").read_text()).group(1)
+    oldest = re.search(r"^OLDEST_TRANSFORMERS=([\d.]+)$", ci, flags=re.M).group(1)
+    assert oldest.split(".")[:2] == floor.split(".")[:2] and oldest.endswith(".0")  # the floor itself is tested
+    runs = [line for line in ci.splitlines() if line and not line.startswith(("#", "set ", "cd "))]
+    assert runs[0].startswith("python3 -m venv .venv &&")  # the README's test command stays the first one run
+    files = re.search(r'^RUNTIME_TESTS="([^"]+)"$', ci, flags=re.M).group(1).split()
+    assert all((root / f).is_file() for f in files) and "tests/test_runtime_kernels.py" in files
+    assert '"transformers==$OLDEST_TRANSFORMERS"' in ci and "$RUNTIME_TESTS" in ci
+
+
+def test_static_cache_refuses_a_sliding_window_target(tmp_path):
+    from dflash_compat.exceptions import RuntimeUnsupportedError
+
+    model = tiny_target(2, vocab=32, use_sliding_window=True, sliding_window=3, max_window_layers=1,
+                        layer_types=["full_attention", "sliding_attention", "sliding_attention", "sliding_attention"])
+    with pytest.raises(RuntimeUnsupportedError, match="use the dynamic cache"):
+        rt.greedy_generate(rt.target_for(model), PROMPT, max_new_tokens=4, cache="static")

@@ -105,25 +105,26 @@ class TorchTarget(Target):
     def _static_cache(self, length: int) -> Any:
         """transformers' StaticCache for `length` positions: the keys always span all of them, the ones
         past the committed tokens hidden by the causal mask (cache positions after the query's), and a
-        rollback only moves its write position back (StaticLayer.crop, transformers 5.25
-        `cache_utils.py:510-521`), so the next forward overwrites the rejected positions."""
+        rollback only moves each layer's write position back (`cumulative_length`, a tensor, as
+        StaticLayer.crop does in transformers 5.25 `cache_utils.py:510-521`; 5.17 has the same counter,
+        `cache_utils.py:417`, but no crop), so the next forward overwrites the rejected positions."""
         try:
-            from transformers import StaticCache
-        except ImportError:  # pragma: no cover - every supported release has it
-            raise RuntimeUnsupportedError("a static cache needs transformers' StaticCache") from None
+            from transformers.cache_utils import StaticCache, StaticLayer
+        except ImportError:  # pragma: no cover - every supported release has them
+            raise RuntimeUnsupportedError("a static cache needs transformers' StaticCache (transformers 5)") from None
         try:
             cache = StaticCache(config=self.config, max_cache_len=length)
-        except TypeError as exc:  # releases before 5 also want batch size / device / dtype
-            try:
-                cache = StaticCache(config=self.config, max_batch_size=1, max_cache_len=length,
-                                    device=self.device, dtype=self.dtype)
-            except TypeError:
-                raise RuntimeUnsupportedError(f"target ({self.name} adapter): transformers' StaticCache does not "
-                                              f"take this config ({one_line(exc)}); use the dynamic cache") from None
-        if getattr(cache, "is_croppable", True) is False or not hasattr(cache, "crop"):
+        except (TypeError, ValueError, KeyError) as exc:
+            raise RuntimeUnsupportedError(f"target ({self.name} adapter): transformers' StaticCache does not take "
+                                          f"its config ({one_line(exc)}); use the dynamic cache") from None
+        layers = getattr(cache, "layers", None) or []
+        plain = [type(layer) is StaticLayer and isinstance(getattr(layer, "cumulative_length", None), torch.Tensor)
+                 for layer in layers]
+        if not layers or not all(plain):
             raise RuntimeUnsupportedError(
-                f"target ({self.name} adapter): its static cache cannot be rolled back (sliding-window layers "
-                "shorter than the run); use the dynamic cache")
+                f"target ({self.name} adapter): a static cache rolls back full-attention layers only (this target has "
+                "sliding-window or other layers); use the dynamic cache")
+        cache._dflash_static = True  # rolled back by rollback() below, never by crop
         return cache
 
     def new_plain_cache(self, static_length: Optional[int] = None) -> Any:
@@ -186,6 +187,12 @@ class TorchTarget(Target):
 
     def rollback(self, cache: Any, length: int) -> None:
         remove = self.positions_to_drop(self.cache_length(cache), length)
+        if getattr(cache, "_dflash_static", False):  # a static cache: move the write positions back
+            if remove:
+                for layer in cache.layers:
+                    if layer.is_initialized:
+                        layer.cumulative_length.sub_(remove)
+            return
         # A negative crop means "remove that many" in every transformers release; crop(0) is a
         # no-op (that trims sliding layers back to their window) only where the cache records its
         # past (transformers 5) -- older releases read crop(0) as "keep 0 positions".
