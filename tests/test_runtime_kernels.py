@@ -362,3 +362,26 @@ def test_static_cache_refuses_a_sliding_window_target(tmp_path):
                         layer_types=["full_attention", "sliding_attention", "sliding_attention", "sliding_attention"])
     with pytest.raises(RuntimeUnsupportedError, match="use the dynamic cache"):
         rt.greedy_generate(rt.target_for(model), PROMPT, max_new_tokens=4, cache="static")
+
+
+def test_text_report_shows_the_near_tie_numbers_at_80_columns(tmp_path):
+    import io
+
+    from rich.console import Console
+
+    from dflash_compat.commands.smoke import first_divergence
+    from dflash_compat.console import render_smoke
+
+    target, draft = _near_tie_pair(tmp_path)
+    run = _smoke_run(target, draft, [PROMPT])
+    for strict, word in ((False, "near-tie (not a failure)"), (True, "near-tie (--strict: fails)")):
+        payload = build_payload(run, 0.0, strict=strict)
+        buf = io.StringIO()
+        div = [first_divergence(r["output_tokens"], r["baseline_tokens"]) for r in payload["results"]]
+        render_smoke(payload, Console(file=buf, width=80, color_system=None), divergence=div)
+        text = buf.getvalue()
+        flat = " ".join(text.split())  # wrapped at 80 columns
+        assert word in flat and "prompt 0, token 1: speculative 11, greedy 7: near-tie" in flat
+        assert "block forward" in flat and "bfloat16 tolerance" in flat and "x over " in flat
+        assert "attention auto: flash > math (cpu)" in flat
+        assert max(len(line) for line in text.splitlines()) <= 80
