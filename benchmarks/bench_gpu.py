@@ -9,7 +9,7 @@
 2. An 8B-shaped target (Qwen3-8B's config, random bf16 weights, built on the device: no download) with a
    draft shaped like z-lab/Qwen3-8B-DFlash-b16 (random weights): ms a greedy token for our loop (dynamic
    and static cache), dflash's loop (block size 1) and transformers' generate() (dynamic and static);
-   ms a DFlash step (ours dynamic / static, dflash's); kernel launches a token (CUDA: torch.profiler's
+   ms a DFlash step (ours dynamic / static / static with CUDA graphs, dflash's); kernel launches a token (CUDA: torch.profiler's
    kernel events / tokens); the memory-bandwidth floor (weight bytes / a measured device copy rate);
    the verdict of our speculative output against our greedy output (near-tie / differs, with margins).
 --small shrinks the 8B shapes (hidden 64, 4 layers, vocab 256) and the token counts so that CI runs the
@@ -145,8 +145,13 @@ def _big_pair(device, small: bool, tmp: Path):
     cfg = Qwen3Config(**shape)
     cfg._attn_implementation = "sdpa"
     torch.manual_seed(0)
-    with torch.device(device):
-        model = Qwen3ForCausalLM(cfg).to(torch.bfloat16).eval()
+    default = torch.get_default_dtype()
+    torch.set_default_dtype(torch.bfloat16)  # built in bf16 on the device: 16 GB, never a float32 copy
+    try:
+        with torch.device(device):
+            model = Qwen3ForCausalLM(cfg).eval()
+    finally:
+        torch.set_default_dtype(default)
     raw = {**shape, "architectures": ["DFlashDraftModel"], "model_type": "qwen3", "attention_bias": False,
            "num_hidden_layers": dshape["num_hidden_layers"], "num_target_layers": shape["num_hidden_layers"],
            "block_size": dshape["block_size"],
@@ -226,6 +231,20 @@ def bench_big(device: str, small: bool) -> dict[str, Any]:
         s = rt.spec_generate(draft, target, prompt, max_new_tokens=new, cache=cache)
         step_ms[f"ours_{cache}"] = 1e3 * s.stats.decode_s / max(len(s.stats.acceptance_lengths), 1)
         spec_runs[cache] = (s, g)
+    if dev.type == "cuda":  # CUDA graphs of the verify block / the one-token forward (static cache)
+        try:
+            for _ in range(2):  # the first call compiles and records
+                g = rt.greedy_generate(target, prompt, max_new_tokens=new, cache="static", graphs=True)
+                s = rt.spec_generate(draft, target, prompt, max_new_tokens=new, cache="static", graphs=True)
+            greedy_ms["ours_static_graphs"] = 1e3 * g.stats.decode_s / max(g.stats.decode_tokens, 1)
+            step_ms["ours_static_graphs"] = 1e3 * s.stats.decode_s / max(len(s.stats.acceptance_lengths), 1)
+            out["graphs_same_tokens"] = s.tokens == spec_runs["static"][0].tokens
+        except Exception as exc:  # noqa: BLE001 - a compile failure is a result to report, not a crash
+            out["graphs_error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
+        finally:
+            rt.greedy_generate(target, prompt, max_new_tokens=2, cache="static")  # graphs off again
+    else:
+        greedy_ms["ours_static_graphs"] = step_ms["ours_static_graphs"] = None  # CUDA only
     ref = _dflash()
     if ref is not None and not isinstance(theirs, str) and theirs is not None:
         ref._cuda_time = lambda: (_sync(dev), time.perf_counter())[1]

@@ -385,3 +385,53 @@ def test_text_report_shows_the_near_tie_numbers_at_80_columns(tmp_path):
         assert "block forward" in flat and "bfloat16 tolerance" in flat and "x over " in flat
         assert "attention auto: flash > math (cpu)" in flat
         assert max(len(line) for line in text.splitlines()) <= 80
+
+
+# ---- CUDA graphs: the code path, run on CPU through torch.compile's eager backend ----------------------
+
+
+def test_graphs_are_refused_off_cuda_and_without_the_static_cache(tmp_path):
+    model, _, folder = make_pair(tmp_path, seed=1, block_size=4, target={"vocab": 32})
+    target, draft = rt.target_for(model), load_draft(folder)
+    with pytest.raises(InputError, match="static cache"):
+        rt.spec_generate(draft, target, PROMPT, max_new_tokens=4, graphs=True)
+    if not torch.cuda.is_available():
+        with pytest.raises(InputError, match="CUDA device"):
+            rt.spec_generate(draft, target, PROMPT, max_new_tokens=4, cache="static", graphs=True)
+
+
+def test_graphed_verify_is_token_identical(tmp_path, monkeypatch):
+    model, _, folder = make_pair(tmp_path, seed=6, block_size=4, target={"vocab": 32})
+    target, draft = rt.target_for(model), load_draft(folder)
+    eager = rt.spec_generate(draft, target, PROMPT, max_new_tokens=20, cache="static")
+    lengths = []
+
+    def compile_fn(module):  # the graphs path with dynamo's eager backend: no GPU, no C++ compiler
+        compiled = torch.compile(module, backend="eager", dynamic=False)
+
+        def run(input_ids, **kwargs):
+            lengths.append(input_ids.shape[1])
+            return compiled(input_ids, **kwargs)
+
+        return run
+
+    monkeypatch.setattr(rt, "_COMPILE_FN", compile_fn)
+    graphed = rt.spec_generate(draft, target, PROMPT, max_new_tokens=20, cache="static", graphs=True)
+    assert graphed.tokens == eager.tokens and graphed.stats.acceptance_lengths == eager.stats.acceptance_lengths
+    assert graphed.stats.cache == "static+graphs"
+    assert lengths and set(lengths) == {4}  # only full verify blocks run compiled; the prefill eagerly
+    plain = rt.greedy_generate(target, PROMPT, max_new_tokens=12, cache="static", graphs=True)
+    assert plain.tokens == eager.tokens[:12] and lengths[-1] == 1 and plain.stats.cache == "static+graphs"
+    used = len(lengths)
+    again = rt.spec_generate(draft, target, PROMPT, max_new_tokens=20, cache="static")  # graphs off again
+    assert again.tokens == eager.tokens and again.stats.cache == "static" and len(lengths) == used
+
+
+def test_smoke_refuses_cuda_graphs_without_the_static_cache_in_one_line():
+    from click.testing import CliRunner
+
+    from dflash_compat.cli import cli
+
+    for extra in ([], ["--cache", "static", "--device", "cpu"], ["--backend", "mlx", "--cache", "static"]):
+        res = CliRunner().invoke(cli, ["smoke", "no/target", "--draft", "no/draft", "--cuda-graphs", *extra])
+        assert res.exit_code == 2 and "--cuda-graphs" in res.stderr and len(res.stderr.strip().splitlines()) == 1

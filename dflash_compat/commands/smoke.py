@@ -53,6 +53,7 @@ class SmokeRequest:
     attention: str = "auto"  # --attention: the SDPA kernels torch may use (runtime/torch_attention.py)
     cache: str = "dynamic"  # --cache dynamic|static (target and draft)
     recheck: bool = False  # --recheck: rerun a differing prompt alone in float32
+    graphs: bool = False  # --cuda-graphs: CUDA graphs of the target's verify block (static cache, CUDA)
 
 
 @dataclass
@@ -151,19 +152,19 @@ def run_prompts(rt, draft, target, prompts: list[list[int]], req: "SmokeRequest"
         check_token_ids(ids, target.vocab_size, f"prompt {i}")
     stops = rt.stop_tokens_of(target)
     kernels = dict(attention=req.attention, cache=req.cache)
-    spec = dict(block_size=bs, stop_token_ids=stops, sampling=req.sampling, **kernels)
+    spec = dict(block_size=bs, stop_token_ids=stops, sampling=req.sampling, graphs=req.graphs, **kernels)
     plain = dict(stop_token_ids=stops, **kernels)
     total(2 * len(prompts))
     # warm-up: first calls pay for lazy initialisation (CUDA kernel selection, MLX compilation)
     warm = min(8, req.max_new_tokens)
     rt.spec_generate(draft, target, prompts[0], max_new_tokens=warm, **spec)
-    rt.greedy_generate(target, prompts[0], max_new_tokens=warm, **plain)
+    rt.greedy_generate(target, prompts[0], max_new_tokens=warm, graphs=req.graphs, **plain)
     rt.generate_baseline(target, prompts[0], max_new_tokens=warm, **plain)
     runs = []
     for ids in prompts:
         result = rt.spec_generate(draft, target, ids, max_new_tokens=req.max_new_tokens, **spec)
         step()
-        base = rt.greedy_generate(target, ids, max_new_tokens=req.max_new_tokens, **plain)
+        base = rt.greedy_generate(target, ids, max_new_tokens=req.max_new_tokens, graphs=req.graphs, **plain)
         step()
         gen = rt.generate_baseline(target, ids, max_new_tokens=req.max_new_tokens, **plain)
         short = None
@@ -507,6 +508,9 @@ def _fail(exc: DFlashCompatError) -> None:
 @click.option("--cache", "cache_kind", type=click.Choice(CACHE_KINDS), default="dynamic", show_default=True,
               help="static: target and draft caches allocated once for prompt + max new tokens + one block, so every "
               "forward has one shape (torch backend).")
+@click.option("--cuda-graphs", "cuda_graphs", is_flag=True,
+              help="With --cache static on CUDA: run the target's verify block (and the baseline's one-token "
+              "forward) as CUDA graphs, through torch.compile(mode='reduce-overhead').")
 @click.option("--strict", is_flag=True,
               help="Fail (exit 1) on a near-tie too: greedy output that differs where the target's top two logits are "
               "within the dtype's rounding.")
@@ -515,7 +519,7 @@ def _fail(exc: DFlashCompatError) -> None:
               "report whether it is lossless there.")
 def smoke_cmd(target, draft, prompts, prompts_file, prompt_ids, max_new_tokens, block_size, temperature, top_p, top_k,
               seed, device, dtype, min_acceptance, fmt, backend, threads, trust_remote_code, token, profile_out,
-              force, adapter, attention, cache_kind, strict, recheck) -> None:
+              force, adapter, attention, cache_kind, cuda_graphs, strict, recheck) -> None:
     """Run DFlash speculative decoding of TARGET with DRAFT on a few prompts, next to plain greedy
     decoding of TARGET alone, and report losslessness, acceptance lengths and the speed-up.
 
@@ -537,9 +541,11 @@ def smoke_cmd(target, draft, prompts, prompts_file, prompt_ids, max_new_tokens, 
         sampling = Sampling(temperature=temperature, top_p=top_p, top_k=top_k, seed=seed)  # checked before any load
         if threads is not None and backend != "torch":
             raise InputError("--threads is for --backend torch; MLX chooses its own CPU threads")
-        if backend != "torch" and (attention != "auto" or cache_kind != "dynamic" or recheck):
-            raise InputError("--attention, --cache static and --recheck are for --backend torch; MLX has one attention "
-                             "kernel and a dynamic cache")
+        if backend != "torch" and (attention != "auto" or cache_kind != "dynamic" or recheck or cuda_graphs):
+            raise InputError("--attention, --cache static, --cuda-graphs and --recheck are for --backend torch; MLX "
+                             "has one attention kernel and a dynamic cache")
+        if cuda_graphs and (cache_kind != "static" or device == "cpu"):
+            raise InputError("--cuda-graphs needs --cache static and a CUDA device")
         texts = list(prompts) + _read_prompts_file(prompts_file)
         ids = _parse_ids(prompt_ids)
         if not texts and not ids:
@@ -556,6 +562,7 @@ def smoke_cmd(target, draft, prompts, prompts_file, prompt_ids, max_new_tokens, 
             block_size=block_size, sampling=sampling, device=device, dtype=dtype,
             trust_remote_code=trust_remote_code, token=token, adapter=adapter, threads=threads,
             profile_block_size=2 if profile_out else None, attention=attention, cache=cache_kind, recheck=recheck,
+            graphs=cuda_graphs,
         )
         protected = _check_files(req, profile_out, force)
         run = _run_with_progress(backend, req)

@@ -295,19 +295,25 @@ def spec_steps(rt: Any, draft: Any, target: Any, ids: Any, *, max_new_tokens: in
 
 
 def within(steps: Generator[StreamStep, None, GenerationStats], context: Callable[[], Any],
-           attention: str) -> Generator[StreamStep, None, GenerationStats]:
+           attention: str, cache: Optional[str] = None) -> Generator[StreamStep, None, GenerationStats]:
     """A stream whose every step is computed inside `context()` (the torch runtime's attention kernels
     and inference mode), never across a yield: the caller's code between steps runs under its own
-    settings. Each step's stats carry the attention label."""
+    settings. Each step's stats carry the attention label (and `cache`, when given, as the cache kind)."""
     while True:
         with context():
             try:
                 step = next(steps)
             except StopIteration as done:
-                done.value.attention = attention
+                _label(done.value, attention, cache)
                 return done.value
-        step.stats.attention = attention
+        _label(step.stats, attention, cache)
         yield step
+
+
+def _label(stats: GenerationStats, attention: str, cache: Optional[str]) -> None:
+    stats.attention = attention
+    if cache is not None:
+        stats.cache = cache
 
 
 def greedy_steps(rt: Any, target: Any, ids: Any, *, max_new_tokens: int, stops: set[int],

@@ -246,8 +246,11 @@ def _as_ids(input_ids: Tokens, target: MLXTarget) -> mx.array:
     return ids.astype(mx.int32)
 
 
-def _check_options(attention: str, cache: str) -> None:
-    """torch_generate's run options, as far as MLX has them: one attention kernel, a dynamic cache."""
+def _check_options(attention: str, cache: str, graphs: bool = False) -> None:
+    """torch_generate's run options, as far as MLX has them: one attention kernel, a dynamic cache,
+    no CUDA graphs."""
+    if graphs:
+        raise InputError("graphs: CUDA graphs are for the torch runtime on CUDA")
     if attention not in ATTENTION_CHOICES or cache not in CACHE_KINDS:
         raise InputError(f"attention {attention!r} / cache {cache!r}: expected one of {', '.join(ATTENTION_CHOICES)} "
                          f"/ {', '.join(CACHE_KINDS)}")
@@ -260,12 +263,13 @@ def _check_options(attention: str, cache: str) -> None:
 def stream_generate(draft: DFlashDraftModel, target: MLXTarget, input_ids: Tokens, *, max_new_tokens: int,
                     stop_token_ids: Sequence[int] = (), sampling: Optional[Sampling] = None,
                     block_size: Optional[int] = None, prefill_step: Optional[int] = PREFILL_STEP,
-                    timed: bool = True, attention: str = "auto", cache: str = "dynamic") -> Iterator[StreamStep]:
+                    timed: bool = True, attention: str = "auto", cache: str = "dynamic",
+                    graphs: bool = False) -> Iterator[StreamStep]:
     """DFlash speculative decoding of one prompt, step by step: as torch_generate.stream_generate, the
     same parameters and results. `timed` is accepted for symmetry (MLX timing needs no extra syncs);
-    `attention` and `cache` take auto / dynamic only."""
+    `attention` and `cache` take auto / dynamic only, `graphs` False only."""
     sampling = sampling or GREEDY
-    _check_options(attention, cache)
+    _check_options(attention, cache, graphs)
     ids = _as_ids(input_ids, target)
     bs = check_spec_run(draft, target, ids.shape[1], max_new_tokens, block_size)
     steps = spec_steps(
@@ -281,10 +285,10 @@ spec_generate = spec_generate_of(stream_generate)
 
 def greedy_generate(target: MLXTarget, input_ids: Tokens, *, max_new_tokens: int, stop_token_ids: Sequence[int] = (),
                     prefill_step: Optional[int] = PREFILL_STEP, timed: bool = True, attention: str = "auto",
-                    cache: str = "dynamic") -> GenerationResult:
+                    cache: str = "dynamic", graphs: bool = False) -> GenerationResult:
     """Plain greedy decoding of the target alone, one token per forward: the lossless reference
     and the speed baseline. Same result shape as spec_generate (block size 1, tau 1)."""
-    _check_options(attention, cache)
+    _check_options(attention, cache, graphs)
     ids = _as_ids(input_ids, target)
     check_length(target, ids.shape[1], max_new_tokens)
     result = greedy_steps(sys.modules[__name__], target, ids, max_new_tokens=max_new_tokens,

@@ -249,6 +249,27 @@ def _clock(device: torch.device, timed: bool):
     return now
 
 
+# torch.compile's stand-in for use_graphs (None: mode="reduce-overhead", CUDA graphs); the CPU tests set a
+# compiler with backend="eager" to run the same path without a GPU
+_COMPILE_FN = None
+
+
+def _set_graphs(target: TorchTarget, graphs: bool, cache: str, block_length: int) -> None:
+    """graphs=True: CUDA graphs of the target's full-size verify block (TorchTarget.use_graphs). They need
+    a CUDA device and the static cache (fixed shapes); refused otherwise, before any forward. False: a
+    target compiled by an earlier run runs eagerly again."""
+    if not graphs:
+        if getattr(target, "_graphed", None) is not None:
+            target.use_graphs(0)
+        return
+    device = getattr(target, "device", None)
+    if cache != "static":
+        raise InputError("CUDA graphs need the static cache (cache='static' / --cache static)")
+    if _COMPILE_FN is None and not (isinstance(device, torch.device) and device.type == "cuda"):
+        raise InputError(f"CUDA graphs need a CUDA device; the target is on {device}")
+    target.use_graphs(block_length, _COMPILE_FN)
+
+
 def run_policy(target: TorchTarget, attention: str = "auto", cache: str = "dynamic") -> AttentionPolicy:
     """The attention kernels a run on this target's device uses (torch_attention.py), after checking
     the cache kind."""
@@ -268,25 +289,29 @@ def _step_context(policy: AttentionPolicy) -> Iterator[None]:
 def stream_generate(draft: DFlashDraftModel, target: TorchTarget, input_ids: Tokens, *, max_new_tokens: int,
                     stop_token_ids: Sequence[int] = (), sampling: Optional[Sampling] = None,
                     block_size: Optional[int] = None, prefill_step: Optional[int] = None,
-                    timed: bool = True, attention: str = "auto", cache: str = "dynamic") -> Iterator[StreamStep]:
+                    timed: bool = True, attention: str = "auto", cache: str = "dynamic",
+                    graphs: bool = False) -> Iterator[StreamStep]:
     """DFlash speculative decoding of one prompt, yielding each step's committed tokens as soon as
     they are known; the generator returns the final GenerationStats. Greedy (the default sampling)
     is token-for-token the target's greedy output; a sample is distributed as the target's own.
     `prefill_step` chunks the prompt's forward (None: one forward). `timed=False` skips the CUDA
     synchronisations that timing needs. `attention`: the SDPA kernels torch may use (auto, flash,
     efficient, math, cudnn; see torch_attention.py); `cache`: "dynamic", or "static" (target and
-    draft caches allocated once for prompt + max_new_tokens + one block: one attention shape)."""
+    draft caches allocated once for prompt + max_new_tokens + one block: one attention shape);
+    `graphs`: CUDA graphs of the target's full-size verify block (CUDA and the static cache only;
+    the draft forward runs eagerly)."""
     sampling = sampling or GREEDY
     policy = run_policy(target, attention, cache)
     _check_placement(draft, target)
     ids = _as_ids(input_ids, target)
     bs = check_spec_run(draft, target, ids.shape[1], max_new_tokens, block_size)
+    _set_graphs(target, graphs, cache, bs)
     return (yield from within(spec_steps(
         sys.modules[__name__], draft, target, ids, max_new_tokens=max_new_tokens,
         stops={int(s) for s in stop_token_ids}, sampling=sampling, block_size=bs,
         rng=new_rng(sampling.seed, target.device), clock=_clock(target.device, timed), prefill_step=prefill_step,
         static=cache == "static",
-    ), lambda: _step_context(policy), policy.label))
+    ), lambda: _step_context(policy), policy.label, cache + "+graphs" if graphs else None))
 
 
 spec_generate = spec_generate_of(stream_generate)
@@ -295,18 +320,21 @@ spec_generate = spec_generate_of(stream_generate)
 @torch.inference_mode()
 def greedy_generate(target: TorchTarget, input_ids: Tokens, *, max_new_tokens: int, stop_token_ids: Sequence[int] = (),
                     prefill_step: Optional[int] = None, timed: bool = True, attention: str = "auto",
-                    cache: str = "dynamic") -> GenerationResult:
+                    cache: str = "dynamic", graphs: bool = False) -> GenerationResult:
     """Plain greedy decoding of the target alone, one token per forward: the lossless reference
-    and the speed baseline. Same result shape as spec_generate (block size 1, tau 1); `attention`
-    and `cache` as for stream_generate."""
+    and the speed baseline. Same result shape as spec_generate (block size 1, tau 1); `attention`,
+    `cache` and `graphs` (here: the one-token forward) as for stream_generate."""
     policy = run_policy(target, attention, cache)
     ids = _as_ids(input_ids, target)
     check_length(target, ids.shape[1], max_new_tokens)
+    _set_graphs(target, graphs, cache, 1)
     with attention_context(policy):
         result = greedy_steps(sys.modules[__name__], target, ids, max_new_tokens=max_new_tokens,
                               stops={int(s) for s in stop_token_ids}, clock=_clock(target.device, timed),
                               prefill_step=prefill_step, static=cache == "static")
     result.stats.attention = policy.label
+    if graphs:
+        result.stats.cache = cache + "+graphs"
     return result
 
 

@@ -58,6 +58,11 @@ class TorchTarget(Target):
         self._cache_kwarg = "cache" if "cache" in params else "past_key_values"
         self._keep_kwarg = next((k for k in ("logits_to_keep", "num_logits_to_keep") if k in params), None)
         self._kind, self._problem = _rollback_kind(self.text_config)
+        # CUDA graphs (use_graphs): the compiled model, the block length it runs, persistent capture hooks
+        self._graphed: Any = None
+        self._graph_length = 0
+        self._graph_hooks: dict[int, Any] = {}
+        self._graph_state: dict[str, Any] = {"want": (), "features": None, "filled": 0}
 
     # ---- shape ---------------------------------------------------------------------------
 
@@ -137,6 +142,17 @@ class TorchTarget(Target):
 
         return DynamicCache(config=self.config) if hasattr(DynamicCache, "activate_past_recording") else DynamicCache()
 
+    def use_graphs(self, block_length: int, compile_fn: Any = None) -> None:
+        """Run every verify block of `block_length` positions through torch.compile(mode="reduce-overhead"):
+        CUDA graphs, one shape, as transformers' own static-cache generate compiles its decode step
+        (with the static cache the key length never changes). Other lengths (the prefill, a shorter last
+        block) run eagerly. Capture hooks become persistent (registering hooks per call would retrace).
+        `compile_fn`: the compiler (tests pass torch.compile with backend="eager" on CPU)."""
+        if self._graphed is None:
+            compile_fn = compile_fn or (lambda m: torch.compile(m, mode="reduce-overhead", dynamic=False))
+            self._graphed = compile_fn(self.model)
+        self._graph_length = block_length
+
     def forward(self, input_ids: torch.Tensor, cache: Any, start: int, *, capture: Sequence[int] = (),
                 logits_to_keep: int = 0) -> TargetOutput:
         # input_ids [B, T] at positions start .. start+T-1
@@ -146,6 +162,8 @@ class TorchTarget(Target):
         kwargs = {"position_ids": position_ids, self._cache_kwarg: cache, "use_cache": True}
         if logits_to_keep and self._keep_kwarg:
             kwargs[self._keep_kwarg] = logits_to_keep
+        if getattr(self, "_graphed", None) is not None:
+            return self._graph_forward(input_ids, cache, start, kwargs, capture, logits_to_keep)
         with self._capture(capture) as captured:
             out = self.model(input_ids, **kwargs)
         logits = out.logits if logits_to_keep == 0 or self._keep_kwarg else out.logits[:, -logits_to_keep:]
@@ -157,6 +175,49 @@ class TorchTarget(Target):
                 "its decoder layers are not where the adapter looks"
             )
         return TargetOutput(logits, captured["features"])  # [B, T, L*H]
+
+    def _graph_forward(self, input_ids: torch.Tensor, cache: Any, start: int, kwargs: dict[str, Any],
+                       capture: Sequence[int], logits_to_keep: int) -> TargetOutput:
+        """forward() once use_graphs() is on: blocks of the graphed length after the prefill, on a static
+        cache, through the compiled model; everything else (the prefill above all) eagerly; features from
+        the persistent hooks. The outputs are cloned: a CUDA graph's outputs are overwritten by its next
+        replay."""
+        state = self._graph_state
+        for i in capture:
+            if i not in self._graph_hooks:
+                self._graph_hooks[i] = self._layers[i].register_forward_hook(
+                    lambda _m, _a, output, i=i: self._graph_hook(i, output))
+        state["want"], state["features"], state["filled"] = tuple(capture), None, 0
+        graphed = getattr(cache, "_dflash_static", False) and input_ids.shape[1] == self._graph_length and start > 0
+        if graphed and hasattr(torch.compiler, "cudagraph_mark_step_begin"):
+            torch.compiler.cudagraph_mark_step_begin()
+        out = (self._graphed if graphed else self.model)(input_ids, **kwargs)
+        logits = out.logits if logits_to_keep == 0 or self._keep_kwarg else out.logits[:, -logits_to_keep:]
+        features, filled = state["features"], state["filled"]
+        state["want"], state["features"] = (), None
+        if graphed:
+            logits = logits.clone()
+            features = features.clone() if features is not None else None
+        if not capture:
+            return TargetOutput(logits, None)
+        if filled != len(capture):
+            raise RuntimeUnsupportedError(
+                f"target ({self.name} adapter): the hooks on layers {list(capture)} did not all run; "
+                "its decoder layers are not where the adapter looks")
+        return TargetOutput(logits, features)
+
+    def _graph_hook(self, layer_id: int, output: Any) -> None:
+        state = self._graph_state
+        want = state["want"]
+        if layer_id not in want:
+            return
+        h = layer_output(output)  # [B, T, H]
+        width = h.shape[-1]
+        if state["features"] is None:
+            state["features"] = h.new_empty(*h.shape[:-1], len(want) * width)
+        slot = want.index(layer_id)
+        state["features"][..., slot * width:(slot + 1) * width] = h
+        state["filled"] += 1
 
     @contextmanager
     def _capture(self, layer_ids: Sequence[int]) -> Iterator[dict[str, Any]]:
