@@ -404,14 +404,15 @@ def test_graphed_verify_is_token_identical(tmp_path, monkeypatch):
     model, _, folder = make_pair(tmp_path, seed=6, block_size=4, target={"vocab": 32})
     target, draft = rt.target_for(model), load_draft(folder)
     eager = rt.spec_generate(draft, target, PROMPT, max_new_tokens=20, cache="static")
-    lengths = []
+    lengths, drafts = [], []
 
-    def compile_fn(module):  # the graphs path with dynamo's eager backend: no GPU, no C++ compiler
-        compiled = torch.compile(module, backend="eager", dynamic=False)
+    def compile_fn(fn):  # the graphs path with dynamo's eager backend: no GPU, no C++ compiler
+        compiled = torch.compile(fn, backend="eager", dynamic=False)
+        calls = drafts if getattr(fn, "__name__", "") == "_fixed_step" else lengths
 
-        def run(input_ids, **kwargs):
-            lengths.append(input_ids.shape[1])
-            return compiled(input_ids, **kwargs)
+        def run(first, *args, **kwargs):
+            calls.append(tuple(first.shape[:2]) if calls is drafts else first.shape[1])
+            return compiled(first, *args, **kwargs)
 
         return run
 
@@ -420,6 +421,9 @@ def test_graphed_verify_is_token_identical(tmp_path, monkeypatch):
     assert graphed.tokens == eager.tokens and graphed.stats.acceptance_lengths == eager.stats.acceptance_lengths
     assert graphed.stats.cache == "static+graphs"
     assert lengths and set(lengths) == {4}  # only full verify blocks run compiled; the prefill eagerly
+    # the draft step: every full block after the first (whose context is the whole prompt) on one shape
+    full = sum(1 for d in graphed.stats.drafted if d == 3)  # steps with a full block (the last ones are shorter)
+    assert len(drafts) == full - 1 and set(drafts) == {(1, 4)}
     plain = rt.greedy_generate(target, PROMPT, max_new_tokens=12, cache="static", graphs=True)
     assert plain.tokens == eager.tokens[:12] and lengths[-1] == 1 and plain.stats.cache == "static+graphs"
     used = len(lengths)
@@ -435,3 +439,15 @@ def test_smoke_refuses_cuda_graphs_without_the_static_cache_in_one_line():
     for extra in ([], ["--cache", "static", "--device", "cpu"], ["--backend", "mlx", "--cache", "static"]):
         res = CliRunner().invoke(cli, ["smoke", "no/target", "--draft", "no/draft", "--cuda-graphs", *extra])
         assert res.exit_code == 2 and "--cuda-graphs" in res.stderr and len(res.stderr.strip().splitlines()) == 1
+
+
+def test_graphed_draft_step_matches_over_random_pairs(tmp_path, monkeypatch):
+    monkeypatch.setattr(rt, "_COMPILE_FN", lambda fn: torch.compile(fn, backend="eager", dynamic=False))
+    rng = random.Random(77)
+    for i in range(3):  # v1 and v2 drafts, causal and sliding draft layers, random block sizes
+        model, draft, prompt, _ = _random_pair(tmp_path, rng, i)
+        target = rt.target_for(model)
+        kw = dict(max_new_tokens=rng.randrange(8, 30), block_size=rng.randrange(2, draft.block_size + 1))
+        eager = rt.spec_generate(draft, target, prompt, cache="static", **kw)
+        graphed = rt.spec_generate(draft, target, prompt, cache="static", graphs=True, **kw)
+        assert graphed.tokens == eager.tokens and graphed.stats.accepted == eager.stats.accepted, i

@@ -510,7 +510,7 @@ def _fail(exc: DFlashCompatError) -> None:
               "forward has one shape (torch backend).")
 @click.option("--cuda-graphs", "cuda_graphs", is_flag=True,
               help="With --cache static on CUDA: run the target's verify block (and the baseline's one-token "
-              "forward) as CUDA graphs, through torch.compile(mode='reduce-overhead').")
+              "forward) and the draft's step as CUDA graphs, through torch.compile(mode='reduce-overhead').")
 @click.option("--strict", is_flag=True,
               help="Fail (exit 1) on a near-tie too: greedy output that differs where the target's top two logits are "
               "within the dtype's rounding.")

@@ -95,9 +95,45 @@ class DraftCache:
         b, h, _, d = like.shape
         alloc = like.new_zeros if self.static else like.new_empty
         self.keys[layer], self.values[layer] = alloc(b, h, size, d), alloc(b, h, size, d)
+        if self.static and hasattr(torch, "_dynamo"):  # fixed addresses: a CUDA graph may write them in place
+            torch._dynamo.mark_static_address(self.keys[layer])
+            torch._dynamo.mark_static_address(self.values[layer])
         if old_k is not None:
             self.keys[layer][:, :, :self.length] = old_k[:, :, :self.length]
             self.values[layer][:, :, :self.length] = old_v[:, :, :self.length]
+
+
+class _FixedWriter:
+    """A static cache written at device-tensor positions (the CUDA-graph draft step): the padded context
+    at ctx_pos, then the block at blk_pos (the block overwrites the padding where the two meet); the
+    padding past the block lands on positions the mask hides and the next step overwrites."""
+
+    def __init__(self, keys: list[torch.Tensor], values: list[torch.Tensor], ctx_pos: torch.Tensor,
+                 blk_pos: torch.Tensor) -> None:
+        self.keys, self.values, self.ctx_pos, self.blk_pos = keys, values, ctx_pos, blk_pos
+
+    def write(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        p = self.ctx_pos.shape[0]
+        for buf, new in ((self.keys[layer], k), (self.values[layer], v)):
+            buf.index_copy_(2, self.ctx_pos, new[:, :, :p])
+            buf.index_copy_(2, self.blk_pos, new[:, :, p:])
+        return self.keys[layer], self.values[layer]
+
+
+def _tensor_mask(blk_pos: torch.Tensor, k_len: int, valid: torch.Tensor, causal: bool, window: Optional[int],
+                 inclusive: bool) -> torch.Tensor:
+    """attention_mask(..., valid=...) from device tensors: block positions [T], the valid length (0-d)."""
+    q = blk_pos[:, None]
+    k = torch.arange(k_len, device=blk_pos.device)[None, :]
+    visible = k < valid
+    if causal:
+        visible = visible & (k <= q)
+    if window is not None:
+        reach = window + 1 if inclusive else window
+        visible = visible & (q - k < reach)
+        if not causal:
+            visible = visible & (k - q < reach)
+    return visible
 
 
 class _NoCache:
@@ -329,6 +365,8 @@ class DFlashDraftModel(DraftFacts, nn.Module):
         inv_freq, self._rope_scale = rope_inv_freq(cfg, raw_config)
         self._inv_freq = inv_freq.to("cpu")  # kept off the state dict: computed, never loaded
         self._rope: Optional[tuple[torch.Tensor, torch.Tensor]] = None  # cos/sin tables [P, D]
+        self._graph_core: Any = None  # use_graphs: the compiled fixed-shape step
+        self._graph_block = 0
 
     def new_cache(self, capacity: int = 0, static: bool = False) -> DraftCache:
         return DraftCache(self.cfg.num_layers, capacity, static)
@@ -344,12 +382,70 @@ class DFlashDraftModel(DraftFacts, nn.Module):
             self._rope = ((emb.cos() * self._rope_scale).to(like.dtype), (emb.sin() * self._rope_scale).to(like.dtype))
         return self._rope[0][begin:end], self._rope[1][begin:end]
 
+    def use_graphs(self, block_size: int, positions: int, like: torch.Tensor, compile_fn: Any = None) -> None:
+        """Run every draft step of `block_size` (with a static cache) as one fixed-shape step through
+        torch.compile(mode="reduce-overhead") (CUDA graphs): the context padded to block_size positions,
+        positions, RoPE rows, cache writes and masks all from device tensors, so nothing in the step
+        depends on a Python integer that changes. block_size 0: back to the eager forward. The RoPE
+        table is grown once, to `positions` + block_size, so the step always reads the same tensors."""
+        self._graph_block = block_size
+        if block_size and self._graph_core is None:
+            compile_fn = compile_fn or (lambda f: torch.compile(f, mode="reduce-overhead", dynamic=False))
+            self._graph_core = compile_fn(self._fixed_step)
+        if block_size:
+            self.rope(0, positions + block_size, like)
+
+    def _fixed_step(self, noise: torch.Tensor, features: torch.Tensor, ctx_pos: torch.Tensor, blk_pos: torch.Tensor,
+                    valid: torch.Tensor, cos_table: torch.Tensor, sin_table: torch.Tensor,
+                    keys: list[torch.Tensor], values: list[torch.Tensor]) -> torch.Tensor:
+        """The draft step on fixed shapes: noise [B, T, H], features [B, P, L*H] (padded context), ctx_pos [P],
+        blk_pos [T], valid (0-d: positions below it are real), the full RoPE tables, the static buffers."""
+        ctx = self.hidden_norm(self.fc(features))  # [B, P, H]
+        pos = torch.cat([ctx_pos, blk_pos])
+        cos, sin = cos_table[pos], sin_table[pos]  # [P+T, D]
+        writer = _FixedWriter(keys, values, ctx_pos, blk_pos)
+        k_len = keys[0].shape[2]
+        masks: dict[tuple[bool, Optional[int]], torch.Tensor] = {}
+        h = noise
+        for i, layer in enumerate(self.layers):
+            key = (layer.causal, layer.window)
+            if key not in masks:
+                masks[key] = _tensor_mask(blk_pos, k_len, valid, layer.causal, layer.window, self.cfg.window_inclusive)
+            h = layer(h, ctx, cos, sin, writer, i, masks[key])
+        return self.norm(h)
+
+    def _forward_fixed(self, noise: torch.Tensor, features: torch.Tensor, start: int,
+                       cache: DraftCache) -> torch.Tensor:
+        t, c = noise.shape[1], features.shape[1]
+        device = noise.device
+        first = cache.keys[0] is None
+        if first:  # allocate the static buffers (zeros) at their final size
+            for layer in range(len(self.layers)):
+                kv = self.layers[layer].self_attn
+                like = noise.new_zeros(noise.shape[0], kv.num_kv_heads, 1, kv.head_dim)
+                cache._grow(layer, like, cache.capacity)
+        p = self._graph_block
+        padded = F.pad(features, (0, 0, 0, p - c))  # [B, P, L*H]
+        ctx_pos = torch.arange(start - c, start - c + p, device=device)
+        blk_pos = torch.arange(start, start + t, device=device)
+        valid = torch.tensor(start + t, device=device)
+        cos_table, sin_table = self._rope if self._rope is not None else self.rope(0, start + t, noise)
+        if hasattr(torch.compiler, "cudagraph_mark_step_begin"):
+            torch.compiler.cudagraph_mark_step_begin()
+        out = self._graph_core(noise, padded, ctx_pos, blk_pos, valid, cos_table, sin_table, cache.keys, cache.values)
+        cache.length = start
+        return out.clone()  # a CUDA graph's output is overwritten by its next replay
+
     def forward(self, noise: torch.Tensor, features: torch.Tensor, start: int, cache: DraftCache) -> torch.Tensor:
         """noise [B, T, H]: the embedded block at positions start .. start+T-1; features [B, C, L*H]:
         target features of positions start-C .. start-1 (appended to the cache). -> [B, T, H], normed."""
         t, c = noise.shape[1], features.shape[1]
         if cache.length != start - c:
             raise RuntimeError(f"draft cache holds {cache.length} positions, expected {start - c}")
+        if self._graph_block and cache.static and t == self._graph_block and c <= self._graph_block \
+                and start - c + self._graph_block <= cache.capacity and self._rope is not None \
+                and self._rope[0].shape[0] >= cache.capacity + self._graph_block and self._rope[0].dtype == noise.dtype:
+            return self._forward_fixed(noise, features, start, cache)
         ctx = self.hidden_norm(self.fc(features))  # [B, C, H]
         cos, sin = self.rope(start - c, start + t, noise)
         masks: dict[tuple[bool, Optional[int]], Optional[torch.Tensor]] = {}

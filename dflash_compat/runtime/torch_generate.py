@@ -31,6 +31,7 @@ from .core import (
     greedy_steps,
     spec_generate_of,
     spec_steps,
+    static_capacity,
     step_of,
     within,
 )
@@ -254,13 +255,17 @@ def _clock(device: torch.device, timed: bool):
 _COMPILE_FN = None
 
 
-def _set_graphs(target: TorchTarget, graphs: bool, cache: str, block_length: int) -> None:
-    """graphs=True: CUDA graphs of the target's full-size verify block (TorchTarget.use_graphs). They need
-    a CUDA device and the static cache (fixed shapes); refused otherwise, before any forward. False: a
-    target compiled by an earlier run runs eagerly again."""
+def _set_graphs(target: TorchTarget, graphs: bool, cache: str, block_length: int,
+                draft: Optional[DFlashDraftModel] = None, positions: int = 0) -> None:
+    """graphs=True: CUDA graphs of the target's full-size verify block (TorchTarget.use_graphs) and of
+    the draft's step (DFlashDraftModel.use_graphs; `positions`: the static capacity). They need a CUDA
+    device and the static cache (fixed shapes); refused otherwise, before any forward. False: models
+    compiled by an earlier run run eagerly again."""
     if not graphs:
         if getattr(target, "_graphed", None) is not None:
             target.use_graphs(0)
+        if draft is not None and getattr(draft, "_graph_block", 0):
+            draft.use_graphs(0, 0, target.embedding_rows(torch.zeros(1, 1, dtype=torch.long, device=target.device)))
         return
     device = getattr(target, "device", None)
     if cache != "static":
@@ -268,6 +273,9 @@ def _set_graphs(target: TorchTarget, graphs: bool, cache: str, block_length: int
     if _COMPILE_FN is None and not (isinstance(device, torch.device) and device.type == "cuda"):
         raise InputError(f"CUDA graphs need a CUDA device; the target is on {device}")
     target.use_graphs(block_length, _COMPILE_FN)
+    if draft is not None and block_length > 1:
+        like = target.embedding_rows(torch.zeros(1, 1, dtype=torch.long, device=target.device))  # dtype, device
+        draft.use_graphs(block_length, positions, like, _COMPILE_FN)
 
 
 def run_policy(target: TorchTarget, attention: str = "auto", cache: str = "dynamic") -> AttentionPolicy:
@@ -298,14 +306,14 @@ def stream_generate(draft: DFlashDraftModel, target: TorchTarget, input_ids: Tok
     synchronisations that timing needs. `attention`: the SDPA kernels torch may use (auto, flash,
     efficient, math, cudnn; see torch_attention.py); `cache`: "dynamic", or "static" (target and
     draft caches allocated once for prompt + max_new_tokens + one block: one attention shape);
-    `graphs`: CUDA graphs of the target's full-size verify block (CUDA and the static cache only;
-    the draft forward runs eagerly)."""
+    `graphs`: CUDA graphs of the target's full-size verify block and of the draft's step (CUDA and
+    the static cache only)."""
     sampling = sampling or GREEDY
     policy = run_policy(target, attention, cache)
     _check_placement(draft, target)
     ids = _as_ids(input_ids, target)
     bs = check_spec_run(draft, target, ids.shape[1], max_new_tokens, block_size)
-    _set_graphs(target, graphs, cache, bs)
+    _set_graphs(target, graphs, cache, bs, draft, static_capacity(ids.shape[1], max_new_tokens, bs))
     return (yield from within(spec_steps(
         sys.modules[__name__], draft, target, ids, max_new_tokens=max_new_tokens,
         stops={int(s) for s in stop_token_ids}, sampling=sampling, block_size=bs,
