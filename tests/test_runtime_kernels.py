@@ -451,3 +451,29 @@ def test_graphed_draft_step_matches_over_random_pairs(tmp_path, monkeypatch):
         eager = rt.spec_generate(draft, target, prompt, cache="static", **kw)
         graphed = rt.spec_generate(draft, target, prompt, cache="static", graphs=True, **kw)
         assert graphed.tokens == eager.tokens and graphed.stats.accepted == eager.stats.accepted, i
+
+
+def test_recheck_reruns_the_differing_prompt_in_float32(tmp_path, monkeypatch):
+    import json
+
+    from click.testing import CliRunner
+
+    from dflash_compat.cli import cli
+    from dflash_compat.runtime.torch_target import TorchTarget
+
+    tcfg = target_config(vocab=16)
+    tiny_target(3, vocab=16).save_pretrained(str(tmp_path / "target"), safe_serialization=True)
+    dcfg = draft_config(tcfg, block_size=4, mask_token_id=15)
+    save_draft(tmp_path / "draft", dcfg, draft_state(dcfg, 4))
+    monkeypatch.setattr(TorchTarget, "rollback", lambda self, cache, length: None)  # a real bug: it stays a bug
+    args = ["smoke", str(tmp_path / "target"), "--draft", str(tmp_path / "draft"), "--prompt-ids", "1,2,3,4",
+            "--max-new-tokens", "24", "--recheck", "-f", "json"]
+    res = CliRunner().invoke(cli, [*args, "--dtype", "bfloat16"])
+    assert res.exit_code == 1, res.output
+    bad = [r for r in json.loads(res.stdout)["results"] if not r["lossless"]][0]
+    assert bad["verdict"] == "differs" and bad["divergence"]["dtype"] == "bfloat16"
+    assert bad["recheck"]["dtype"] == "float32" and bad["recheck"]["lossless"] is False
+    assert isinstance(bad["recheck"]["differs_at"], int)
+    res = CliRunner().invoke(cli, [*args, "--dtype", "float32"])
+    bad = [r for r in json.loads(res.stdout)["results"] if not r["lossless"]][0]
+    assert bad["recheck"] == {"dtype": "float32", "skipped": "the run was float32 already"}

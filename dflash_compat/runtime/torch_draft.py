@@ -95,9 +95,7 @@ class DraftCache:
         b, h, _, d = like.shape
         alloc = like.new_zeros if self.static else like.new_empty
         self.keys[layer], self.values[layer] = alloc(b, h, size, d), alloc(b, h, size, d)
-        if self.static and hasattr(torch, "_dynamo"):  # fixed addresses: a CUDA graph may write them in place
-            torch._dynamo.mark_static_address(self.keys[layer])
-            torch._dynamo.mark_static_address(self.values[layer])
+
         if old_k is not None:
             self.keys[layer][:, :, :self.length] = old_k[:, :, :self.length]
             self.values[layer][:, :, :self.length] = old_v[:, :, :self.length]
@@ -424,6 +422,10 @@ class DFlashDraftModel(DraftFacts, nn.Module):
                 kv = self.layers[layer].self_attn
                 like = noise.new_zeros(noise.shape[0], kv.num_kv_heads, 1, kv.head_dim)
                 cache._grow(layer, like, cache.capacity)
+        if not getattr(cache, "_marked", False):  # fixed addresses: the CUDA graph writes them in place
+            for buf in cache.keys + cache.values:
+                torch._dynamo.mark_static_address(buf)
+            cache._marked = True
         p = self._graph_block
         padded = F.pad(features, (0, 0, 0, p - c))  # [B, P, L*H]
         ctx_pos = torch.arange(start - c, start - c + p, device=device)
