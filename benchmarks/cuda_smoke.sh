@@ -1,14 +1,22 @@
 #!/usr/bin/env bash
 # CUDA checks of the PyTorch reference runtime, for a machine with an NVIDIA GPU (about 2 minutes).
 #
-#   bash benchmarks/cuda_smoke.sh            # uses .venv/bin/python if present, else $PYTHON / python
+#   bash benchmarks/cuda_smoke.sh                    # $PYTHON if set, else .venv/bin/python, else python3 / python
+#   PYTHON=python3 bash benchmarks/cuda_smoke.sh     # a command name on PATH, or a path
 #
 # Needs torch with CUDA, transformers >= 5, safetensors, and the dflash package (test oracle:
 # pip install --no-deps dflash==0.1.0). Prints PASS/FAIL lines; exit status 1 if a check failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-PY=${PYTHON:-.venv/bin/python}
-[ -x "$PY" ] || PY=python
+# PYTHON may be a path or a command name: `command -v` resolves both (a plain `[ -x ]` test takes only paths,
+# so PYTHON=python3 used to fall back to `python`, on many GPU images not the one with CUDA torch)
+if [ -n "${PYTHON:-}" ]; then
+  PY=$(command -v "$PYTHON") || { echo "PYTHON=$PYTHON: no such command or executable file" >&2; exit 2; }
+elif [ -x .venv/bin/python ]; then
+  PY=.venv/bin/python
+else
+  PY=$(command -v python3 || command -v python) || { echo "no python3 or python on PATH" >&2; exit 2; }
+fi
 fail=0
 check() { local name=$1; shift; if "$@"; then echo "PASS $name"; else echo "FAIL $name"; fail=1; fi; }
 
@@ -34,8 +42,10 @@ check "smoke cuda float32 lossless" "$PY" -m dflash_compat smoke "$tmp/target" -
   --prompt "w1 w2 w3 w4" --prompt-ids 5,6,7 --max-new-tokens 64 --device cuda --dtype float32
 "$PY" -m dflash_compat smoke "$tmp/target" --draft "$tmp/draft" --prompt-ids 5,6,7 --max-new-tokens 64 \
   --device cuda --dtype bfloat16 -f json > "$tmp/bf16.json"
-echo "bf16 smoke exit $? (1 can be bf16 near-ties, see docs/runtime.md):"
-"$PY" -c "import json,sys; p=json.load(open(sys.argv[1])); print(' lossless', p['summary']['lossless'], 'tau', round(p['summary']['mean_acceptance'],2), 'speedup', round(p['summary']['speedup'],2))" "$tmp/bf16.json"
+echo "bf16 smoke exit $? (0: lossless or near-tie; 1: differs, a bug):"
+"$PY" -c "import json,sys; p=json.load(open(sys.argv[1])); s=p['summary']; r=p['runtime']; print(' verdict', s['verdict'], 'tau', round(s['mean_acceptance'],2), 'speedup', round(s['speedup'],2), 'over', r['baseline'], '|', r['attention'], r['cache'])" "$tmp/bf16.json"
+check "smoke cuda bf16 static cache" "$PY" -m dflash_compat smoke "$tmp/target" --draft "$tmp/draft" \
+  --prompt-ids 5,6,7 --max-new-tokens 64 --device cuda --dtype bfloat16 --cache static
 check "smoke cuda sampling" "$PY" -m dflash_compat smoke "$tmp/target" --draft "$tmp/draft" --prompt-ids 5,6,7 \
   --max-new-tokens 64 --device cuda --temperature 0.8 --top-p 0.9
 rm -rf "$tmp"

@@ -192,7 +192,10 @@ def _smoke_rows(payload: dict, divergence: Sequence) -> list[tuple[str, ...]]:
     rows = []
     for i, r in enumerate(payload["results"]):
         div = divergence[i] if i < len(divergence) else None
-        lossless = "n/a (sampled)" if r["lossless"] is None else ("yes" if r["lossless"] else "NO")
+        if r["lossless"] is None:
+            lossless = "n/a (sampled)"
+        else:
+            lossless = "yes" if r["lossless"] else "near-tie" if r.get("verdict") == "near-tie" else "NO"
         rows.append((str(r["prompt_index"]), str(len(r["prompt_tokens"])), str(len(r["output_tokens"])), lossless,
                      "" if div is None else f"token {div}", f"{r['mean_acceptance']:.2f}",
                      f"{r['decode_tokens_per_s']:.1f}", f"{r['baseline_tokens_per_s']:.1f}"))
@@ -200,7 +203,7 @@ def _smoke_rows(payload: dict, divergence: Sequence) -> list[tuple[str, ...]]:
 
 
 def _lossless_style(cell: str) -> str:
-    return {"yes": "green", "NO": "bold red"}.get(cell, "dim")
+    return {"yes": "green", "NO": "bold red", "near-tie": "yellow"}.get(cell, "dim")
 
 
 def _smoke_table(rows: list[tuple[str, ...]], widths: list[int]) -> Iterator["Text"]:
@@ -228,6 +231,26 @@ def _smoke_list(rows: list[tuple[str, ...]], width: int) -> Iterator[str]:
         yield from wrap(text, width, indent=4, first=0)
 
 
+def _divergence_line(index: int, div: dict, recheck: Optional[dict]) -> str:
+    """One prompt's first difference: the two tokens, their logits in both forwards, the verdict."""
+    text = (f"prompt {index}, token {div['index']}: speculative {div['spec_token']}, greedy "
+            f"{div['baseline_token']}: {div['verdict']}")
+    block, single = div.get("block"), div.get("single")
+    if block and single:
+        text += (f" (block forward {block['spec_logit']:.6g} vs {block['baseline_logit']:.6g}, one-token forward "
+                 f"{single['spec_logit']:.6g} vs {single['baseline_logit']:.6g}; {div['dtype']} tolerance "
+                 f"{div['tolerance']:.3g})")
+    elif div.get("reason"):
+        text += f" ({div['reason']})"
+    if recheck:
+        if "skipped" in recheck:
+            text += f"; float32 recheck skipped: {recheck['skipped']}"
+        else:
+            text += "; float32 recheck: " + ("lossless" if recheck["lossless"] else
+                                             f"differs at token {recheck['differs_at']}")
+    return text
+
+
 def render_smoke(payload: dict, console: "Console", divergence: Sequence = (),
                  min_acceptance: Optional[float] = None) -> None:
     """`dflash-check smoke`: one row per prompt, the acceptance histogram and the verdict. A table
@@ -253,11 +276,27 @@ def render_smoke(payload: dict, console: "Console", divergence: Sequence = (),
         _print(console, line)
     word, style = {True: ("lossless", "bold green"), False: ("NOT lossless", "bold red"),
                    None: ("lossless not checked (sampling)", "")}[s["lossless"]]
-    verdict = f"{word}, mean acceptance {s['mean_acceptance']:.2f}, speed-up {s['speedup']:.2f}x"
+    runtime = payload.get("runtime") or {}
+    if s.get("verdict") == "near-tie":
+        word, style = ("near-tie" + (" (--strict: fails)" if runtime.get("strict") else " (not a failure)"),
+                       "bold red" if runtime.get("strict") else "bold yellow")
+    baseline = f" over {runtime['baseline']}" if runtime.get("baseline") else ""
+    verdict = f"{word}, mean acceptance {s['mean_acceptance']:.2f}, speed-up {s['speedup']:.2f}x{baseline}"
     for i, line in enumerate(wrap(verdict, width, indent=2, first=0)):
         text = Text(line)
         if i == 0:
             text.stylize(style, 0, len(word))
         _print(console, text)
+    for r in payload["results"]:
+        div = r.get("divergence")
+        if not div:
+            continue
+        for line in wrap(_divergence_line(r["prompt_index"], div, r.get("recheck")), width, indent=4, first=2):
+            _print(console, line)
+    if runtime.get("attention"):
+        rates = ", ".join(f"{k} {v:.1f} tok/s" for k, v in (runtime.get("baselines_tokens_per_s") or {}).items())
+        line = f"ran with attention {runtime['attention']}, {runtime.get('cache', 'dynamic')} cache; baselines: {rates}"
+        for out in wrap(line, width, indent=2, first=0):
+            _print(console, out)
     if min_acceptance is not None and s["mean_acceptance"] < min_acceptance:
         _print(console, Text(f"under --min-acceptance {min_acceptance}", style="bold red"))

@@ -27,7 +27,9 @@ def _configs() -> dict[str, Callable[[], Any]]:
         "gpt_neo": lambda: T.GPTNeoConfig(hidden_size=H, num_layers=N_LAYERS, num_heads=2, vocab_size=V,
                                           max_position_embeddings=128, attention_types=[[["global"], N_LAYERS]],
                                           **_TOKENS),
-        "codegen": lambda: T.CodeGenConfig(n_embd=H, n_layer=N_LAYERS, n_head=2, rotary_dim=8, vocab_size=V,
+        # n_head a multiple of 4: transformers before 5.2x splits CodeGen's qkv in mp_num=4 groups
+        # (5.17 modeling_codegen.py:95 reshapes to n_head // 4 heads per group; 2 heads made that 0)
+        "codegen": lambda: T.CodeGenConfig(n_embd=H, n_layer=N_LAYERS, n_head=4, rotary_dim=8, vocab_size=V,
                                            n_positions=128, n_ctx=128, **_TOKENS),
         "gpt_bigcode": lambda: T.GPTBigCodeConfig(n_embd=H, n_layer=N_LAYERS, n_head=2, vocab_size=V,
                                                   n_positions=128, **_TOKENS),

@@ -93,14 +93,24 @@ def test_layer_returns_from_the_code_not_the_annotation():
 
 
 def test_forward_signature():
+    import inspect
+
+    import transformers
+
     m = probe(TINY["llama"])
     how = m.forward.how
-    assert how["cache"] == "explicit" and how["past_key_values"] == "deprecated-alias"
+    if "cache" in inspect.signature(transformers.LlamaForCausalLM.forward).parameters:
+        # newer transformers 5 (5.2x): `cache`, with past_key_values a deprecated alias
+        assert how["cache"] == "explicit" and how["past_key_values"] == "deprecated-alias"
+        assert m.forward.deprecated_kwargs["past_key_values"].new_name == "cache"
+        assert m.crop_semantics == "negative-count"
+    else:  # older releases (5.17: modeling_llama.py LlamaForCausalLM.forward takes past_key_values)
+        assert how["past_key_values"] == "explicit" and how["cache"] == "kwargs-passthrough"
+        assert "past_key_values" not in m.forward.deprecated_kwargs
+        assert m.crop_semantics == "absolute-length"
     assert how["output_hidden_states"] == "kwargs"
     assert set(m.forward.accepts) >= {"position_ids", "use_cache", "logits_to_keep", "output_hidden_states"}
-    assert m.forward.deprecated_kwargs["past_key_values"].new_name == "cache"
     assert m.forward.output_has_hidden_states and m.forward.output_has_logits
-    assert m.crop_semantics == "negative-count"  # transformers 5.x
 
 
 def test_gpt2_records_hidden_states_without_a_typed_kwarg():

@@ -3,6 +3,7 @@ acceptance accounting, context-feature capture, cache rollback, config variants.
 
 from __future__ import annotations
 
+import inspect
 import time
 
 import pytest
@@ -216,7 +217,9 @@ def test_target_taking_past_key_values(tmp_path):
             return self.inner.model
 
         def forward(self, input_ids, position_ids=None, past_key_values=None, use_cache=None):
-            return self.inner(input_ids, position_ids=position_ids, cache=past_key_values, use_cache=use_cache)
+            # the inner model's own name for the cache: `cache` (newer transformers 5) or past_key_values
+            name = "cache" if "cache" in inspect.signature(self.inner.forward).parameters else "past_key_values"
+            return self.inner(input_ids, position_ids=position_ids, use_cache=use_cache, **{name: past_key_values})
 
     target = rt.target_for(OldStyle(model))
     assert target._cache_kwarg == "past_key_values" and target._keep_kwarg is None

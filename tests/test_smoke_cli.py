@@ -68,7 +68,12 @@ def test_json_report_shape_and_values(models):
         GOLDEN.write_text(json.dumps(shape, indent=2) + "\n")
     assert shape == json.loads(GOLDEN.read_text()), "smoke JSON shape changed; see the module docstring"
     assert list(payload) == ["schema_version", "backend", "device", "dtype", "block_size", "temperature",
-                             "results", "summary"]
+                             "runtime", "results", "summary"]
+    rt_info = payload["runtime"]  # what ran: kernels, cache, the baseline the speed-up is against
+    assert rt_info["attention"] == "auto: flash > math (cpu)" and rt_info["cache"] == "dynamic"
+    assert set(rt_info["baselines_tokens_per_s"]) == {"greedy-loop", "generate"}
+    assert rt_info["baseline"] == max(rt_info["baselines_tokens_per_s"], key=rt_info["baselines_tokens_per_s"].get)
+    assert rt_info["strict"] is False and payload["summary"]["verdict"] == "lossless"
     assert (payload["schema_version"], payload["backend"], payload["device"], payload["dtype"]) == (1, "torch", "cpu", "float32")
     assert payload["block_size"] == 4 and payload["temperature"] == 0.0
     r0, r1 = payload["results"]
@@ -117,7 +122,14 @@ def test_broken_rollback_fails_with_exit_1(models, monkeypatch):
     res = _smoke(models, "--prompt-ids", "1,2,3,4", "--max-new-tokens", "24", "-f", "json")
     assert res.exit_code == 1
     payload = json.loads(res.stdout)
-    assert payload["summary"]["lossless"] is False
+    assert payload["summary"]["lossless"] is False and payload["summary"]["verdict"] == "differs"
+    bad = [r for r in payload["results"] if not r["lossless"]][0]
+    div = bad["divergence"]  # measured again from clean forwards: the target clearly prefers the greedy token
+    assert bad["verdict"] == div["verdict"] == "differs"
+    assert div["gap"] > div["tolerance"] and div["dtype"] == "float32"
+    assert div["spec_token"] == bad["output_tokens"][div["index"]] != div["baseline_token"]
+    for forward in ("block", "single"):
+        assert div[forward]["top1"] == div["baseline_token"]
     assert payload["results"][0]["output_tokens"] != payload["results"][0]["baseline_tokens"]
 
 

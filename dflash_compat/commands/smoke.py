@@ -11,7 +11,17 @@ import click
 
 from ..exceptions import EXIT_FAIL, EXIT_INPUT, EXIT_OK, DFlashCompatError, InputError, MissingDependencyError, one_line
 from ..inputs import FiniteFloatRange, SeedRange, check_texts
-from ..runtime.core import GREEDY, Sampling, check_block_size, check_token_ids
+from ..runtime.core import (
+    ATTENTION_CHOICES,
+    CACHE_KINDS,
+    GREEDY,
+    Sampling,
+    check_block_size,
+    check_token_ids,
+    classify_divergence,
+    first_difference,
+    verdict_of,
+)
 from .smoke_preflight import preflight, refusal_line
 
 __all__ = ["smoke_cmd", "SmokeRequest", "SmokeRun", "PromptRun", "build_payload", "SCHEMA_VERSION"]
@@ -41,6 +51,10 @@ class SmokeRequest:
     # --profile-out: also time speculative steps at this shorter block size, for the cost model
     profile_block_size: Optional[int] = None
     threads: Optional[int] = None  # --threads N (torch; None: chosen by runtime/threads.py)
+    attention: str = "auto"  # --attention: the SDPA kernels torch may use (runtime/torch_attention.py)
+    cache: str = "dynamic"  # --cache dynamic|static (target and draft)
+    recheck: bool = False  # --recheck: rerun a differing prompt alone in float32
+    graphs: bool = False  # --cuda-graphs: CUDA graphs of the target's verify block (static cache, CUDA)
 
 
 @dataclass
@@ -51,6 +65,9 @@ class PromptRun:
     spec: Any
     baseline: Any
     short: Any = None  # the speculative run at SmokeRequest.profile_block_size, when asked for
+    generate: Any = None  # transformers' generate() on the same prompt (torch), as users decode
+    divergence: Optional[dict] = None  # greedy output differs: the first difference, its margins, the verdict
+    recheck: Optional[dict] = None  # --recheck: the prompt rerun alone in float32
 
 
 @dataclass
@@ -138,23 +155,52 @@ def run_prompts(rt, draft, target, prompts: list[list[int]], req: "SmokeRequest"
     for i, ids in enumerate(prompts):
         check_token_ids(ids, target.vocab_size, f"prompt {i}")
     stops = rt.stop_tokens_of(target)
-    spec = dict(block_size=bs, stop_token_ids=stops, sampling=req.sampling)
+    kernels = dict(attention=req.attention, cache=req.cache)
+    spec = dict(block_size=bs, stop_token_ids=stops, sampling=req.sampling, graphs=req.graphs, **kernels)
+    plain = dict(stop_token_ids=stops, **kernels)
     total(2 * len(prompts))
     # warm-up: first calls pay for lazy initialisation (CUDA kernel selection, MLX compilation)
-    rt.spec_generate(draft, target, prompts[0], max_new_tokens=min(8, req.max_new_tokens), **spec)
-    rt.greedy_generate(target, prompts[0], max_new_tokens=min(8, req.max_new_tokens), stop_token_ids=stops)
+    warm = min(8, req.max_new_tokens)
+    rt.spec_generate(draft, target, prompts[0], max_new_tokens=warm, **spec)
+    rt.greedy_generate(target, prompts[0], max_new_tokens=warm, graphs=req.graphs, **plain)
+    rt.generate_baseline(target, prompts[0], max_new_tokens=warm, **plain)
     runs = []
     for ids in prompts:
         result = rt.spec_generate(draft, target, ids, max_new_tokens=req.max_new_tokens, **spec)
         step()
-        base = rt.greedy_generate(target, ids, max_new_tokens=req.max_new_tokens, stop_token_ids=stops)
+        base = rt.greedy_generate(target, ids, max_new_tokens=req.max_new_tokens, graphs=req.graphs, **plain)
         step()
+        gen = rt.generate_baseline(target, ids, max_new_tokens=req.max_new_tokens, **plain)
         short = None
         if req.profile_block_size is not None and req.profile_block_size < bs:
             short = rt.spec_generate(draft, target, ids, max_new_tokens=req.max_new_tokens,
                                      **{**spec, "block_size": req.profile_block_size})
-        runs.append(PromptRun(ids, result, base, short))
+        run = PromptRun(ids, result, base, short, gen)
+        if req.sampling.greedy:
+            run.divergence = measure_divergence(rt, draft, target, run, req.attention, target_dtype_name(target))
+        runs.append(run)
     return bs, runs
+
+
+def target_dtype_name(target: Any) -> str:
+    """'bfloat16', 'float32', ... from the target's dtype (torch.bfloat16 / mlx.core.bfloat16)."""
+    return str(getattr(target, "dtype", "float32")).rsplit(".", 1)[-1]
+
+
+def measure_divergence(rt, draft, target, run: PromptRun, attention: str, dtype: str) -> Optional[dict]:
+    """Where greedy speculative output and the baseline first differ, the target's logits there, in a
+    block forward and a one-token forward (rt.divergence_margins), and the verdict: near-tie or differs."""
+    spec, base = run.spec.tokens, run.baseline.tokens
+    index = first_difference(spec, base)
+    if index is None:
+        return None
+    a = spec[index] if index < len(spec) else None
+    b = base[index] if index < len(base) else None
+    margins = None
+    if a is not None and b is not None:
+        margins = rt.divergence_margins(draft, target, run.prompt_tokens, spec, index, run.spec.stats, a, b,
+                                        attention=attention)
+    return classify_divergence(index, a, b, margins, dtype)
 
 
 def _run_torch(req: SmokeRequest, step: Callable[[], None], total: Callable[[int], None]) -> SmokeRun:
@@ -177,7 +223,59 @@ def _run_torch(req: SmokeRequest, step: Callable[[], None], total: Callable[[int
     if device == "cpu" or req.threads is not None:
         _set_threads(target, draft, req.threads)
     bs, runs = run_prompts(rt, draft, target, prompts, req, step, total)
+    if req.recheck and any(r.divergence for r in runs):
+        _recheck_float32(rt, req, folder, runs, target, draft, dtype_name, bs)
     return SmokeRun("torch", device, dtype_name, bs, runs)
+
+
+def _recheck_float32(rt, req: SmokeRequest, folder, runs: list[PromptRun], target, draft, dtype_name: str,
+                     bs: int) -> None:
+    """--recheck: each differing prompt rerun alone in float32 (speculative and greedy, same kernels and
+    cache), when the float32 weights fit next to what is loaded; the result goes on the prompt's run."""
+    import torch
+
+    differing = [r for r in runs if r.divergence]
+    if dtype_name == "float32":
+        for r in differing:
+            r.recheck = {"dtype": "float32", "skipped": "the run was float32 already"}
+        return
+    params = sum(p.numel() for p in target.model.parameters()) + sum(p.numel() for p in draft.parameters())
+    need = 4 * params
+    free = _free_bytes(target.device)
+    if free is not None and need > free:
+        for r in differing:
+            r.recheck = {"dtype": "float32",
+                         "skipped": f"needs {need / 1e9:.1f} GB in float32, {free / 1e9:.1f} GB free"}
+        return
+    device = target.device
+    t32 = rt.load_target(folder, device=device, dtype=torch.float32, trust_remote_code=req.trust_remote_code,
+                         adapter=req.adapter)
+    d32 = rt.load_draft(req.draft, device=device, dtype=torch.float32, token=req.token)
+    stops = rt.stop_tokens_of(t32)
+    for r in differing:
+        kw = dict(max_new_tokens=req.max_new_tokens, stop_token_ids=stops, attention=req.attention, cache=req.cache)
+        spec = rt.spec_generate(d32, t32, r.prompt_tokens, block_size=bs, **kw)
+        base = rt.greedy_generate(t32, r.prompt_tokens, **kw)
+        index = first_difference(spec.tokens, base.tokens)
+        r.recheck = {"dtype": "float32", "lossless": index is None, "differs_at": index,
+                     "mean_acceptance": float(spec.stats.tau)}
+    del t32, d32
+
+
+def _free_bytes(device) -> Optional[int]:
+    """Free memory where the float32 copy would go: the GPU's, or the machine's available memory."""
+    try:
+        if device.type == "cuda":
+            import torch
+
+            return int(torch.cuda.mem_get_info(device)[0])
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, RuntimeError):
+        return None
+    return None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -189,31 +287,52 @@ def _rate(tokens: int, seconds: float) -> float:
     return tokens / seconds if seconds > 0 else 0.0
 
 
-def build_payload(run: SmokeRun, temperature: float) -> dict[str, Any]:
-    """The JSON report. `lossless` is null with temperature > 0: sampled outputs are random, so
-    they cannot be compared token for token with the greedy baseline."""
+def build_payload(run: SmokeRun, temperature: float, strict: bool = False) -> dict[str, Any]:
+    """The JSON report. `lossless` is true where the speculative output is token-identical to greedy
+    decoding, null with temperature > 0 (sampled outputs are random, not comparable token for token).
+    `verdict` (greedy): lossless, near-tie (the first difference is a near-tie of the target's top
+    two logits, within the dtype's rounding: numbers in `divergence`) or differs (a bug). `speedup`
+    is against the faster of the two baselines users would run: our greedy loop and transformers'
+    generate() (same dtype, kernels and cache); `runtime` names what ran."""
     from ..runtime.stats import histogram, mean_acceptance
 
     greedy = temperature <= 0
     results, lengths = [], []
-    spec_tokens = spec_s = base_tokens = base_s = 0.0
+    spec_tokens = spec_s = base_tokens = base_s = gen_tokens = gen_s = 0.0
+    have_generate = bool(run.prompts) and all(p.generate is not None for p in run.prompts)
     for i, p in enumerate(run.prompts):
         s, b = p.spec.stats, p.baseline.stats
         lengths += s.acceptance_lengths
         spec_tokens, spec_s = spec_tokens + s.decode_tokens, spec_s + s.decode_s
         base_tokens, base_s = base_tokens + b.decode_tokens, base_s + b.decode_s
-        results.append({
+        entry = {
             "prompt_index": i,
             "prompt_tokens": list(p.prompt_tokens),
             "output_tokens": list(p.spec.tokens),
             "baseline_tokens": list(p.baseline.tokens),
             "lossless": (p.spec.tokens == p.baseline.tokens) if greedy else None,
+            "verdict": verdict_of(p.spec.tokens, p.baseline.tokens, p.divergence) if greedy else None,
             "acceptance_lengths": list(s.acceptance_lengths),
             "mean_acceptance": float(s.tau),
             "decode_tokens_per_s": float(s.decode_tokens_per_s),
             "baseline_tokens_per_s": float(b.decode_tokens_per_s),
-        })
-    base_rate = _rate(base_tokens, base_s)
+            "generate_tokens_per_s": float(p.generate.stats.decode_tokens_per_s) if p.generate is not None else None,
+        }
+        if p.divergence is not None:
+            entry["divergence"] = p.divergence
+        if p.recheck is not None:
+            entry["recheck"] = p.recheck
+        if have_generate:
+            g = p.generate.stats
+            gen_tokens, gen_s = gen_tokens + g.decode_tokens, gen_s + g.decode_s
+        results.append(entry)
+    spec_rate = _rate(spec_tokens, spec_s)
+    baselines = {"greedy-loop": _rate(base_tokens, base_s)}
+    if have_generate:
+        baselines["generate"] = _rate(gen_tokens, gen_s)
+    baseline = max(baselines, key=lambda k: baselines[k])  # the faster one: the honest comparison
+    verdicts = [r["verdict"] for r in results]
+    first = run.prompts[0].spec.stats if run.prompts else None
     return {
         "schema_version": SCHEMA_VERSION,
         "backend": run.backend,
@@ -221,27 +340,46 @@ def build_payload(run: SmokeRun, temperature: float) -> dict[str, Any]:
         "dtype": run.dtype,
         "block_size": run.block_size,
         "temperature": float(temperature),
+        "runtime": {
+            "attention": first.attention if first else "",
+            "cache": first.cache if first else "dynamic",
+            "baseline": baseline,
+            "baselines_tokens_per_s": {k: float(v) for k, v in baselines.items()},
+            "strict": bool(strict),
+        },
         "results": results,
         "summary": {
             "lossless": all(r["lossless"] for r in results) if greedy else None,
+            "verdict": _worst(verdicts) if greedy else None,
             "mean_acceptance": float(mean_acceptance(lengths)),
             "histogram": {str(k): v for k, v in histogram(lengths, run.block_size).items()},
-            "speedup": _rate(spec_tokens, spec_s) / base_rate if base_rate > 0 else 0.0,
+            "speedup": spec_rate / baselines[baseline] if baselines[baseline] > 0 else 0.0,
+            "speedup_vs_greedy_loop": spec_rate / baselines["greedy-loop"] if baselines["greedy-loop"] > 0 else 0.0,
         },
     }
 
 
+def _worst(verdicts: list[Optional[str]]) -> str:
+    for v in ("differs", "near-tie"):
+        if v in verdicts:
+            return v
+    return "lossless"
+
+
 def first_divergence(a: list[int], b: list[int]) -> Optional[int]:
     """Index of the first token where two outputs differ (None when identical)."""
-    for i, (x, y) in enumerate(zip(a, b)):
-        if x != y:
-            return i
-    return None if len(a) == len(b) else min(len(a), len(b))
+    return first_difference(a, b)
 
 
 def exit_code(payload: dict[str, Any], min_acceptance: Optional[float]) -> int:
+    """1 when greedy output differs from the baseline (a near-tie only with --strict, recorded in the
+    report's runtime.strict) or the mean acceptance is under --min-acceptance."""
     summary = payload["summary"]
-    if summary["lossless"] is False:
+    strict = payload.get("runtime", {}).get("strict", False)
+    verdict = summary.get("verdict")
+    if verdict is None and summary["lossless"] is False:  # a report without verdicts
+        verdict = "differs"
+    if verdict == "differs" or (verdict == "near-tie" and strict):
         return EXIT_FAIL
     if min_acceptance is not None and summary["mean_acceptance"] < min_acceptance:
         return EXIT_FAIL
@@ -371,9 +509,25 @@ def _refuse(findings) -> None:
 @click.option("--adapter", metavar="FILE_OR_NAME",
               help="Run the target through this adapter: a shim file written by `dflash-check adapt` (it is imported, "
               "i.e. run) or a built-in adapter name such as gpt2. Default: chosen by the model_type.")
+@click.option("--attention", type=click.Choice(ATTENTION_CHOICES), default="auto", show_default=True,
+              help="Attention kernels torch may use for target and draft. auto: on CUDA flash, then memory-efficient "
+              "(cuDNN, which builds a graph for every new length, only with --cache static); on CPU flash, then math. "
+              "A named kernel comes first, math after it.")
+@click.option("--cache", "cache_kind", type=click.Choice(CACHE_KINDS), default="dynamic", show_default=True,
+              help="static: target and draft caches allocated once for prompt + max new tokens + one block, so every "
+              "forward has one shape (torch backend).")
+@click.option("--cuda-graphs", "cuda_graphs", is_flag=True,
+              help="With --cache static on CUDA: run the target's verify block (and the baseline's one-token "
+              "forward) and the draft's step as CUDA graphs, through torch.compile(mode='reduce-overhead').")
+@click.option("--strict", is_flag=True,
+              help="Fail (exit 1) on a near-tie too: greedy output that differs where the target's top two logits are "
+              "within the dtype's rounding.")
+@click.option("--recheck", is_flag=True,
+              help="Rerun each prompt whose output differs alone in float32 (torch; when it fits in memory) and "
+              "report whether it is lossless there.")
 def smoke_cmd(target, draft, prompts, prompts_file, prompt_ids, max_new_tokens, block_size, temperature, top_p, top_k,
               seed, device, dtype, min_acceptance, fmt, backend, threads, trust_remote_code, token, profile_out,
-              force, adapter) -> None:
+              force, adapter, attention, cache_kind, cuda_graphs, strict, recheck) -> None:
     """Run DFlash speculative decoding of TARGET with DRAFT on a few prompts, next to plain greedy
     decoding of TARGET alone, and report losslessness, acceptance lengths and the speed-up.
 
@@ -382,14 +536,24 @@ def smoke_cmd(target, draft, prompts, prompts_file, prompt_ids, max_new_tokens, 
     torch, mlx for MLX) and refuses the pair in one line where `dflash-check` reports an error.
 
     \b
-    Exit codes: 0 passed; 1 output differs from the greedy baseline (temperature 0) or the mean
-    acceptance is under --min-acceptance; 2 bad input, a pairing the check calls an error, or one
-    the runtime cannot run.
+    Verdicts (temperature 0): lossless (token-identical to greedy decoding); near-tie (the first
+    difference is where the target's top two logits are within the dtype's rounding, measured in
+    the block and the one-token forward: not a failure unless --strict); differs (a bug).
+
+    \b
+    Exit codes: 0 passed; 1 output differs from the greedy baseline (temperature 0; a near-tie only
+    with --strict) or the mean acceptance is under --min-acceptance; 2 bad input, a pairing the check
+    calls an error, or one the runtime cannot run.
     """
     try:
         sampling = Sampling(temperature=temperature, top_p=top_p, top_k=top_k, seed=seed)  # checked before any load
         if threads is not None and backend != "torch":
             raise InputError("--threads is for --backend torch; MLX chooses its own CPU threads")
+        if backend != "torch" and (attention != "auto" or cache_kind != "dynamic" or recheck or cuda_graphs):
+            raise InputError("--attention, --cache static, --cuda-graphs and --recheck are for --backend torch; MLX "
+                             "has one attention kernel and a dynamic cache")
+        if cuda_graphs and (cache_kind != "static" or device == "cpu"):
+            raise InputError("--cuda-graphs needs --cache static and a CUDA device")
         texts = check_texts(prompts, "--prompt") + _read_prompts_file(prompts_file)  # valid Unicode, before any load
         ids = _parse_ids(prompt_ids)
         if not texts and not ids:
@@ -405,11 +569,12 @@ def smoke_cmd(target, draft, prompts, prompts_file, prompt_ids, max_new_tokens, 
             target=target, draft=draft, texts=texts, prompt_ids=ids, max_new_tokens=max_new_tokens,
             block_size=block_size, sampling=sampling, device=device, dtype=dtype,
             trust_remote_code=trust_remote_code, token=token, adapter=adapter, threads=threads,
-            profile_block_size=2 if profile_out else None,
+            profile_block_size=2 if profile_out else None, attention=attention, cache=cache_kind, recheck=recheck,
+            graphs=cuda_graphs,
         )
         protected = _check_files(req, profile_out, force)
         run = _run_with_progress(backend, req)
-        payload = build_payload(run, temperature)
+        payload = build_payload(run, temperature, strict)
         if profile_out:
             from ..serving.profile import profile_from_smoke, write_profile
 

@@ -37,11 +37,34 @@ __all__ = [
     "cut_at_stop",
     "finish_reason",
     "draft_capacity",
+    "static_capacity",
     "spec_steps",
     "greedy_steps",
+    "within",
     "collect",
     "spec_generate_of",
+    "ATTENTION_CHOICES",
+    "CACHE_KINDS",
+    "TIE_ULPS",
+    "dtype_step",
+    "step_of",
+    "classify_divergence",
+    "VERDICTS",
+    "first_difference",
+    "verdict_of",
 ]
+
+# --attention: which SDPA kernels the torch runtime lets torch pick from (runtime/torch_attention.py)
+ATTENTION_CHOICES = ("auto", "flash", "efficient", "math", "cudnn")
+# --cache: "dynamic" grows with the run; "static" is allocated once for prompt + max new tokens + one
+# block, so every verify and draft forward attends over keys of one length
+CACHE_KINDS = ("dynamic", "static")
+# A greedy difference is a near-tie when, in both the block forward and the one-token forward, the two
+# tokens' logits are within this many rounding steps of the run's dtype (at the logits' magnitude).
+TIE_ULPS = 4
+# mantissa bits of the dtypes a run can use (float32's when unknown)
+_MANTISSA_BITS = {"float32": 23, "float64": 52, "bfloat16": 7, "float16": 10}
+VERDICTS = ("lossless", "near-tie", "differs")
 
 # Below this a temperature is greedy in effect, and logits / T overflows float32 (1e-300 gave NaNs).
 MIN_TEMPERATURE = 1e-4
@@ -200,6 +223,12 @@ def draft_capacity(n_prompt: int, max_new_tokens: int, block_size: int) -> int:
     return n_prompt + min(max_new_tokens, INITIAL_DRAFT_CAPACITY) + min(block_size, max_new_tokens + 1)
 
 
+def static_capacity(n_prompt: int, max_new_tokens: int, block_size: int) -> int:
+    """Positions a static cache holds: the prompt, every new token and one block (the verify block
+    written past the committed tokens)."""
+    return n_prompt + max_new_tokens + block_size
+
+
 def _record(stats: GenerationStats, new: list[int], accepted: int, drafted: int, total: int) -> None:
     stats.acceptance_lengths.append(len(new))
     stats.accepted.append(accepted)
@@ -214,20 +243,25 @@ def _record(stats: GenerationStats, new: list[int], accepted: int, drafted: int,
 
 def spec_steps(rt: Any, draft: Any, target: Any, ids: Any, *, max_new_tokens: int, stops: set[int],
                sampling: Sampling, block_size: int, rng: Any, clock: Callable[[], float],
-               prefill_step: Optional[int]) -> Generator[StreamStep, None, GenerationStats]:
-    """DFlash speculative decoding of one checked prompt ids [1, n], step by step; returns the final stats."""
+               prefill_step: Optional[int], static: bool = False) -> Generator[StreamStep, None, GenerationStats]:
+    """DFlash speculative decoding of one checked prompt ids [1, n], step by step; returns the final stats.
+    `static`: target and draft caches allocated once for the whole run (static_capacity), so every
+    verify and draft forward attends over keys of one length; rejected positions are masked and
+    overwritten by the next step."""
     n_prompt = ids.shape[1]
-    stats = GenerationStats(block_size=block_size, num_prompt_tokens=n_prompt)
+    stats = GenerationStats(block_size=block_size, num_prompt_tokens=n_prompt, cache="static" if static else "dynamic")
     if max_new_tokens <= 0:
         return stats
     capture = draft.target_layer_ids if block_size > 1 else ()
     t0 = clock()
-    cache = target.new_cache()
+    capacity = static_capacity(n_prompt, max_new_tokens, block_size)
+    cache = target.new_cache(static_length=capacity) if static else target.new_cache()
     out = rt.prefill(target, ids, cache, capture, prefill_step)
     target.rollback(cache, n_prompt)  # trims sliding-window layers back to their window (where it is not a no-op)
     tokens = [rt.pick(out.logits[0, -1], sampling, rng)]
     features = out.features  # [1, n, L*H]: context not yet in the draft cache
-    draft_cache = draft.new_cache(capacity=draft_capacity(n_prompt, max_new_tokens, block_size))
+    draft_cache = draft.new_cache(capacity=capacity, static=True) if static else \
+        draft.new_cache(capacity=draft_capacity(n_prompt, max_new_tokens, block_size))
     t1 = clock()
     stats.num_new_tokens, stats.prefill_s = 1, t1 - t0
     yield StreamStep([tokens[0]], 0, 0, stats, finish_reason(tokens, max_new_tokens, stops))
@@ -260,16 +294,39 @@ def spec_steps(rt: Any, draft: Any, target: Any, ids: Any, *, max_new_tokens: in
     return stats
 
 
+def within(steps: Generator[StreamStep, None, GenerationStats], context: Callable[[], Any],
+           attention: str, cache: Optional[str] = None) -> Generator[StreamStep, None, GenerationStats]:
+    """A stream whose every step is computed inside `context()` (the torch runtime's attention kernels
+    and inference mode), never across a yield: the caller's code between steps runs under its own
+    settings. Each step's stats carry the attention label (and `cache`, when given, as the cache kind)."""
+    while True:
+        with context():
+            try:
+                step = next(steps)
+            except StopIteration as done:
+                _label(done.value, attention, cache)
+                return done.value
+        _label(step.stats, attention, cache)
+        yield step
+
+
+def _label(stats: GenerationStats, attention: str, cache: Optional[str]) -> None:
+    stats.attention = attention
+    if cache is not None:
+        stats.cache = cache
+
+
 def greedy_steps(rt: Any, target: Any, ids: Any, *, max_new_tokens: int, stops: set[int],
-                 clock: Callable[[], float], prefill_step: Optional[int]) -> GenerationResult:
+                 clock: Callable[[], float], prefill_step: Optional[int], static: bool = False) -> GenerationResult:
     """Plain greedy decoding of the target alone, one token per forward, on checked prompt ids [1, n].
-    Its cache never rolls back, so any cache the target runs with will do."""
+    Its cache never rolls back, so any cache the target runs with will do (`static`: one allocated
+    for prompt + max_new_tokens, as transformers' cache_implementation="static")."""
     n_prompt = ids.shape[1]
-    stats = GenerationStats(block_size=1, num_prompt_tokens=n_prompt)
+    stats = GenerationStats(block_size=1, num_prompt_tokens=n_prompt, cache="static" if static else "dynamic")
     if max_new_tokens <= 0:
         return GenerationResult([], stats)
     t0 = clock()
-    cache = target.new_plain_cache()
+    cache = target.new_plain_cache(static_length=n_prompt + max_new_tokens) if static else target.new_plain_cache()
     out = rt.prefill(target, ids, cache, (), prefill_step)
     tokens = [rt.pick(out.logits[0, -1], GREEDY, None)]
     t1 = clock()
@@ -310,3 +367,79 @@ def collect(steps: Generator[StreamStep, None, GenerationStats]) -> GenerationRe
         except StopIteration as done:
             return GenerationResult(tokens, done.value)
         tokens += step.tokens
+
+
+# ---------------------------------------------------------------------------------------------
+# the tie-aware verdict (pure Python; the margins come from the runtime's divergence_margins)
+# ---------------------------------------------------------------------------------------------
+
+
+def dtype_step(dtype: str, magnitude: float) -> float:
+    """One rounding step (unit in the last place) of `dtype` at a value of this magnitude: bfloat16
+    keeps 7 mantissa bits, so at 4.6 a step is 2**(2-7) = 0.03125; float32 keeps 23 (4.8e-7 there)."""
+    bits = _MANTISSA_BITS.get(dtype, 23)
+    m = max(abs(float(magnitude)), 2.0 ** -14)
+    return 2.0 ** (math.floor(math.log2(m)) - bits)
+
+
+def step_of(index: int, acceptance_lengths: Sequence[int], drafted: Sequence[int]) -> tuple[int, int]:
+    """Which verify block produced output token `index` of a speculative run: (the output index of the
+    block's first prediction, the block's size). Token 0 comes from the prefill: (0, 0)."""
+    if index <= 0:
+        return 0, 0
+    begin = 1
+    for committed, proposed in zip(acceptance_lengths, drafted):
+        if index < begin + committed:
+            return begin, proposed + 1
+        begin += committed
+    raise ValueError(f"output token {index} is past the run's {begin} tokens")
+
+
+def classify_divergence(index: int, spec_token: Optional[int], baseline_token: Optional[int],
+                        margins: Optional[dict[str, Any]], dtype: str) -> dict[str, Any]:
+    """The verdict on the first token where speculative and greedy output differ.
+
+    `margins`: per forward ("block": the verify block's forward, "single": the one-token forward), the
+    target's top-1 / top-2 tokens and logits and the logits of the two tokens in question, measured
+    again from a fresh prefill (the runtime's divergence_margins). "near-tie" when in both forwards
+    the two tokens' logits are within TIE_ULPS rounding steps of `dtype` (rounding can flip them);
+    else "differs": a real difference, a bug."""
+    out: dict[str, Any] = {"index": index, "spec_token": spec_token, "baseline_token": baseline_token,
+                           "dtype": dtype, "verdict": "differs", "tolerance": None}
+    if margins is None or spec_token is None or baseline_token is None:
+        out["reason"] = "one output stops where the other goes on"
+        return out
+    out.update({k: margins[k] for k in ("block", "single")})
+    gaps, tolerances = [], []
+    for forward in (margins["block"], margins["single"]):
+        a, b = forward["spec_logit"], forward["baseline_logit"]
+        gaps.append(abs(a - b))
+        tolerances.append(TIE_ULPS * dtype_step(dtype, max(abs(a), abs(b))))
+    tolerance = max(tolerances)
+    out["gap"] = max(gaps)
+    out["tolerance"] = tolerance
+    if not all(math.isfinite(g) for g in gaps):
+        out["reason"] = "a logit is not finite"
+    elif max(gaps) <= tolerance:
+        out["verdict"] = "near-tie"
+        out["reason"] = (f"the two tokens' logits are {max(gaps):.4g} apart, within {TIE_ULPS} rounding steps "
+                         f"of {dtype} ({tolerance:.4g})")
+    else:
+        out["reason"] = (f"the target prefers one token by {max(gaps):.4g}, more than {dtype}'s rounding "
+                         f"({tolerance:.4g}): the speculative output is wrong")
+    return out
+
+
+def first_difference(a: Sequence[int], b: Sequence[int]) -> Optional[int]:
+    """Index of the first token where two outputs differ (None when identical)."""
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            return i
+    return None if len(a) == len(b) else min(len(a), len(b))
+
+
+def verdict_of(spec: Sequence[int], baseline: Sequence[int], divergence: Optional[dict[str, Any]]) -> str:
+    """'lossless' (token-identical), else the divergence's verdict ('differs' when none was measured)."""
+    if list(spec) == list(baseline):
+        return "lossless"
+    return divergence["verdict"] if divergence else "differs"

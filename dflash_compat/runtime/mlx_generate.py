@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import sys
 import time
+from contextlib import nullcontext
 from typing import Iterator, Optional, Sequence, Union
 
 import mlx.core as mx
 
 from ..exceptions import InputError
 from .core import (
+    ATTENTION_CHOICES,
+    CACHE_KINDS,
     GREEDY,
     Sampling,
     StreamStep,
@@ -29,10 +32,12 @@ from .core import (
     greedy_steps,
     spec_generate_of,
     spec_steps,
+    step_of,
+    within,
 )
 from .mlx_draft import DFlash2DraftModel, DFlashDraftModel, load_draft
 from .mlx_target import MLXTarget, load_target, target_for
-from .stats import GenerationResult
+from .stats import GenerationResult, GenerationStats
 from .target import TargetOutput
 
 __all__ = [
@@ -56,7 +61,12 @@ __all__ = [
     "stream_generate",
     "spec_generate",
     "greedy_generate",
+    "generate_baseline",
+    "divergence_margins",
 ]
+
+# MLX has one attention kernel (mx.fast.scaled_dot_product_attention); it builds no graph per shape
+ATTENTION_LABEL = "mlx: mx.fast.scaled_dot_product_attention"
 
 Tokens = Union[Sequence[int], mx.array]
 PREFILL_STEP = 2048  # prompt tokens per target forward during the prefill (bounds the graph)
@@ -236,31 +246,100 @@ def _as_ids(input_ids: Tokens, target: MLXTarget) -> mx.array:
     return ids.astype(mx.int32)
 
 
+def _check_options(attention: str, cache: str, graphs: bool = False) -> None:
+    """torch_generate's run options, as far as MLX has them: one attention kernel, a dynamic cache,
+    no CUDA graphs."""
+    if graphs:
+        raise InputError("graphs: CUDA graphs are for the torch runtime on CUDA")
+    if attention not in ATTENTION_CHOICES or cache not in CACHE_KINDS:
+        raise InputError(f"attention {attention!r} / cache {cache!r}: expected one of {', '.join(ATTENTION_CHOICES)} "
+                         f"/ {', '.join(CACHE_KINDS)}")
+    if attention != "auto":
+        raise InputError(f"attention {attention!r}: the MLX runtime has one attention kernel; use auto")
+    if cache != "dynamic":
+        raise InputError("cache 'static': the MLX runtime has no static cache; use dynamic")
+
+
 def stream_generate(draft: DFlashDraftModel, target: MLXTarget, input_ids: Tokens, *, max_new_tokens: int,
                     stop_token_ids: Sequence[int] = (), sampling: Optional[Sampling] = None,
                     block_size: Optional[int] = None, prefill_step: Optional[int] = PREFILL_STEP,
-                    timed: bool = True) -> Iterator[StreamStep]:
+                    timed: bool = True, attention: str = "auto", cache: str = "dynamic",
+                    graphs: bool = False) -> Iterator[StreamStep]:
     """DFlash speculative decoding of one prompt, step by step: as torch_generate.stream_generate, the
-    same parameters and results. `timed` is accepted for symmetry (MLX timing needs no extra syncs)."""
+    same parameters and results. `timed` is accepted for symmetry (MLX timing needs no extra syncs);
+    `attention` and `cache` take auto / dynamic only, `graphs` False only."""
     sampling = sampling or GREEDY
+    _check_options(attention, cache, graphs)
     ids = _as_ids(input_ids, target)
     bs = check_spec_run(draft, target, ids.shape[1], max_new_tokens, block_size)
-    return (yield from spec_steps(
+    steps = spec_steps(
         sys.modules[__name__], draft, target, ids, max_new_tokens=max_new_tokens,
         stops={int(s) for s in stop_token_ids}, sampling=sampling, block_size=bs,
         rng=new_rng(sampling.seed), clock=time.perf_counter, prefill_step=prefill_step,
-    ))
+    )
+    return (yield from within(steps, nullcontext, ATTENTION_LABEL))
 
 
 spec_generate = spec_generate_of(stream_generate)
 
 
 def greedy_generate(target: MLXTarget, input_ids: Tokens, *, max_new_tokens: int, stop_token_ids: Sequence[int] = (),
-                    prefill_step: Optional[int] = PREFILL_STEP, timed: bool = True) -> GenerationResult:
+                    prefill_step: Optional[int] = PREFILL_STEP, timed: bool = True, attention: str = "auto",
+                    cache: str = "dynamic", graphs: bool = False) -> GenerationResult:
     """Plain greedy decoding of the target alone, one token per forward: the lossless reference
     and the speed baseline. Same result shape as spec_generate (block size 1, tau 1)."""
+    _check_options(attention, cache, graphs)
     ids = _as_ids(input_ids, target)
     check_length(target, ids.shape[1], max_new_tokens)
-    return greedy_steps(sys.modules[__name__], target, ids, max_new_tokens=max_new_tokens,
-                        stops={int(s) for s in stop_token_ids}, clock=time.perf_counter,
-                        prefill_step=prefill_step)
+    result = greedy_steps(sys.modules[__name__], target, ids, max_new_tokens=max_new_tokens,
+                          stops={int(s) for s in stop_token_ids}, clock=time.perf_counter,
+                          prefill_step=prefill_step)
+    result.stats.attention = ATTENTION_LABEL
+    return result
+
+
+def generate_baseline(target: MLXTarget, input_ids: Tokens, *, max_new_tokens: int,
+                      stop_token_ids: Sequence[int] = (), attention: str = "auto",
+                      cache: str = "dynamic") -> Optional[GenerationResult]:
+    """torch_generate.generate_baseline's place: mlx-lm's own generate loop is not timed here (its
+    greedy path is the same one-token-per-forward loop as greedy_generate), so None."""
+    _check_options(attention, cache)
+    return None
+
+
+def _top2(logits: mx.array, spec_token: int, baseline_token: int) -> dict:
+    """logits [V] -> the top-1 / top-2 tokens and logits, and the two tokens' logits (torch_generate's)."""
+    logits = logits.astype(mx.float32)
+    order = mx.argsort(-logits)[:2].tolist()
+    values = [float(logits[i].item()) for i in order]
+    return {"top1": order[0], "top1_logit": values[0], "top2": order[-1], "top2_logit": values[-1],
+            "margin": values[0] - values[-1], "spec_logit": float(logits[spec_token].item()),
+            "baseline_logit": float(logits[baseline_token].item())}
+
+
+def divergence_margins(draft: DFlashDraftModel, target: MLXTarget, prompt: Sequence[int], output: Sequence[int],
+                       index: int, stats: GenerationStats, spec_token: int, baseline_token: int,
+                       attention: str = "auto") -> dict:
+    """As torch_generate.divergence_margins: the target's logits at output position `index`, in a verify
+    block shaped as the speculative run's and in a one-token forward, each from a fresh prefill."""
+    _check_options(attention, "dynamic")
+    context = [int(t) for t in prompt] + [int(t) for t in output[:index]]
+    n_prompt = len(prompt)
+
+    def last_logits(prefix: Sequence[int], tail: Sequence[int], row: int) -> mx.array:
+        cache = target.new_cache()
+        if prefix:
+            target.forward(mx.array([list(prefix)], dtype=mx.int32), cache, 0, logits_to_keep=1)
+        out = target.forward(mx.array([list(tail)], dtype=mx.int32), cache, len(prefix))
+        return out.logits[0, row]
+
+    begin, size = step_of(index, stats.acceptance_lengths, stats.drafted)
+    if index == 0:
+        block = single = last_logits([], context, len(context) - 1)
+    else:
+        first = n_prompt + begin - 1
+        known = context[first:]
+        pad = [int(draft.mask_token_id)] * max(size - len(known), 0)
+        block = last_logits(context[:first], known + pad, len(known) - 1)
+        single = last_logits(context[:-1], context[-1:], 0)
+    return {"block": _top2(block, spec_token, baseline_token), "single": _top2(single, spec_token, baseline_token)}

@@ -207,7 +207,9 @@ class MLXTarget(Target):
 
     # ---- running -------------------------------------------------------------------------
 
-    def new_cache(self) -> MLXCache:
+    def new_cache(self, static_length: Optional[int] = None) -> MLXCache:
+        if static_length is not None:  # mlx_generate refuses cache="static" before any forward
+            raise RuntimeUnsupportedError("the MLX runtime has no static cache; use the dynamic one")
         from mlx_lm.models.cache import make_prompt_cache
 
         return MLXCache(entries=make_prompt_cache(self.model))

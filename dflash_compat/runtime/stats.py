@@ -46,6 +46,10 @@ class GenerationStats:
     drafted: list[int] = field(default_factory=list)  # draft tokens proposed per step
     prefill_s: float = 0.0  # prompt forward + first token
     decode_s: float = 0.0  # every later token
+    # how the forwards ran: the attention policy's label (runtime/torch_attention.py; "" when the
+    # runtime has no choice) and the cache kind ("dynamic" | "static")
+    attention: str = ""
+    cache: str = "dynamic"
 
     @property
     def tau(self) -> float:
@@ -82,6 +86,8 @@ class GenerationStats:
             "prefill_s": self.prefill_s,
             "decode_s": self.decode_s,
             "decode_tokens_per_s": self.decode_tokens_per_s,
+            "attention": self.attention,
+            "cache": self.cache,
         }
 
 

@@ -114,12 +114,13 @@ class Target(ABC):
     # ---- running the target ----------------------------------------------------------------
 
     @abstractmethod
-    def new_cache(self) -> Any:
-        """A fresh, empty cache that `forward` appends to and `rollback` can cut."""
+    def new_cache(self, static_length: Optional[int] = None) -> Any:
+        """A fresh, empty cache that `forward` appends to and `rollback` can cut. `static_length`: one
+        allocated once for that many positions (fixed attention shapes), where the framework has one."""
 
-    def new_plain_cache(self) -> Any:
+    def new_plain_cache(self, static_length: Optional[int] = None) -> Any:
         """A fresh cache for decoding that never rolls back (the greedy baseline)."""
-        return self.new_cache()
+        return self.new_cache() if static_length is None else self.new_cache(static_length=static_length)
 
     @abstractmethod
     def forward(self, input_ids: Any, cache: Any, start: int, *, capture: Sequence[int] = (),

@@ -64,30 +64,74 @@ class DraftCache:
     every call; here the block is written past `length` and simply overwritten next time.
     """
 
-    def __init__(self, num_layers: int, capacity: int = 0) -> None:
+    def __init__(self, num_layers: int, capacity: int = 0, static: bool = False) -> None:
         self.length = 0  # context positions held (== target positions 0 .. length-1)
         self.capacity = capacity
+        # static: the buffers never grow and every forward attends over all `capacity` positions, the
+        # ones past the block masked (one shape for every step); zero-filled, so a masked position
+        # never holds a NaN that 0 * NaN would let through
+        self.static = static
         self.keys: list[Optional[torch.Tensor]] = [None] * num_layers  # [B, kvH, capacity, D]
         self.values: list[Optional[torch.Tensor]] = [None] * num_layers
 
     def write(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Put context+block keys/values [B, kvH, C+T, D] at length .. length+C+T-1; return all keys/values so far."""
+        """Put context+block keys/values [B, kvH, C+T, D] at length .. length+C+T-1; return all keys/values so far
+        (static: the whole buffer)."""
         end = self.length + k.shape[2]
         if self.keys[layer] is None or end > self.keys[layer].shape[2]:
+            if self.static and self.keys[layer] is not None:
+                raise RuntimeError(f"static draft cache of {self.capacity} positions cannot hold {end}")
             self._grow(layer, k, end)
         buf_k, buf_v = self.keys[layer], self.values[layer]
         buf_k[:, :, self.length:end] = k
         buf_v[:, :, self.length:end] = v
+        if self.static:
+            return buf_k, buf_v
         return buf_k[:, :, :end], buf_v[:, :, :end]
 
     def _grow(self, layer: int, like: torch.Tensor, needed: int) -> None:
         old_k, old_v = self.keys[layer], self.values[layer]
         size = max(needed, self.capacity, 2 * old_k.shape[2] if old_k is not None else 0)
         b, h, _, d = like.shape
-        self.keys[layer], self.values[layer] = like.new_empty(b, h, size, d), like.new_empty(b, h, size, d)
+        alloc = like.new_zeros if self.static else like.new_empty
+        self.keys[layer], self.values[layer] = alloc(b, h, size, d), alloc(b, h, size, d)
+
         if old_k is not None:
             self.keys[layer][:, :, :self.length] = old_k[:, :, :self.length]
             self.values[layer][:, :, :self.length] = old_v[:, :, :self.length]
+
+
+class _FixedWriter:
+    """A static cache written at device-tensor positions (the CUDA-graph draft step): the padded context
+    at ctx_pos, then the block at blk_pos (the block overwrites the padding where the two meet); the
+    padding past the block lands on positions the mask hides and the next step overwrites."""
+
+    def __init__(self, keys: list[torch.Tensor], values: list[torch.Tensor], ctx_pos: torch.Tensor,
+                 blk_pos: torch.Tensor) -> None:
+        self.keys, self.values, self.ctx_pos, self.blk_pos = keys, values, ctx_pos, blk_pos
+
+    def write(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        p = self.ctx_pos.shape[0]
+        for buf, new in ((self.keys[layer], k), (self.values[layer], v)):
+            buf.index_copy_(2, self.ctx_pos, new[:, :, :p])
+            buf.index_copy_(2, self.blk_pos, new[:, :, p:])
+        return self.keys[layer], self.values[layer]
+
+
+def _tensor_mask(blk_pos: torch.Tensor, k_len: int, valid: torch.Tensor, causal: bool, window: Optional[int],
+                 inclusive: bool) -> torch.Tensor:
+    """attention_mask(..., valid=...) from device tensors: block positions [T], the valid length (0-d)."""
+    q = blk_pos[:, None]
+    k = torch.arange(k_len, device=blk_pos.device)[None, :]
+    visible = k < valid
+    if causal:
+        visible = visible & (k <= q)
+    if window is not None:
+        reach = window + 1 if inclusive else window
+        visible = visible & (q - k < reach)
+        if not causal:
+            visible = visible & (k - q < reach)
+    return visible
 
 
 class _NoCache:
@@ -126,17 +170,21 @@ def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.T
 
 
 def attention_mask(q_start: int, q_len: int, k_len: int, causal: bool, window: Optional[int],
-                   device: torch.device, inclusive: bool = False) -> Optional[torch.Tensor]:
+                   device: torch.device, inclusive: bool = False,
+                   valid: Optional[int] = None) -> Optional[torch.Tensor]:
     """Boolean [q_len, k_len] mask (True = visible), or None for full attention.
 
     Key index == target position (the cache holds positions 0 .. k_len-1); the queries are the
-    block at positions q_start .. q_start+q_len-1.
+    block at positions q_start .. q_start+q_len-1. `valid`: only keys below it hold this run's
+    positions (a static cache's buffer is longer; the rest is masked).
     """
-    if not causal and window is None:
+    if not causal and window is None and valid is None:
         return None
     q = torch.arange(q_start, q_start + q_len, device=device)[:, None]
     k = torch.arange(k_len, device=device)[None, :]
     visible = torch.ones(q_len, k_len, dtype=torch.bool, device=device)
+    if valid is not None:
+        visible &= k < valid
     if causal:
         visible &= k <= q
     if window is not None:
@@ -181,7 +229,9 @@ class DraftAttention(nn.Module):
 
 
 def _sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: Optional[torch.Tensor], groups: int) -> torch.Tensor:
-    if groups > 1 and not _SDPA_GQA:  # pragma: no cover - torch < 2.5
+    # enable_gqa rules out the memory-efficient CUDA kernel; with a mask (which rules out flash) the
+    # heads are repeated instead, so CUDA keeps a fused kernel (the same numbers: one key per head)
+    if groups > 1 and (not _SDPA_GQA or (mask is not None and q.device.type == "cuda")):
         k, v = k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1)
         groups = 1
     extra = {"enable_gqa": True} if groups > 1 else {}
@@ -313,9 +363,11 @@ class DFlashDraftModel(DraftFacts, nn.Module):
         inv_freq, self._rope_scale = rope_inv_freq(cfg, raw_config)
         self._inv_freq = inv_freq.to("cpu")  # kept off the state dict: computed, never loaded
         self._rope: Optional[tuple[torch.Tensor, torch.Tensor]] = None  # cos/sin tables [P, D]
+        self._graph_core: Any = None  # use_graphs: the compiled fixed-shape step
+        self._graph_block = 0
 
-    def new_cache(self, capacity: int = 0) -> DraftCache:
-        return DraftCache(self.cfg.num_layers, capacity)
+    def new_cache(self, capacity: int = 0, static: bool = False) -> DraftCache:
+        return DraftCache(self.cfg.num_layers, capacity, static)
 
     def rope(self, begin: int, end: int, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """cos/sin [end-begin, D] for positions begin .. end-1, from a table grown on demand."""
@@ -328,12 +380,74 @@ class DFlashDraftModel(DraftFacts, nn.Module):
             self._rope = ((emb.cos() * self._rope_scale).to(like.dtype), (emb.sin() * self._rope_scale).to(like.dtype))
         return self._rope[0][begin:end], self._rope[1][begin:end]
 
+    def use_graphs(self, block_size: int, positions: int, like: torch.Tensor, compile_fn: Any = None) -> None:
+        """Run every draft step of `block_size` (with a static cache) as one fixed-shape step through
+        torch.compile(mode="reduce-overhead") (CUDA graphs): the context padded to block_size positions,
+        positions, RoPE rows, cache writes and masks all from device tensors, so nothing in the step
+        depends on a Python integer that changes. block_size 0: back to the eager forward. The RoPE
+        table is grown once, to `positions` + block_size, so the step always reads the same tensors."""
+        self._graph_block = block_size
+        if block_size and self._graph_core is None:
+            compile_fn = compile_fn or (lambda f: torch.compile(f, mode="reduce-overhead", dynamic=False))
+            self._graph_core = compile_fn(self._fixed_step)
+        if block_size:
+            self.rope(0, positions + block_size, like)
+
+    def _fixed_step(self, noise: torch.Tensor, features: torch.Tensor, ctx_pos: torch.Tensor, blk_pos: torch.Tensor,
+                    valid: torch.Tensor, cos_table: torch.Tensor, sin_table: torch.Tensor,
+                    keys: list[torch.Tensor], values: list[torch.Tensor]) -> torch.Tensor:
+        """The draft step on fixed shapes: noise [B, T, H], features [B, P, L*H] (padded context), ctx_pos [P],
+        blk_pos [T], valid (0-d: positions below it are real), the full RoPE tables, the static buffers."""
+        ctx = self.hidden_norm(self.fc(features))  # [B, P, H]
+        pos = torch.cat([ctx_pos, blk_pos])
+        cos, sin = cos_table[pos], sin_table[pos]  # [P+T, D]
+        writer = _FixedWriter(keys, values, ctx_pos, blk_pos)
+        k_len = keys[0].shape[2]
+        masks: dict[tuple[bool, Optional[int]], torch.Tensor] = {}
+        h = noise
+        for i, layer in enumerate(self.layers):
+            key = (layer.causal, layer.window)
+            if key not in masks:
+                masks[key] = _tensor_mask(blk_pos, k_len, valid, layer.causal, layer.window, self.cfg.window_inclusive)
+            h = layer(h, ctx, cos, sin, writer, i, masks[key])
+        return self.norm(h)
+
+    def _forward_fixed(self, noise: torch.Tensor, features: torch.Tensor, start: int,
+                       cache: DraftCache) -> torch.Tensor:
+        t, c = noise.shape[1], features.shape[1]
+        device = noise.device
+        first = cache.keys[0] is None
+        if first:  # allocate the static buffers (zeros) at their final size
+            for layer in range(len(self.layers)):
+                kv = self.layers[layer].self_attn
+                like = noise.new_zeros(noise.shape[0], kv.num_kv_heads, 1, kv.head_dim)
+                cache._grow(layer, like, cache.capacity)
+        if not getattr(cache, "_marked", False):  # fixed addresses: the CUDA graph writes them in place
+            for buf in cache.keys + cache.values:
+                torch._dynamo.mark_static_address(buf)
+            cache._marked = True
+        p = self._graph_block
+        padded = F.pad(features, (0, 0, 0, p - c))  # [B, P, L*H]
+        ctx_pos = torch.arange(start - c, start - c + p, device=device)
+        blk_pos = torch.arange(start, start + t, device=device)
+        valid = torch.tensor(start + t, device=device)
+        cos_table, sin_table = self._rope if self._rope is not None else self.rope(0, start + t, noise)
+        if hasattr(torch.compiler, "cudagraph_mark_step_begin"):
+            torch.compiler.cudagraph_mark_step_begin()
+        out = self._graph_core(noise, padded, ctx_pos, blk_pos, valid, cos_table, sin_table, cache.keys, cache.values)
+        cache.length = start
+        return out.clone()  # a CUDA graph's output is overwritten by its next replay
+
     def forward(self, noise: torch.Tensor, features: torch.Tensor, start: int, cache: DraftCache) -> torch.Tensor:
         """noise [B, T, H]: the embedded block at positions start .. start+T-1; features [B, C, L*H]:
         target features of positions start-C .. start-1 (appended to the cache). -> [B, T, H], normed."""
         t, c = noise.shape[1], features.shape[1]
         if cache.length != start - c:
             raise RuntimeError(f"draft cache holds {cache.length} positions, expected {start - c}")
+        if self._graph_block and cache.static and t == self._graph_block and c <= self._graph_block \
+                and start - c + self._graph_block <= cache.capacity and self._rope is not None \
+                and self._rope[0].shape[0] >= cache.capacity + self._graph_block and self._rope[0].dtype == noise.dtype:
+            return self._forward_fixed(noise, features, start, cache)
         ctx = self.hidden_norm(self.fc(features))  # [B, C, H]
         cos, sin = self.rope(start - c, start + t, noise)
         masks: dict[tuple[bool, Optional[int]], Optional[torch.Tensor]] = {}
@@ -341,8 +455,12 @@ class DFlashDraftModel(DraftFacts, nn.Module):
         for i, layer in enumerate(self.layers):
             key = (layer.causal, layer.window)
             if key not in masks:
-                masks[key] = attention_mask(start, t, start + t, layer.causal, layer.window, noise.device,
-                                            self.cfg.window_inclusive)
+                if cache.static:  # keys: the whole buffer, the positions past the block masked
+                    masks[key] = attention_mask(start, t, cache.capacity, layer.causal, layer.window, noise.device,
+                                                self.cfg.window_inclusive, valid=start + t)
+                else:
+                    masks[key] = attention_mask(start, t, start + t, layer.causal, layer.window, noise.device,
+                                                self.cfg.window_inclusive)
             h = layer(h, ctx, cos, sin, cache, i, masks[key])
         cache.length = start
         return self.norm(h)

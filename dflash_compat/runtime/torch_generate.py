@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 import time
+from contextlib import contextmanager
 from typing import Iterator, Optional, Sequence, Union
 
 import torch
@@ -17,6 +18,7 @@ from torch import Tensor
 
 from ..exceptions import InputError, RuntimeUnsupportedError
 from .core import (
+    CACHE_KINDS,
     GREEDY,
     Sampling,
     StreamStep,
@@ -29,9 +31,13 @@ from .core import (
     greedy_steps,
     spec_generate_of,
     spec_steps,
+    static_capacity,
+    step_of,
+    within,
 )
-from .stats import GenerationResult
+from .stats import GenerationResult, GenerationStats
 from .target import TargetOutput
+from .torch_attention import AttentionPolicy, attention_context, attention_policy
 from .torch_draft import DFlash2DraftModel, DFlashDraftModel, load_draft
 from .torch_target import TorchTarget, load_target, target_for
 
@@ -56,6 +62,8 @@ __all__ = [
     "stream_generate",
     "spec_generate",
     "greedy_generate",
+    "generate_baseline",
+    "divergence_margins",
 ]
 
 Tokens = Union[Sequence[int], torch.Tensor]
@@ -242,25 +250,76 @@ def _clock(device: torch.device, timed: bool):
     return now
 
 
-@torch.inference_mode()
+# torch.compile's stand-in for use_graphs (None: mode="reduce-overhead", CUDA graphs); the CPU tests set a
+# compiler with backend="eager" to run the same path without a GPU
+_COMPILE_FN = None
+
+
+def _set_graphs(target: TorchTarget, graphs: bool, cache: str, block_length: int,
+                draft: Optional[DFlashDraftModel] = None, positions: int = 0) -> None:
+    """graphs=True: CUDA graphs of the target's full-size verify block (TorchTarget.use_graphs) and of
+    the draft's step (DFlashDraftModel.use_graphs; `positions`: the static capacity). They need a CUDA
+    device and the static cache (fixed shapes); refused otherwise, before any forward. False: models
+    compiled by an earlier run run eagerly again."""
+    if not graphs:
+        if getattr(target, "_graphed", None) is not None:
+            target.use_graphs(0)
+        if draft is not None and getattr(draft, "_graph_block", 0):
+            draft.use_graphs(0, 0, target.embedding_rows(torch.zeros(1, 1, dtype=torch.long, device=target.device)))
+        return
+    device = getattr(target, "device", None)
+    if cache != "static":
+        raise InputError("CUDA graphs need the static cache (cache='static' / --cache static)")
+    if _COMPILE_FN is None and not (isinstance(device, torch.device) and device.type == "cuda"):
+        raise InputError(f"CUDA graphs need a CUDA device; the target is on {device}")
+    target.use_graphs(block_length, _COMPILE_FN)
+    if draft is not None and block_length > 1:
+        like = target.embedding_rows(torch.zeros(1, 1, dtype=torch.long, device=target.device))  # dtype, device
+        draft.use_graphs(block_length, positions, like, _COMPILE_FN)
+
+
+def run_policy(target: TorchTarget, attention: str = "auto", cache: str = "dynamic") -> AttentionPolicy:
+    """The attention kernels a run on this target's device uses (torch_attention.py), after checking
+    the cache kind."""
+    if cache not in CACHE_KINDS:
+        raise InputError(f"cache {cache!r}: expected one of {', '.join(CACHE_KINDS)}")
+    device = getattr(target, "device", None)
+    device_type = device.type if isinstance(device, torch.device) else "cpu"
+    return attention_policy(attention, device_type, static_cache=cache == "static")
+
+
+@contextmanager
+def _step_context(policy: AttentionPolicy) -> Iterator[None]:
+    with torch.inference_mode(), attention_context(policy):
+        yield
+
+
 def stream_generate(draft: DFlashDraftModel, target: TorchTarget, input_ids: Tokens, *, max_new_tokens: int,
                     stop_token_ids: Sequence[int] = (), sampling: Optional[Sampling] = None,
                     block_size: Optional[int] = None, prefill_step: Optional[int] = None,
-                    timed: bool = True) -> Iterator[StreamStep]:
+                    timed: bool = True, attention: str = "auto", cache: str = "dynamic",
+                    graphs: bool = False) -> Iterator[StreamStep]:
     """DFlash speculative decoding of one prompt, yielding each step's committed tokens as soon as
     they are known; the generator returns the final GenerationStats. Greedy (the default sampling)
     is token-for-token the target's greedy output; a sample is distributed as the target's own.
     `prefill_step` chunks the prompt's forward (None: one forward). `timed=False` skips the CUDA
-    synchronisations that timing needs."""
+    synchronisations that timing needs. `attention`: the SDPA kernels torch may use (auto, flash,
+    efficient, math, cudnn; see torch_attention.py); `cache`: "dynamic", or "static" (target and
+    draft caches allocated once for prompt + max_new_tokens + one block: one attention shape);
+    `graphs`: CUDA graphs of the target's full-size verify block and of the draft's step (CUDA and
+    the static cache only)."""
     sampling = sampling or GREEDY
+    policy = run_policy(target, attention, cache)
     _check_placement(draft, target)
     ids = _as_ids(input_ids, target)
     bs = check_spec_run(draft, target, ids.shape[1], max_new_tokens, block_size)
-    return (yield from spec_steps(
+    _set_graphs(target, graphs, cache, bs, draft, static_capacity(ids.shape[1], max_new_tokens, bs))
+    return (yield from within(spec_steps(
         sys.modules[__name__], draft, target, ids, max_new_tokens=max_new_tokens,
         stops={int(s) for s in stop_token_ids}, sampling=sampling, block_size=bs,
         rng=new_rng(sampling.seed, target.device), clock=_clock(target.device, timed), prefill_step=prefill_step,
-    ))
+        static=cache == "static",
+    ), lambda: _step_context(policy), policy.label, cache + "+graphs" if graphs else None))
 
 
 spec_generate = spec_generate_of(stream_generate)
@@ -268,11 +327,110 @@ spec_generate = spec_generate_of(stream_generate)
 
 @torch.inference_mode()
 def greedy_generate(target: TorchTarget, input_ids: Tokens, *, max_new_tokens: int, stop_token_ids: Sequence[int] = (),
-                    prefill_step: Optional[int] = None, timed: bool = True) -> GenerationResult:
+                    prefill_step: Optional[int] = None, timed: bool = True, attention: str = "auto",
+                    cache: str = "dynamic", graphs: bool = False) -> GenerationResult:
     """Plain greedy decoding of the target alone, one token per forward: the lossless reference
-    and the speed baseline. Same result shape as spec_generate (block size 1, tau 1)."""
+    and the speed baseline. Same result shape as spec_generate (block size 1, tau 1); `attention`,
+    `cache` and `graphs` (here: the one-token forward) as for stream_generate."""
+    policy = run_policy(target, attention, cache)
     ids = _as_ids(input_ids, target)
     check_length(target, ids.shape[1], max_new_tokens)
-    return greedy_steps(sys.modules[__name__], target, ids, max_new_tokens=max_new_tokens,
-                        stops={int(s) for s in stop_token_ids}, clock=_clock(target.device, timed),
-                        prefill_step=prefill_step)
+    _set_graphs(target, graphs, cache, 1)
+    with attention_context(policy):
+        result = greedy_steps(sys.modules[__name__], target, ids, max_new_tokens=max_new_tokens,
+                              stops={int(s) for s in stop_token_ids}, clock=_clock(target.device, timed),
+                              prefill_step=prefill_step, static=cache == "static")
+    result.stats.attention = policy.label
+    if graphs:
+        result.stats.cache = cache + "+graphs"
+    return result
+
+
+@torch.inference_mode()
+def generate_baseline(target: TorchTarget, input_ids: Tokens, *, max_new_tokens: int,
+                      stop_token_ids: Sequence[int] = (), attention: str = "auto",
+                      cache: str = "dynamic") -> Optional[GenerationResult]:
+    """The target decoded as its users decode it: transformers' own greedy `generate()` (do_sample
+    False, the same stop tokens, `cache_implementation="static"` for a static cache), in the same
+    attention context. Its decode time is the full call's less a one-token call's (the prefill), so
+    the rate compares with greedy_generate's. None where the model has no generate()."""
+    generate = getattr(target.model, "generate", None)
+    if generate is None:
+        return None
+    policy = run_policy(target, attention, cache)
+    ids = _as_ids(input_ids, target)
+    check_length(target, ids.shape[1], max_new_tokens)
+    kwargs: dict = {"do_sample": False, "eos_token_id": list(stop_token_ids) or None,
+                    "pad_token_id": (list(stop_token_ids) or [0])[0], "attention_mask": torch.ones_like(ids)}
+    if cache == "static":
+        kwargs["cache_implementation"] = "static"
+    clock = _clock(target.device, True)
+    import transformers
+
+    verbosity = transformers.utils.logging.get_verbosity()
+    transformers.utils.logging.set_verbosity_error()  # its generation-config notes are not ours to print
+    try:
+        with attention_context(policy):
+            t0 = clock()
+            generate(ids, max_new_tokens=1, min_new_tokens=1, **kwargs)
+            t1 = clock()
+            out = generate(ids, max_new_tokens=max_new_tokens, **kwargs)
+            t2 = clock()
+    finally:
+        transformers.utils.logging.set_verbosity(verbosity)
+    tokens = out[0, ids.shape[1]:].tolist()
+    stops = {int(s) for s in stop_token_ids}
+    if stops:  # generate pads after a stop token; the output ends at the first one, as ours does
+        cut = next((i for i, t in enumerate(tokens) if t in stops), None)
+        tokens = tokens if cut is None else tokens[: cut + 1]
+    stats = GenerationStats(block_size=1, num_prompt_tokens=ids.shape[1], num_new_tokens=len(tokens), cache=cache,
+                            attention=policy.label)
+    stats.acceptance_lengths = [1] * max(len(tokens) - 1, 0)
+    stats.prefill_s, stats.decode_s = t1 - t0, max(t2 - t1 - (t1 - t0), 0.0)
+    return GenerationResult(tokens, stats)
+
+
+def _top2(logits: torch.Tensor, spec_token: int, baseline_token: int) -> dict:
+    """logits [V] (float32) -> the top-1 / top-2 tokens and logits, and the two tokens' logits."""
+    values, ids = torch.topk(logits, min(2, logits.shape[-1]))
+    v, i = values.tolist(), ids.tolist()
+    return {"top1": i[0], "top1_logit": v[0], "top2": i[-1], "top2_logit": v[-1], "margin": v[0] - v[-1],
+            "spec_logit": float(logits[spec_token]), "baseline_logit": float(logits[baseline_token])}
+
+
+@torch.inference_mode()
+def divergence_margins(draft: DFlashDraftModel, target: TorchTarget, prompt: Sequence[int], output: Sequence[int],
+                       index: int, stats: GenerationStats, spec_token: int, baseline_token: int,
+                       attention: str = "auto") -> dict:
+    """The target's logits at output position `index` (where speculative and greedy output first
+    differ), measured again two ways from a fresh prefill: in a verify block shaped as the speculative
+    run's (the block of that step: its committed tokens, padded with the draft's mask token to the
+    step's size) and in a one-token forward after a prefill of everything before (greedy decoding's
+    last step). -> {"block": {...}, "single": {...}} (see _top2)."""
+    policy = run_policy(target, attention)
+    device = target.device
+    context = [int(t) for t in prompt] + [int(t) for t in output[:index]]  # every token before the one in question
+    n_prompt = len(prompt)
+
+    def ids_of(tokens: Sequence[int]) -> torch.Tensor:
+        return torch.tensor([list(tokens)], dtype=torch.long, device=device)
+
+    def last_logits(prefix: Sequence[int], tail: Sequence[int], row: int) -> torch.Tensor:
+        cache = target.new_cache()
+        if prefix:
+            target.forward(ids_of(prefix), cache, 0, logits_to_keep=1)
+        out = target.forward(ids_of(tail), cache, len(prefix))
+        return out.logits[0, row].float()
+
+    with attention_context(policy):
+        begin, size = step_of(index, stats.acceptance_lengths, stats.drafted)
+        if index == 0:  # the prefill's own token: both runs computed it the same way
+            block = single = last_logits([], context, len(context) - 1)
+        else:
+            # the step's block starts at the last token committed before it: output[begin-1]
+            first = n_prompt + begin - 1
+            known = context[first:]  # block tokens up to the one predicting `index`
+            pad = [int(draft.mask_token_id)] * max(size - len(known), 0)
+            block = last_logits(context[:first], known + pad, len(known) - 1)
+            single = last_logits(context[:-1], context[-1:], 0)
+    return {"block": _top2(block, spec_token, baseline_token), "single": _top2(single, spec_token, baseline_token)}

@@ -58,6 +58,11 @@ class TorchTarget(Target):
         self._cache_kwarg = "cache" if "cache" in params else "past_key_values"
         self._keep_kwarg = next((k for k in ("logits_to_keep", "num_logits_to_keep") if k in params), None)
         self._kind, self._problem = _rollback_kind(self.text_config)
+        # CUDA graphs (use_graphs): the compiled model, the block length it runs, persistent capture hooks
+        self._graphed: Any = None
+        self._graph_length = 0
+        self._graph_hooks: dict[int, Any] = {}
+        self._graph_state: dict[str, Any] = {"want": (), "features": None, "filled": 0}
 
     # ---- shape ---------------------------------------------------------------------------
 
@@ -87,7 +92,9 @@ class TorchTarget(Target):
 
     # ---- running -------------------------------------------------------------------------
 
-    def new_cache(self) -> Any:
+    def new_cache(self, static_length: Optional[int] = None) -> Any:
+        if static_length is not None:
+            return self._static_cache(static_length)
         from transformers import DynamicCache
 
         if hasattr(DynamicCache, "activate_past_recording"):
@@ -100,13 +107,51 @@ class TorchTarget(Target):
         # within their window through the model's mask.
         return DynamicCache()
 
-    def new_plain_cache(self) -> Any:
+    def _static_cache(self, length: int) -> Any:
+        """transformers' StaticCache for `length` positions: the keys always span all of them, the ones
+        past the committed tokens hidden by the causal mask (cache positions after the query's), and a
+        rollback only moves each layer's write position back (`cumulative_length`, a tensor, as
+        StaticLayer.crop does in transformers 5.25 `cache_utils.py:510-521`; 5.17 has the same counter,
+        `cache_utils.py:417`, but no crop), so the next forward overwrites the rejected positions."""
+        try:
+            from transformers.cache_utils import StaticCache, StaticLayer
+        except ImportError:  # pragma: no cover - every supported release has them
+            raise RuntimeUnsupportedError("a static cache needs transformers' StaticCache (transformers 5)") from None
+        try:
+            cache = StaticCache(config=self.config, max_cache_len=length)
+        except (TypeError, ValueError, KeyError) as exc:
+            raise RuntimeUnsupportedError(f"target ({self.name} adapter): transformers' StaticCache does not take "
+                                          f"its config ({one_line(exc)}); use the dynamic cache") from None
+        layers = getattr(cache, "layers", None) or []
+        plain = [type(layer) is StaticLayer and isinstance(getattr(layer, "cumulative_length", None), torch.Tensor)
+                 for layer in layers]
+        if not layers or not all(plain):
+            raise RuntimeUnsupportedError(
+                f"target ({self.name} adapter): a static cache rolls back full-attention layers only (this target has "
+                "sliding-window or other layers); use the dynamic cache")
+        cache._dflash_static = True  # rolled back by rollback() below, never by crop
+        return cache
+
+    def new_plain_cache(self, static_length: Optional[int] = None) -> Any:
         # no past recording: sliding-window layers keep just their window, and nothing is cropped
+        if static_length is not None:
+            return self._static_cache(static_length)
         if type(self).new_cache is not TorchTarget.new_cache:  # a subclass's own cache
             return self.new_cache()
         from transformers import DynamicCache
 
         return DynamicCache(config=self.config) if hasattr(DynamicCache, "activate_past_recording") else DynamicCache()
+
+    def use_graphs(self, block_length: int, compile_fn: Any = None) -> None:
+        """Run every verify block of `block_length` positions through torch.compile(mode="reduce-overhead"):
+        CUDA graphs, one shape, as transformers' own static-cache generate compiles its decode step
+        (with the static cache the key length never changes). Other lengths (the prefill, a shorter last
+        block) run eagerly. Capture hooks become persistent (registering hooks per call would retrace).
+        `compile_fn`: the compiler (tests pass torch.compile with backend="eager" on CPU)."""
+        if self._graphed is None:
+            compile_fn = compile_fn or (lambda m: torch.compile(m, mode="reduce-overhead", dynamic=False))
+            self._graphed = compile_fn(self.model)
+        self._graph_length = block_length
 
     def forward(self, input_ids: torch.Tensor, cache: Any, start: int, *, capture: Sequence[int] = (),
                 logits_to_keep: int = 0) -> TargetOutput:
@@ -117,6 +162,8 @@ class TorchTarget(Target):
         kwargs = {"position_ids": position_ids, self._cache_kwarg: cache, "use_cache": True}
         if logits_to_keep and self._keep_kwarg:
             kwargs[self._keep_kwarg] = logits_to_keep
+        if getattr(self, "_graphed", None) is not None:
+            return self._graph_forward(input_ids, cache, start, kwargs, capture, logits_to_keep)
         with self._capture(capture) as captured:
             out = self.model(input_ids, **kwargs)
         logits = out.logits if logits_to_keep == 0 or self._keep_kwarg else out.logits[:, -logits_to_keep:]
@@ -128,6 +175,49 @@ class TorchTarget(Target):
                 "its decoder layers are not where the adapter looks"
             )
         return TargetOutput(logits, captured["features"])  # [B, T, L*H]
+
+    def _graph_forward(self, input_ids: torch.Tensor, cache: Any, start: int, kwargs: dict[str, Any],
+                       capture: Sequence[int], logits_to_keep: int) -> TargetOutput:
+        """forward() once use_graphs() is on: blocks of the graphed length after the prefill, on a static
+        cache, through the compiled model; everything else (the prefill above all) eagerly; features from
+        the persistent hooks. The outputs are cloned: a CUDA graph's outputs are overwritten by its next
+        replay."""
+        state = self._graph_state
+        for i in capture:
+            if i not in self._graph_hooks:
+                self._graph_hooks[i] = self._layers[i].register_forward_hook(
+                    lambda _m, _a, output, i=i: self._graph_hook(i, output))
+        state["want"], state["features"], state["filled"] = tuple(capture), None, 0
+        graphed = getattr(cache, "_dflash_static", False) and input_ids.shape[1] == self._graph_length and start > 0
+        if graphed and hasattr(torch.compiler, "cudagraph_mark_step_begin"):
+            torch.compiler.cudagraph_mark_step_begin()
+        out = (self._graphed if graphed else self.model)(input_ids, **kwargs)
+        logits = out.logits if logits_to_keep == 0 or self._keep_kwarg else out.logits[:, -logits_to_keep:]
+        features, filled = state["features"], state["filled"]
+        state["want"], state["features"] = (), None
+        if graphed:
+            logits = logits.clone()
+            features = features.clone() if features is not None else None
+        if not capture:
+            return TargetOutput(logits, None)
+        if filled != len(capture):
+            raise RuntimeUnsupportedError(
+                f"target ({self.name} adapter): the hooks on layers {list(capture)} did not all run; "
+                "its decoder layers are not where the adapter looks")
+        return TargetOutput(logits, features)
+
+    def _graph_hook(self, layer_id: int, output: Any) -> None:
+        state = self._graph_state
+        want = state["want"]
+        if layer_id not in want:
+            return
+        h = layer_output(output)  # [B, T, H]
+        width = h.shape[-1]
+        if state["features"] is None:
+            state["features"] = h.new_empty(*h.shape[:-1], len(want) * width)
+        slot = want.index(layer_id)
+        state["features"][..., slot * width:(slot + 1) * width] = h
+        state["filled"] += 1
 
     @contextmanager
     def _capture(self, layer_ids: Sequence[int]) -> Iterator[dict[str, Any]]:
@@ -158,6 +248,12 @@ class TorchTarget(Target):
 
     def rollback(self, cache: Any, length: int) -> None:
         remove = self.positions_to_drop(self.cache_length(cache), length)
+        if getattr(cache, "_dflash_static", False):  # a static cache: move the write positions back
+            if remove:
+                for layer in cache.layers:
+                    if layer.is_initialized:
+                        layer.cumulative_length.sub_(remove)
+            return
         # A negative crop means "remove that many" in every transformers release; crop(0) is a
         # no-op (that trims sliding layers back to their window) only where the cache records its
         # past (transformers 5) -- older releases read crop(0) as "keep 0 positions".
