@@ -8,7 +8,7 @@ so any layer of the pipeline may depend on it; the one list derived from the eng
 from __future__ import annotations
 
 __all__ = [
-    "ENGINE_VERSIONS",
+    "ENGINE_VERSIONS",  # noqa: F822 (module __getattr__, read on first use)
     "BACKEND_ENGINES",
     "TEXT_CONFIG_KEYS",
     "DEFAULT_BLOCK_SIZE",
@@ -26,16 +26,9 @@ __all__ = [
     "MLX_ROTATING_CACHES",
 ]
 
-# The engine releases every engine verdict is judged against: rules cite file:line in these
-# versions' sources, and the engine-facts extractor reads exactly these wheels.
-ENGINE_VERSIONS = {
-    "vllm": "0.33.0",
-    "sglang": "0.5.23",
-    "dflash": "0.1.0",
-    "mlx-lm": "0.32.2",
-    "transformers": "5.24.0",
-    "speculators": "0.9.0",
-}
+# ENGINE_VERSIONS (read on first use by the module __getattr__ below): the newest bundled release of
+# each engine (data/engines/index.json, dflash_compat.engine_versions). A check judges against the
+# release the user selects (--engine-version, the settings file, what is installed); this is the default.
 
 # The engines whose code speaks for each backend the checker judges (a backend's verdicts rest on them).
 BACKEND_ENGINES = {
@@ -91,6 +84,10 @@ MLX_ROTATING_CACHES = frozenset({"RotatingKVCache"})
 def __getattr__(name: str):
     # PEP 562: `from dflash_compat.contract import RECURRENT_MODEL_TYPES` reads the engine facts on
     # first use only, so importing the contract stays free of I/O.
+    if name == "ENGINE_VERSIONS":
+        from .engine_support import engine_versions
+
+        return engine_versions()
     if name == "RECURRENT_MODEL_TYPES":
         from .engine_support import recurrent_model_types
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from ..contract import ENGINE_VERSIONS
+from .anchors import code_features
 from .astutil import assigned, calls_to, function
 from .delegation import Unresolved, delegation_gap
 from .facts import Section, require
@@ -130,6 +130,18 @@ def _domino(tree: SourceTree) -> Loc:
     raise LayoutError(f"{DFLASH_UTILS}: the Domino projector_type check was not found")
 
 
+SPEC_HOOK = "sglang/srt/arg_groups/speculative_hook.py"
+# Behaviour that changed in the window, each located by the code it must contain (anchors.find_code).
+FEATURES = {
+    "dflash_rope_dim": ("sglang/srt/models/dflash.py", '"rope_dim" in rope_scaling',
+                        "the DFlash draft's rotary width is rope_parameters.rope_dim when given"),
+    "dflash_dp_attention_refused": (SPEC_HOOK, "Currently DFLASH speculative decoding does not support dp",
+                                    "DFLASH refuses attention data parallelism off NPU"),
+    "dflash_dp_attention_needs_dp_lm_head": (SPEC_HOOK, "DFLASH with dp attention requires --enable-dp-lm-head",
+                                             "DFLASH with attention data parallelism needs --enable-dp-lm-head"),
+}
+
+
 def extract(tree: SourceTree) -> Section:
     mods = Modules(tree)
     entries = entry_classes(tree, mods)
@@ -137,10 +149,10 @@ def extract(tree: SourceTree) -> Section:
     sec = Section()
     sec.meta("source", f"SGLang: EntryClass classes of sglang/srt/models that define {HOOK} (directly or "
              "through a base class)")
-    sec.meta("read", f"sglang {ENGINE_VERSIONS['sglang']} wheel")
     sec.meta("interface", HOOK)
     sec.names("supported", supported)
     sec.names("unsupported", unsupported)
+    sec.names("features", code_features(tree, FEATURES))
     sec.mapping("hook_delegated_to_missing", delegated)
     fallback = mods.class_named("sglang.srt.models.transformers", "TransformersForCausalLM")
     if fallback is not None and mods.find_member(fallback, HOOK) is None:

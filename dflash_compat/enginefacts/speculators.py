@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 
-from ..contract import ENGINE_VERSIONS
 from .facts import Section, require
 from .pymod import string_value
 from .source import LayoutError, Loc, SourceTree
@@ -79,7 +78,6 @@ def extract(tree: SourceTree) -> Section:
     sec = Section()
     sec.meta("source", "speculators: registered config formats (speculators/models/*/config.py) and the z-lab "
              "converter (speculators/convert/dflash/converter.py)")
-    sec.meta("read", f"speculators {ENGINE_VERSIONS['speculators']} wheel")
     sec.names("formats", found)
     sec.mapping("format_architectures", archs)
     for key, loc in conversion(tree).items():
