@@ -273,3 +273,17 @@ def test_the_weekly_workflow_refreshes_checks_tests_and_proposes():
     assert any(s.get("uses", "").startswith("actions/cache@") for s in steps)
     assert flow["permissions"] == {"contents": "write", "pull-requests": "write"}
     assert flow["jobs"]["refresh"]["timeout-minutes"] <= 60
+
+
+def test_the_package_ships_every_bundled_facts_file():
+    import fnmatch
+    import tomllib
+
+    patterns = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"][
+        "dflash_compat"]
+    data = ROOT / "dflash_compat"
+    files = [p.relative_to(data).as_posix() for p in (data / "data").rglob("*") if p.is_file()]
+    assert any(f.endswith(".json.gz") for f in files)
+    missing = [f for f in files if not any(fnmatch.fnmatch(f, pat) and f.count("/") == pat.count("/")
+                                           for pat in patterns)]
+    assert missing == []
