@@ -277,6 +277,7 @@ def test_the_weekly_workflow_refreshes_checks_tests_and_proposes():
 
 def test_the_package_ships_every_bundled_facts_file():
     import fnmatch
+
     import tomllib
 
     patterns = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"][
