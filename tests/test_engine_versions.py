@@ -288,3 +288,46 @@ def test_the_package_ships_every_bundled_facts_file():
     missing = [f for f in files if not any(fnmatch.fnmatch(f, pat) and f.count("/") == pat.count("/")
                                            for pat in patterns)]
     assert missing == []
+
+
+# -- serve follows the release ----------------------------------------------------------------------
+
+
+def _serve(*args):
+    return CliRunner().invoke(cli, ["serve", "examples/qwen3-8b/target", "--draft", "examples/qwen3-8b/draft",
+                                    "--engine", "sglang", "--no-deep", "-f", "json", *args])
+
+
+def test_sglang_launch_flags_per_release():
+    from dflash_compat.engine_support import engine_data
+
+    flags = {v: set(engine_data("sglang", v)["cli_flags"]) for v in ("0.5.21", "0.5.22", "0.5.23")}
+    assert "--attn-dp-size" not in flags["0.5.21"] and "--attn-dp-size" in flags["0.5.22"]
+    assert {"--dp-size", "--enable-dp-attention", "--speculative-dflash-block-size"} <= flags["0.5.21"]
+
+
+def test_serve_prints_the_flags_the_release_accepts():
+    from dflash_compat.engine_support import engine_data
+    from dflash_compat.serving.launch import LaunchPlan, for_release
+
+    plan = LaunchPlan("sglang", ["python", "-m", "sglang.launch_server", "--model-path", "m", "--attn-dp-size", "2",
+                                 "--enable-dp-lm-head"])
+    old = for_release(plan, frozenset(engine_data("sglang", "0.5.21")["cli_flags"]), "0.5.21")
+    assert old.argv[-4:] == ["--dp-size", "2", "--enable-dp-attention", "--enable-dp-lm-head"]
+    assert "0.5.21" in old.notes[-1]
+    new = for_release(plan, frozenset(engine_data("sglang", "0.5.23")["cli_flags"]), "0.5.23")
+    assert new.argv == plan.argv
+    with pytest.raises(InputError, match="SGLang 0.5.23 does not accept --made-up-flag"):
+        for_release(LaunchPlan("sglang", ["--model-path", "m", "--made-up-flag", "1"]),
+                    frozenset(engine_data("sglang", "0.5.23")["cli_flags"]), "0.5.23")
+
+
+def test_serve_judges_at_the_selected_release(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    ok = _serve("--attn-dp-size", "2", "--enable-dp-lm-head", "--engine-version", "sglang==0.5.23")
+    assert ok.exit_code == 0 and "--attn-dp-size" in json.loads(ok.output)["argv"]
+    old = _serve("--attn-dp-size", "2", "--enable-dp-lm-head", "--engine-version", "sglang==0.5.21")
+    assert old.exit_code == 1
+    [f] = [f for f in json.loads(old.output)["findings"] if f["code"] == "DF410"]
+    assert "SGLang 0.5.21 refuses DFLASH with attention data parallelism" in f["message"]
+    assert _serve("--engine-version", "sglang=0.5").exit_code == 2

@@ -511,3 +511,12 @@ def test_the_bundled_window_is_what_the_real_wheels_give(capsys):
     start = time.perf_counter()
     assert main(["refresh", "--wheels", str(wheels), "--check"]) == 0, capsys.readouterr().err[-3000:]
     print(f"regenerated the window from {wheels} in {time.perf_counter() - start:.1f} s")
+
+
+def test_sglang_launch_flags_are_its_serverargs_fields():
+    sec = sglang.extract(tree("sglang"))
+    assert sec.data["cli_flags"] == ["--attn-dp-size", "--enable-dp-attention", "--model-path", "--tensor-parallel-size",
+                                     "--tp-size"]
+    assert sec.sources["cli_flags"]["--attn-dp-size"]["file"] == "sglang/srt/arg_groups/fields/parallel.py"
+    # no_cli fields are not flags unless add_cli_args registers them by hand
+    assert sec.sources["cli_flags"]["--enable-dp-attention"]["file"] == "sglang/srt/server_args.py"
