@@ -113,6 +113,9 @@ def _skipped(report: Report, width: int) -> Iterator["Text"]:
     for run in report.rules:
         if run.status == "skipped":
             by_reason.setdefault(run.reason or "skipped", []).append(run.code)
+        elif run.status == "not-applicable" and run.reason and run.reason != "no selected backend":
+            # a rule that holds for other engine releases than the ones selected
+            by_reason.setdefault(f"at {run.reason}", []).append(run.code)
     for reason, codes in by_reason.items():
         text = printable(f"not run, {reason}: {', '.join(codes)}")
         for line in _paragraph(Text(), text, width, indent=2):
