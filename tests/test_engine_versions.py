@@ -331,3 +331,33 @@ def test_serve_judges_at_the_selected_release(monkeypatch):
     [f] = [f for f in json.loads(old.output)["findings"] if f["code"] == "DF410"]
     assert "SGLang 0.5.21 refuses DFLASH with attention data parallelism" in f["message"]
     assert _serve("--engine-version", "sglang=0.5").exit_code == 2
+
+
+# -- probe reads the server's release -----------------------------------------------------------------
+
+
+class _Resp:
+    def __init__(self, status, data):
+        self.ok, self._data = status == 200, data
+
+    def json(self):
+        return self._data
+
+
+class _Client:
+    def __init__(self, routes):
+        self.routes = routes
+
+    def get(self, path):
+        return _Resp(200, self.routes[path]) if path in self.routes else _Resp(404, {})
+
+
+def test_probe_reads_the_servers_release():
+    from dflash_compat.serving.probe import engine_release
+
+    assert engine_release(_Client({"/version": {"version": "0.33.0"}}), "vllm", {}) == {
+        "reported": "0.33.0", "facts": "0.33.0", "status": "bundled"}
+    assert engine_release(_Client({"/version": {"version": "0.35.0"}}), "vllm", {})["facts"] == "0.34.0"
+    assert engine_release(_Client({}), "vllm", {}) is None  # an old server without /version
+    assert engine_release(_Client({"/version": {"version": "<script>"}}), "vllm", {}) is None
+    assert engine_release(_Client({}), "sglang", {"version": "0.5.22"})["facts"] == "0.5.22"
