@@ -361,3 +361,21 @@ def test_probe_reads_the_servers_release():
     assert engine_release(_Client({}), "vllm", {}) is None  # an old server without /version
     assert engine_release(_Client({"/version": {"version": "<script>"}}), "vllm", {}) is None
     assert engine_release(_Client({}), "sglang", {"version": "0.5.22"})["facts"] == "0.5.22"
+
+
+def test_a_release_whose_converter_rule_is_unknown_is_not_judged(tmp_path, monkeypatch):
+    """Facts on demand for a release whose layout a reader does not know: the rule that needs the missing
+    fact says "not judged for" that release instead of a verdict (the cache is written like `facts refresh`)."""
+    from dflash_compat.engine_support import engine_data
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    folder = tmp_path / "dflash-compat" / "facts" / "speculators" / "0.7.0"
+    folder.mkdir(parents=True)
+    facts = {k: v for k, v in engine_data("speculators", "0.9.0").items()}
+    facts["unknown"] = {"converter_drops_last_layer_id": "speculators/convert/dflash/converter.py: not found"}
+    (folder / "facts.json").write_text(json.dumps(facts))
+    (folder / "sources.json").write_text(json.dumps({"sources": {}, "cites": {}}))
+    cfg = draft(**{"dflash_config.target_layer_ids": [1, 9, 17, 25, 35]})
+    [f] = run_rule("DF128", target(), cfg, backends=("vllm",), versions=["speculators==0.7.0"])
+    assert f.severity == "info" and f.message.startswith("not judged for speculators 0.7.0: converter_drops")
+    assert f.judged_for["speculators"] == "0.7.0"

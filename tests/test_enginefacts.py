@@ -212,8 +212,6 @@ BROKEN = [
     ("mlx-lm", "mlx_lm/utils.py", '"llava": "mistral3"', '"llava": "mistral9"', "unknown module"),
     ("dflash", "dflash/model_mlx.py", "import GatedDeltaNet", "import Other as GatedDeltaNet", "no GatedDeltaNet"),
     ("transformers", "transformers/models/mamba/modeling_mamba.py", "_is_stateful = True", "", "mamba not found"),
-    ("speculators", "speculators/convert/dflash/converter.py", "if i + 1 != num_verifier_layers", "",
-     "conversion was not found"),
 ]
 
 
@@ -233,6 +231,14 @@ def test_a_lost_refusal_is_recorded_unknown_for_that_release(tmp_path):
     sec = vllm.extract(tree("vllm", root))
     assert "draft_v1_refused" not in sec.data and "refusal" in sec.unknown["draft_v1_refused"]
     assert "unknown" in sec.facts_json() and not window.check_located("vllm", sec.facts_json(), sec.sources_json())
+
+
+def test_a_lost_converter_rule_is_unknown_for_that_release(tmp_path):
+    root = _edit(tmp_path, "speculators", "speculators/convert/dflash/converter.py",
+                 "if i + 1 != num_verifier_layers", "")
+    sec = speculators.extract(tree("speculators", root))
+    assert "conversion was not found" in sec.unknown["converter_drops_last_layer_id"]
+    assert "converter_drops_last_layer_id" not in sec.sources.get("where", {}) and sec.data["formats"]
 
 
 def test_a_release_without_the_v1_runner_has_no_v1_facts(tmp_path):

@@ -210,6 +210,8 @@ def extract(tree: SourceTree) -> Section:
     sec.mapping("draft_architectures_classes", drafts)
     sec.names("draft_architectures", {k: v[1] for k, v in drafts.items()})
     sec.mapping("dspark_architectures_classes", dspark)
-    sec.where("capture_call", _capture_call(tree))
-    sec.where("domino_projector", _domino(tree))
+    with sec.guard("capture_call"):
+        sec.where("capture_call", _capture_call(tree))
+    with sec.guard("domino_projector"):
+        sec.where("domino_projector", _domino(tree))
     return sec

@@ -80,6 +80,7 @@ def extract(tree: SourceTree) -> Section:
              "converter (speculators/convert/dflash/converter.py)")
     sec.names("formats", found)
     sec.mapping("format_architectures", archs)
-    for key, loc in conversion(tree).items():
-        sec.where(key, loc)
+    with sec.guard("aux_id_is_zlab_id_plus_one", "converter_drops_last_layer_id"):
+        for key, loc in conversion(tree).items():
+            sec.where(key, loc)
     return sec
