@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Mapping, Optional, Sequence
 
 from .engine import BACKENDS, CheckContext, Rule, check_rules, select_rules
 from .exceptions import ConfigError
@@ -11,6 +11,9 @@ from .options import CheckOptions
 from .report import Report, build_report
 from .resolve import Resolved, resolve
 from .specs import DraftSpec, TargetSpec, parse_draft_config, parse_target_config
+
+if TYPE_CHECKING:
+    from .engine_versions import Versions
 
 __all__ = ["CheckRequest", "load_target", "load_draft", "run_check"]
 
@@ -32,6 +35,9 @@ class CheckRequest:
     strict: bool = False  # a warning fails its backend too
     # per-rule levels (code or prefix -> error / warning / info / ignore), e.g. from [tool.dflash-check]
     severity: Mapping[str, str] = field(default_factory=dict)
+    # The engine releases to judge against (engine_versions.select_versions); None: what is installed, else
+    # the newest bundled release of each engine.
+    versions: Optional["Versions"] = None
 
 
 def load_target(resolved: Resolved) -> TargetSpec:
@@ -67,15 +73,18 @@ def run_check(req: CheckRequest, rules: Optional[Sequence[Rule]] = None) -> Repo
 
         rules = ALL_RULES
     chosen = select_rules(rules, req.select, req.ignore)
+    from .engine_versions import select_versions
+
+    versions = req.versions if req.versions is not None else select_versions()
     t_res = resolve(req.target, "target", revision=req.revision, token=req.token)
     d_res = resolve(req.draft, "draft", revision=req.draft_revision, token=req.token)
     target, draft = load_target(t_res), load_draft(d_res)
-    ctx = CheckContext(target=target, draft=draft, options=req.options)
+    ctx = CheckContext(target=target, draft=draft, options=req.options, versions=versions)
     if req.options.deep:
         from .probe import inspect_draft, inspect_target
 
         ctx = CheckContext(target=target, draft=draft, options=req.options,
                            weights=inspect_draft(d_res, token=req.options.token),
-                           modules=inspect_target(t_res, target, req.options, req.framework))
+                           modules=inspect_target(t_res, target, req.options, req.framework), versions=versions)
     results = check_rules(ctx, chosen, req.backends, severity=req.severity)
-    return build_report(target, draft, ctx.modules, ctx.weights, results, strict=req.strict)
+    return build_report(target, draft, ctx.modules, ctx.weights, results, strict=req.strict, versions=versions)

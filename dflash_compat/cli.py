@@ -119,7 +119,8 @@ def check_cmd(fmt: str, output: Optional[str], force: bool, **params: Any) -> No
     """
     from .check import run_check
 
-    req = build_request(params, click.get_current_context().meta.get("dflash_check.severity"))
+    meta = click.get_current_context().meta
+    req = build_request(params, meta.get("dflash_check.severity"), meta.get("dflash_check.engine_versions"))
     out = _Output(output, force, (req.target, req.draft)) if output else None  # refused before the work
     with _progress(req):
         report = run_check(req)
@@ -195,17 +196,23 @@ def rules_cmd(fmt: str) -> None:
 
 @cli.command("rule", short_help="Explain one rule: what it checks, why, an example, the fix.")
 @click.argument("code")
-def rule_cmd(code: str) -> None:
-    """Explain one rule (e.g. `dflash-check rule DF101`): what it checks, why, an example, the fix."""
+@click.option("--engine-version", "engine_versions", multiple=True, metavar="NAME==VERSION",
+              help="Show the engine code at this release (repeatable); default: the installed one, else the newest "
+              "bundled.")
+def rule_cmd(code: str, engine_versions: tuple[str, ...]) -> None:
+    """Explain one rule (e.g. `dflash-check rule DF101`): what it checks, why, an example, the fix, and the
+    engine code it rests on at the releases selected."""
+    from .engine_versions import select_versions
     from .exceptions import InputError
     from .rules import get_rule
 
     rule = get_rule(code)
     if rule is None:
         raise InputError(f"no rule {code!r}; `dflash-check rules` lists them")
+    versions = select_versions(option=engine_versions)
     from .console import make_console, render_rule
 
-    render_rule(rule, make_console())
+    render_rule(rule, make_console(), versions)
 
 
 @cli.command("schema", short_help="Print the JSON Schema of the specs and the report.")

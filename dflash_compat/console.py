@@ -15,7 +15,7 @@ import os
 import re
 import sys
 import textwrap
-from typing import IO, TYPE_CHECKING, Iterator, Optional, Sequence
+from typing import IO, TYPE_CHECKING, Any, Iterator, Mapping, Optional, Sequence
 
 if TYPE_CHECKING:  # rich is imported lazily: `--help` must not pay for it
     from rich.console import Console
@@ -154,8 +154,9 @@ def _engines(backends: Sequence[str]) -> str:
     return ", ".join(backends)
 
 
-def render_rule(rule: "Rule", console: "Console") -> None:
-    """The rule's four documentation sections, each wrapped to the width under its title."""
+def render_rule(rule: "Rule", console: "Console", versions: Optional[Mapping[str, Any]] = None) -> None:
+    """The rule's four documentation sections, each wrapped to the width under its title; its engine
+    sources at the selected releases (`versions`: engine -> Selected; None: the newest bundled)."""
     from rich.text import Text
 
     deep = "; `dflash-check launch` only" if "launch" in rule.needs else \
@@ -166,6 +167,10 @@ def render_rule(rule: "Rule", console: "Console") -> None:
     _print(console, Text.assemble((head, "bold"), lines[0][len(head):]))
     for line in lines[1:]:
         _print(console, line)
+    if rule.versions:
+        holds = ", ".join(f"{e}{spec}" for e, spec in rule.versions.items())
+        for line in wrap(f"Holds for {holds}; not run at other releases.", console.width, indent=2):
+            _print(console, line)
     for title, text in (("What it checks", rule.what), ("Why it matters", rule.why),
                         ("Example", rule.example), ("How to fix", rule.fix)):
         _print(console, "")
@@ -177,7 +182,8 @@ def render_rule(rule: "Rule", console: "Console") -> None:
         _print(console, "")
         _print(console, Text("Engine sources", style="bold"))
         for src in rule.sources:  # each citation on its own line, its note wrapped under it
-            for line in wrap(src.cite(), console.width, indent=4, first=2):
+            used = versions[src.engine].used if versions and src.engine in versions else None
+            for line in wrap(src.cite(used), console.width, indent=4, first=2):
                 _print(console, line)
             for line in wrap(src.note, console.width, indent=4):
                 _print(console, line)

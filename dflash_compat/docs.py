@@ -23,8 +23,8 @@ def rule_doc(rule: Rule) -> dict:
         "why": rule.why,
         "example": rule.example,
         "fix": rule.fix,
-        "sources": [{"engine": src.engine, "version": _version(src.engine), "file": src.path, "lines": src.lines,
-                     "note": src.note} for src in rule.sources],
+        "versions": dict(rule.versions),
+        "sources": [_source_doc(src) for src in rule.sources],
     }
 
 
@@ -32,6 +32,31 @@ def _version(engine: str) -> str:
     from .contract import cited_version
 
     return cited_version(engine)
+
+
+def _releases(src) -> list[tuple[str, "str | None"]]:
+    """(release, lines or None) of a citation in every bundled release of its engine, oldest first."""
+    from .engine_versions import bundled_versions
+
+    return [src.at(v) for v in bundled_versions(src.engine)]
+
+
+def _source_doc(src) -> dict:
+    """A citation at the newest bundled release, with its lines in every bundled release (None: gone)."""
+    newest, lines = src.at()
+    return {"engine": src.engine, "version": newest, "file": src.path, "lines": lines, "note": src.note,
+            "releases": dict(_releases(src))}
+
+
+def _cite_md(src) -> str:
+    """`- vllm 0.34.0 `path:lines`: note` with where the anchor is found in the window."""
+    per = _releases(src)
+    have = [(v, ln) for v, ln in per if ln is not None]
+    if not have:
+        return f"- {src.engine} `{src.path}:{src.lines}` (typed; no bundled release): {_cell(src.note)}"
+    v, ln = have[-1]
+    span = "" if len(have) == len(per) else f" (only in {', '.join(x for x, _ in have)})"
+    return f"- {src.engine} {v} `{src.path}:{ln}`{span}: {_cell(src.note)}"
 
 
 def rules_json(rules: Sequence[Rule]) -> str:
@@ -48,6 +73,8 @@ def _engines_cell(rule: Rule) -> str:
     if not engines:
         return "none (checker only)"
     names = ", ".join(f"{e} {_version(e)}" for e in engines)
+    if rule.versions:
+        names += "; holds for " + ", ".join(f"{e}{spec}" for e, spec in rule.versions.items())
     return f"[{names}]({SOURCES_DOC}#{rule.code.lower()})"
 
 
@@ -67,22 +94,24 @@ def rules_markdown(rules: Sequence[Rule]) -> str:
 
 def rule_sources_markdown(rules: Sequence[Rule]) -> str:
     """docs/rule-sources.md: for every rule, the engine code its verdict rests on, one line per citation."""
-    from .contract import ENGINE_VERSIONS
+    from .engine_versions import ENGINES, bundled_versions
 
-    releases = ", ".join(f"{name} {version}" for name, version in ENGINE_VERSIONS.items())
+    releases = "; ".join(f"{name} {', '.join(bundled_versions(name))}" for name in ENGINES if bundled_versions(name))
     lines = [
         "# Engine sources of every rule",
         "",
         "Generated from the rules' `sources` by `python -m dflash_compat.docs` (a test keeps it current).",
-        f"Paths are relative to each wheel's top package; releases: {releases}.",
-        "`dflash-check rule DFxxx` and the SARIF rule help show the same list.",
+        "Each citation is an anchor (the class or function holding it and the code it contains) resolved in every",
+        f"bundled release; shown here at the newest one. Bundled releases: {releases}.",
+        "Paths are relative to each wheel's top package. `dflash-check rule DFxxx --engine-version NAME==VERSION`",
+        "and the SARIF rule help show the lines of the release checked.",
     ]
     for r in rules:
-        lines += ["", f"## {r.code}", "", f"`{r.name}` ({r.severity}; {', '.join(r.backends)})", ""]
+        holds = "; holds for " + ", ".join(f"{e}{spec}" for e, spec in r.versions.items()) if r.versions else ""
+        lines += ["", f"## {r.code}", "", f"`{r.name}` ({r.severity}; {', '.join(r.backends)}{holds})", ""]
         if not r.sources:
             lines.append("- none: the rule reports on the checker's own inspection, not on an engine")
-        lines += [f"- {src.engine} {_version(src.engine)} `{src.path}:{src.lines}`: {_cell(src.note)}"
-                  for src in r.sources]
+        lines += [_cite_md(src) for src in r.sources]
     return "\n".join(lines) + "\n"
 
 
@@ -127,6 +156,70 @@ def generated_docs() -> dict[str, str]:
     return {SOURCES_DOC: rule_sources_markdown(ALL_RULES)}
 
 
+CHANGES_DOC = "docs/engine-facts.md"
+CHANGES_START, CHANGES_END = "<!-- engine-changes:start -->", "<!-- engine-changes:end -->"
+_CHANGE_KINDS = {  # the facts whose change between releases the table shows, per section
+    "vllm": ("features", "draft_architectures", "draft_v1_refused", "method_config_modules", "supported",
+             "speculators_formats"),
+    "sglang": ("features", "draft_architectures", "supported", "hook_delegated_to_missing"),
+    "transformers": ("features", "stateful_model_types", "recurrent_layer_model_types", "recurrent_layer_types"),
+    "mlx": ("non_trimmable_model_types", "replay_model_types", "rotating_kv_cache_model_types", "cache_classes"),
+    "speculators": ("formats",),
+    "dflash": ("draft_architectures",),
+}
+
+
+def _names_of(value) -> set:
+    return set(value) if isinstance(value, (list, dict)) else set()
+
+
+def engine_changes_markdown() -> str:
+    """What changed between consecutive bundled releases of each engine, computed from the facts."""
+    from .engine_support import SECTION_ENGINE, engine_data
+    from .engine_versions import bundled_versions
+
+    lines = ["| engine | release | what changed (from the previous bundled release) |", "|---|---|---|"]
+    for section, kinds in _CHANGE_KINDS.items():
+        engine = SECTION_ENGINE[section]
+        versions = bundled_versions(engine)
+        lines.append(f"| {engine} | {versions[0]} | first bundled release |")
+        for old, new in zip(versions, versions[1:]):
+            a, b = engine_data(section, old), engine_data(section, new)
+            parts = []
+            for kind in kinds:
+                added = sorted(_names_of(b.get(kind)) - _names_of(a.get(kind)))
+                removed = sorted(_names_of(a.get(kind)) - _names_of(b.get(kind)))
+                if not added and not removed:
+                    continue
+                def show(names):
+                    return ", ".join(f"`{n}`" for n in names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6
+                                                                     else "")
+                bits = ([f"+{show(added)}"] if added else []) + ([f"-{show(removed)}"] if removed else [])
+                parts.append(f"{kind}: {'; '.join(bits)}")
+            lines.append(f"| {engine} | {new} | {_cell('<br>'.join(parts)) if parts else 'no change in these facts'} |")
+    return "\n".join(lines) + "\n"
+
+
+def doc_blocks() -> dict[str, dict[tuple[str, str], str]]:
+    """Generated blocks inside hand-written documents."""
+    return {CHANGES_DOC: {(CHANGES_START, CHANGES_END): engine_changes_markdown()}}
+
+
+def update_blocks() -> list[str]:
+    changed = []
+    for path, blocks in doc_blocks().items():
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+        new = text
+        for (start, end), body in blocks.items():
+            head, _, rest = new.partition(start)
+            _, _, tail = rest.partition(end)
+            new = f"{head}{start}\n{body}{end}{tail}"
+        if _write_if_changed(path, new, text):
+            changed.append(path)
+    return changed
+
+
 def _write_if_changed(path: str, new: str, old: str) -> bool:
     if new != old:
         with open(path, "w", encoding="utf-8") as fh:
@@ -161,5 +254,5 @@ def update_generated_docs() -> list[str]:
 
 
 if __name__ == "__main__":  # python -m dflash_compat.docs  (run from the repo root)
-    changed = (["README.md"] if update_readme() else []) + update_generated_docs()
+    changed = (["README.md"] if update_readme() else []) + update_generated_docs() + update_blocks()
     print(f"updated: {', '.join(changed)}" if changed else "README.md and generated docs already current")

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Optional, Sequence, Union
 
+from .engine_versions import ENGINES, Versions, default_versions, satisfies
 from .findings import COMMON, Finding, Location, RuleDocs, RuleResults, RuleRun, backend_counts
 from .options import CheckOptions
 from .provenance import EngineSource
@@ -64,6 +65,31 @@ class CheckContext:
     options: CheckOptions = field(default_factory=CheckOptions)
     modules: Optional[Union[ModuleFacts, Skipped]] = None
     weights: Optional[Union[DraftWeights, Skipped]] = None
+    # The engine releases this check judges against (engine_versions.select_versions); None: the newest bundled.
+    versions: Optional[Versions] = None
+
+    @property
+    def engine_versions(self) -> Versions:
+        return self.versions if self.versions is not None else default_versions()
+
+    def version(self, engine: str) -> str:
+        """The release of `engine` ("vllm", "transformers", ...) whose facts this check judges against."""
+        return self.engine_versions.used(engine)
+
+    def facts(self, section: str) -> dict:
+        """The engine facts of one section ("vllm", "sglang", "mlx", "transformers", "speculators",
+        "dflash") at the selected release of its engine."""
+        from .engine_support import SECTION_ENGINE, engine_data
+
+        return engine_data(section, self.version(SECTION_ENGINE[section]))
+
+    def known(self, section: str, key: str) -> bool:
+        """False when that fact could not be found in the selected release's code."""
+        return key not in self.facts(section).get("unknown", {})
+
+    def feature(self, section: str, name: str) -> bool:
+        """Whether a located behaviour (a section's `features`) is in the selected release."""
+        return name in self.facts(section).get("features", ())
 
     @property
     def module_skip(self) -> Optional[Skipped]:
@@ -176,11 +202,21 @@ class Rule:
     needs: tuple[str, ...] = ()
     # The engine code this rule's verdict rests on (every rule that speaks for an engine has some).
     sources: tuple[EngineSource, ...] = ()
+    # The engine releases the rule holds for, engine -> spec (">=0.34.0", "<0.34.0", ">=5.22,<5.25"): for a
+    # backend whose engine's selected release is outside it the rule is not run (RuleRun not-applicable).
+    versions: Mapping[str, str] = field(default_factory=dict, compare=False)
+    # Facts the verdict needs ("vllm.draft_v1_refused"): unknown at the selected release -> one info
+    # finding "not judged for vllm X" instead of a verdict.
+    requires: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         unknown = [n for n in self.needs if n not in FACTS]
         if unknown:  # a misspelt fact would otherwise skip the rule for ever
             raise ValueError(f"{self.code}: needs {unknown}, not facts ({', '.join(FACTS)})")
+        for engine, spec in self.versions.items():
+            if engine not in ENGINES:
+                raise ValueError(f"{self.code}: versions names {engine!r}, not an engine ({', '.join(ENGINES)})")
+            satisfies(engine, "0", spec)  # a malformed spec fails here, at import
 
     def applies_to(self, backends: Sequence[str]) -> list[str]:
         if COMMON in self.backends:
@@ -189,7 +225,18 @@ class Rule:
 
     @property
     def docs(self) -> RuleDocs:
-        return RuleDocs(what=self.what, why=self.why, example=self.example, fix=self.fix, sources=self.sources)
+        return RuleDocs(what=self.what, why=self.why, example=self.example, fix=self.fix, sources=self.sources,
+                        versions=tuple(f"{e}{spec}" for e, spec in self.versions.items()))
+
+    def outside(self, backend: str, versions: Versions) -> Optional[str]:
+        """Why the rule does not hold for `backend` at the selected releases (None: it does)."""
+        for engine, spec in self.versions.items():
+            if backend != COMMON and backend not in ENGINES[engine].backends:
+                continue
+            used = versions.used(engine)
+            if not satisfies(engine, used, spec):
+                return f"{engine} {used}: the rule holds for {engine}{spec}"
+        return None
 
 
 def _matches(code: str, patterns: Sequence[str]) -> bool:
@@ -223,6 +270,15 @@ def severity_override(code: str, severity: Mapping[str, str]) -> Optional[str]:
     return severity[max(matches, key=len)] if matches else None
 
 
+def judged_for(rule: Rule, backend: str, versions: Versions) -> dict[str, str]:
+    """The engine releases a finding of `rule` on `backend` was judged for: the engines whose code speaks
+    for the backend (all of the rule's engines for a common finding), among those the rule cites or
+    restricts, each at its selected release."""
+    engines = {src.engine for src in rule.sources} | set(rule.versions)
+    return {e: versions.used(e) for e in ENGINES if e in engines and e in versions
+            and (backend == COMMON or backend in ENGINES[e].backends)}
+
+
 def _run_one(ctx: CheckContext, rule: Rule, backends: Sequence[str],
              forced: Optional[str] = None) -> tuple[RuleRun, list[Finding]]:
     """Run one rule; `forced` (a user's severity override) replaces the rule's and its violations' levels."""
@@ -231,17 +287,47 @@ def _run_one(ctx: CheckContext, rule: Rule, backends: Sequence[str],
     targets = rule.applies_to(backends)
     if not targets:
         return RuleRun(**run, status="not-applicable", reason="no selected backend"), []
+    versions = ctx.engine_versions
+    outside = {b: why for b in targets if (why := rule.outside(b, versions)) is not None}
+    targets = [b for b in targets if b not in outside]
+    if not targets:
+        return RuleRun(**run, status="not-applicable", reason="; ".join(dict.fromkeys(outside.values()))), []
     missing = next(((fact, why) for fact in rule.needs if (why := ctx.missing(fact)) is not None), None)
     if missing is not None:
         return RuleRun(**run, status="skipped", missing=missing[0], reason=missing[1]), []
+    unknown = _unknown_facts(ctx, rule)
+    if unknown:
+        found = [Finding(code=rule.code, name=rule.name, severity="info", backend=backend,
+                         message=f"not judged for {why}", fix=f"Extract facts for that release: {cmd}",
+                         judged_for=judged_for(rule, backend, versions))
+                 for backend in targets for why, cmd in unknown]
+        return RuleRun(**run, status="skipped", reason="; ".join(why for why, _ in unknown)), found
     found = [
         Finding(code=rule.code, name=rule.name, severity=forced or violation.severity or rule.severity, backend=backend,
-                message=violation.message, fix=violation.fix or rule.fix, locations=list(violation.locations))
+                message=violation.message, fix=violation.fix or rule.fix, locations=list(violation.locations),
+                judged_for=judged_for(rule, backend, versions))
         for violation in rule.check(ctx)
         for backend in targets
         if violation.speaks_for(backend)
     ]
     return RuleRun(**run, status="ran"), found
+
+
+def _unknown_facts(ctx: CheckContext, rule: Rule) -> list[tuple[str, str]]:
+    """(why, command) per fact the rule requires that is unknown at the selected release."""
+    from .engine_support import SECTION_ENGINE
+    from .engine_versions import refresh_command
+
+    out = []
+    for fact in rule.requires:
+        section, _, key = fact.partition(".")
+        if not ctx.known(section, key):
+            engine = SECTION_ENGINE[section]
+            version = ctx.version(engine)
+            why = ctx.facts(section)["unknown"][key]
+            out.append((f"{engine} {version}: {key} was not found in its code ({why})",
+                        f"`{refresh_command(engine, version)}` after updating dflash-compat"))
+    return out
 
 
 def check_rules(ctx: CheckContext, rules: Sequence[Rule], backends: Sequence[str],

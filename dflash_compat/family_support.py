@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Mapping, Optional
 
 from .provenance import EngineSource
 
@@ -41,8 +41,10 @@ class FamilySupport:
     needs: tuple[str, ...] = ()
     checks: tuple[EngineCheck, ...] = field(default_factory=tuple)
 
-    def cite(self) -> str:
-        return "; ".join(s.cite() for s in self.sources)
+    def cite(self, versions: Optional[Mapping[str, Any]] = None) -> str:
+        """The sources at the releases checked (`versions`: engine -> Selected; None: the newest bundled)."""
+        versions = versions or {}
+        return "; ".join(s.cite(versions[s.engine].used if s.engine in versions else None) for s in self.sources)
 
 
 @cache
@@ -51,7 +53,7 @@ def _load() -> dict[str, Any]:
 
 
 def _sources(items: list[dict[str, str]]) -> tuple[EngineSource, ...]:
-    return tuple(EngineSource(s["engine"], s["path"], s["lines"], s.get("note", "")) for s in items)
+    return tuple(EngineSource(s["engine"], s["path"], s["lines"], s.get("note", ""), s.get("version")) for s in items)
 
 
 def family_support(fmt: str, engine: str) -> Optional[FamilySupport]:
@@ -76,3 +78,23 @@ def engines_loading(fmt: str) -> list[str]:
 
 def read_date() -> str:
     return str(_load()["read"])
+
+
+def all_sources() -> list[EngineSource]:
+    """Every engine citation in the file (the extractor turns each into an anchor resolved per release)."""
+    out: list[EngineSource] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            if {"engine", "path", "lines"} <= node.keys():
+                out.append(EngineSource(node["engine"], node["path"], node["lines"], node.get("note", ""),
+                                        node.get("version")))
+                return
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(_load()["families"])
+    return out

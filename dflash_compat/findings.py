@@ -57,6 +57,8 @@ class Finding:
     message: str
     fix: str
     locations: list[Location] = field(default_factory=list)
+    # The engine releases this finding was judged for (name -> release), e.g. {"vllm": "0.34.0"}.
+    judged_for: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,8 @@ class RuleDocs:
     fix: str
     # The engine code the rule rests on (engine, release, file:line): `rule DFxxx` and SARIF show it.
     sources: tuple[EngineSource, ...] = ()
+    # The engine releases the rule holds for ("vllm<0.34.0"); empty: every release.
+    versions: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

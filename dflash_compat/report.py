@@ -14,6 +14,7 @@ from . import __version__
 from .findings import BackendCounts, Finding, Location, RuleResults, RuleRun
 
 if TYPE_CHECKING:  # only for annotations: building a report needs no pydantic import here
+    from .engine_versions import Versions
     from .facts import DraftWeights, ModuleFacts, Skipped
     from .specs import DraftSpec, TargetSpec
 
@@ -63,9 +64,10 @@ class Report:
     tool: Tool = field(default_factory=Tool)
     strict: bool = False  # --strict: a warning fails its backend too
     rules: list[RuleRun] = field(default_factory=list)  # what happened to each selected rule
-    # The engine releases the verdicts were judged against: every engine whose code a rule that ran
-    # cites, with its version (contract.ENGINE_VERSIONS), e.g. {"vllm": "0.33.0", "sglang": "0.5.23"}.
-    engines: dict[str, str] = field(default_factory=dict)
+    # The engine releases the verdicts were judged against, per engine whose code speaks for a selected
+    # backend: {"vllm": {"version": "0.34.0", "requested": "0.34.1", "origin": "option", "status": "newer"}}
+    # (version: the facts release used; origin: option, launch-file, config, installed or default).
+    engines: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict, keys in the documented order (schema version 1; `strict`, `rules`,
@@ -100,14 +102,15 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def judged_engines(runs: list[RuleRun], backends: list[str]) -> dict[str, str]:
-    """The engines (name -> release) whose code the rules that ran cite, among those that speak for the
-    selected backends (a common rule citing vLLM says nothing about an SGLang-only check), in contract order."""
-    from .contract import BACKEND_ENGINES, ENGINE_VERSIONS
+def judged_engines(runs: list[RuleRun], backends: list[str], versions: "Optional[Versions]" = None
+                   ) -> dict[str, dict[str, str]]:
+    """The engines (name -> version, requested, origin, status) that speak for the selected backends, in
+    registry order."""
+    from .engine_versions import ENGINES, default_versions
 
-    speaking = {engine for b in backends for engine in BACKEND_ENGINES.get(b, ())}
-    cited = {src.engine for run in runs if run.status == "ran" and run.docs for src in run.docs.sources}
-    return {name: version for name, version in ENGINE_VERSIONS.items() if name in cited & speaking}
+    versions = versions if versions is not None else default_versions()
+    speaking = [name for name, info in ENGINES.items() if set(info.backends) & set(backends)]
+    return versions.as_json(speaking)
 
 
 def _verdict(counts: BackendCounts) -> Verdict:
@@ -132,6 +135,7 @@ def build_report(
     weights: "Optional[Union[DraftWeights, Skipped]]",
     results: RuleResults,
     strict: bool = False,
+    versions: "Optional[Versions]" = None,
 ) -> Report:
     """The report of one check: the specs and deep facts as plain dicts, and the engine's `RuleResults`."""
     from .facts.report_fields import module_fields, weights_field
@@ -144,7 +148,7 @@ def build_report(
         summary=summarize(results.findings, results.counts),
         strict=strict,
         rules=list(results.rules),
-        engines=judged_engines(results.rules, list(results.counts)),
+        engines=judged_engines(results.rules, list(results.counts), versions),
     )
 
 

@@ -15,6 +15,8 @@ from . import (
     df008_target_not_buildable,
     df009_draft_family_not_loadable,
     df010_model_size_implausible,
+    df011_engine_version_newer_than_facts,
+    df012_engine_version_older_than_window,
     df101_hidden_size_mismatch,
     df103_layer_ids_missing,
     df104_layer_id_out_of_range,
@@ -157,6 +159,8 @@ ALL_RULES: list[Rule] = [
     df008_target_not_buildable.RULE,
     df009_draft_family_not_loadable.RULE,
     df010_model_size_implausible.RULE,
+    df011_engine_version_newer_than_facts.RULE,
+    df012_engine_version_older_than_window.RULE,
     # --- DF1xx: the common contract, from configs ---
     df101_hidden_size_mismatch.RULE,
     df103_layer_ids_missing.RULE,

@@ -66,6 +66,8 @@ MLXLM_TRIM = S("mlx-lm", "mlx_lm/models/cache.py", "115-138", "trim_prompt_cache
 MLXLM_ROTATING = S("mlx-lm", "mlx_lm/models/cache.py", "544-545", "RotatingKVCache.is_trimmable: offset < max_size")
 MLXLM_CLASSES = S("mlx-lm", "mlx_lm/utils.py", "200-225", "model class by model_type (remapped), ValueError if unknown")
 MLXLM_EMBED_SCALE = S("mlx-lm", "mlx_lm/models/gemma4_text.py", "403-404", "Gemma4TextModel.embed_scale = sqrt(hidden)")
+MLXLM_GEMMA3_SCALE = S("mlx-lm", "mlx_lm/models/gemma3_text.py", "190", "Gemma3 scales inline after the lookup (no "
+                       "embed_scale attribute); in every release, Gemma4 from 0.31.2")
 
 # --- transformers 5.24.0 -----------------------------------------------------------------------------
 HF_LAST_HIDDEN = S("transformers", "transformers/utils/output_capturing.py", "368-379",
@@ -78,6 +80,10 @@ HF_SLIDING_CROP_RAISES = S("transformers", "transformers/cache_utils.py", "281-2
                            "without past recording")
 HF_LINEAR_CROP = S("transformers", "transformers/cache_utils.py", "1149-1207", "linear-attention layers: crop cuts "
                    "conv states only; not croppable once a recurrent state exists")
+HF_ROLLBACK = S("transformers", "transformers/generation/utils.py", "4002", "assisted generation records the recurrent "
+                "states of the drafted tokens (5.25)", version="5.25.0")
+HF_ROLLBACK_CROP = S("transformers", "transformers/cache_utils.py", "1173-1207", "linear-attention crop restores the "
+                     "recorded recurrent state (5.25)", version="5.25.0")
 HF_STATEFUL = S("transformers", "transformers/generation/utils.py", "1885-1890", "assisted generation refuses "
                 "_is_stateful models")
 HF_NATIVE_KEYS = S("transformers", "transformers/generation/candidate_generator.py", "1535-1540",
@@ -118,6 +124,8 @@ VLLM_EMBED = S("vllm", "vllm/model_executor/models/qwen3_dflash.py", "497-503",
                "DFlash embedding: raw rows (mask_embedding.pt override), no input_embedding_scale")
 VLLM_SHARE_EMBED = S("vllm", "vllm/v1/spec_decode/llm_base_proposer.py", "1418-1505",
                      "the draft uses the target's model.embed_tokens / model.embedding module")
+VLLM_V2_SHARE_EMBED = S("vllm", "vllm/v1/worker/gpu/spec_decode/eagle/utils.py", "37-77",
+                        "V2 runner: the draft takes the target's embed_tokens / embedding")
 VLLM_V2_EMBED = S("vllm", "vllm/model_executor/models/qwen3_dflash2.py", "376-392",
                   "DFlash 2: raw rows x dflash_config.input_embedding_scale")
 VLLM_V1_LOGITS = S("vllm", "vllm/model_executor/models/qwen3_dflash.py", "754-766",
@@ -158,6 +166,8 @@ SGL_V2_LOGITS = S("sglang", "sglang/srt/models/dflash.py", "1284-1302",
                   "applied to the DFlash 2 selector's candidate logits only (DFlash2DraftModel and its aliases)")
 SGL_ROPE = S("sglang", "sglang/srt/models/dflash.py", "253-278", "config.partial_rotary_factor attribute, rope_dim "
              "in the rope parameters, rope_is_neox_style / is_neox_style")
+SGL_ROPE_OLD = S("sglang", "sglang/srt/models/dflash.py", "251-259", "0.5.21-0.5.22: rotary_dim = head_dim "
+                 "(rope_dim not read), config.partial_rotary_factor", version="0.5.22")
 SGL_THETA = S("sglang", "sglang/srt/utils/hf_transformers/common.py", "513-517",
               "rope_parameters.rope_theta first, then config.rope_theta, default 10000")
 SGL_BLOCK = S("sglang", "sglang/srt/speculative/dflash_utils.py", "608-612",

@@ -15,6 +15,8 @@ PREDICATES: dict[str, Callable[[CheckContext], bool]] = {
     "target_vocab_is_202048": lambda c: c.draft.vocab_size is None and c.target.vocab_size not in (None, 202048),
     "sliding_layers_causal_by_default": lambda c: c.draft.is_causal is None
     and "sliding_attention" in (c.draft.layer_types or []),
+    # vLLM 0.34 ricursive_dflash2.py:34 reads config.no_rope_layers for every layer
+    "no_rope_layers_missing": lambda c: not isinstance(c.draft.raw.get("no_rope_layers"), list),
 }
 
 
@@ -35,7 +37,7 @@ def check(ctx: CheckContext):
             elsewhere = f"{names} load{'s' if len(others) == 1 else ''} it" if others else "no engine we check does"
             yield Violation(
                 f"{ENGINE_NAMES[engine]} does not load {d.family} drafts: {support.reason}; {elsewhere} "
-                f"({support.cite()})",
+                f"({support.cite(ctx.engine_versions)})",
                 [ctx.dloc("architectures", "architectures")],
                 fix=CONVERT_FIX if d.is_speculators and engine in ("transformers", "mlx") else None,
                 backends=(engine,),
@@ -44,7 +46,7 @@ def check(ctx: CheckContext):
         for need in support.checks:
             if PREDICATES[need.check](ctx):
                 yield Violation(
-                    f"{need.message} ({'; '.join(s.cite() for s in need.sources)})",
+                    f"{need.message} ({'; '.join(s.cite(ctx.version(s.engine)) for s in need.sources)})",
                     [ctx.dloc("architectures", "architectures")],
                     fix=need.fix, severity=need.severity, backends=(engine,),
                 )

@@ -7,7 +7,7 @@ import math
 from dflash_compat.engine import COMMON, CheckContext, EngineSource, Rule, Violation
 from dflash_compat.quoting import quote
 
-from ._sources import HF_QWEN3_ROPE, MLX_ROPE, MLXLM_ROPE, SGL_ROPE, VLLM_ROPE_DIM
+from ._sources import HF_QWEN3_ROPE, MLX_ROPE, MLXLM_ROPE, SGL_ROPE, SGL_ROPE_OLD, VLLM_ROPE_DIM
 
 VLLM_DRAFT_ROPE = EngineSource("vllm", "vllm/model_executor/models/qwen3_dflash.py", "222-227",
                                "draft rotary embedding from the draft's rope_parameters")
@@ -50,5 +50,5 @@ RULE = Rule(
     "long-context positions differently from training, which costs acceptance without any error.",
     example='target {"rope_scaling": {"rope_type": "yarn", "factor": 4.0}}, draft {"rope_scaling": null}',
     fix="Copy the RoPE settings the draft was trained with (normally the target's) into the draft config.",
-    sources=(HF_QWEN3_ROPE, MLX_ROPE, MLXLM_ROPE, VLLM_DRAFT_ROPE, VLLM_ROPE_DIM, SGL_ROPE),
+    sources=(HF_QWEN3_ROPE, MLX_ROPE, MLXLM_ROPE, VLLM_DRAFT_ROPE, VLLM_ROPE_DIM, SGL_ROPE, SGL_ROPE_OLD),
 )

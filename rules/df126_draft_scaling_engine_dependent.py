@@ -15,6 +15,7 @@ from ._sources import (
     MLX_LOAD_DRAFT,
     MLX_SCALES,
     MLXLM_EMBED_SCALE,
+    MLXLM_GEMMA3_SCALE,
     REF_BLOCK,
     REF_DRAFT_VALUE,
     REF_EMBED,
@@ -28,6 +29,7 @@ from ._sources import (
     VLLM_V1_LOGITS,
     VLLM_V2_EMBED,
     VLLM_V2_LOGITS,
+    VLLM_V2_SHARE_EMBED,
 )
 
 # Targets whose embedding MODULE multiplies by sqrt(hidden_size) in SGLang (the DFLASH worker embeds with
@@ -149,7 +151,8 @@ RULE = Rule(
     '"dflash_config": {"input_embedding_scale": 73.3}}: vLLM uses 1, MLX 73.3 x 73.3',
     fix="Serve the draft on an engine that scales the way the reference does (the message names the others), or "
     "keep the scaling keys inside dflash_config; `dflash-check smoke` shows the acceptance you get.",
-    sources=(REF_DRAFT_VALUE, REF_EMBED, REF_BLOCK, REF_LOGITS, VLLM_EMBED, VLLM_SHARE_EMBED, VLLM_V2_EMBED,
+    sources=(REF_DRAFT_VALUE, REF_EMBED, REF_BLOCK, REF_LOGITS, VLLM_EMBED, VLLM_SHARE_EMBED, VLLM_V2_SHARE_EMBED, VLLM_V2_EMBED,
              VLLM_V1_LOGITS, VLLM_V2_LOGITS, SGL_EMBED_MODULE, SGL_EMBED, SGL_SCALED_MODULE, SGL_LOGITS,
-             SGL_V2_LOGITS, HF_SCALED_EMBED, MLX_BIND, MLX_EMBED, MLX_LOAD_DRAFT, MLX_SCALES, MLXLM_EMBED_SCALE),
+             SGL_V2_LOGITS, HF_SCALED_EMBED, MLX_BIND, MLX_EMBED, MLX_LOAD_DRAFT, MLX_SCALES, MLXLM_EMBED_SCALE,
+             MLXLM_GEMMA3_SCALE),
 )

@@ -8,7 +8,16 @@ from dflash_compat.engine import COMMON, CheckContext, EngineSource, Rule, Viola
 from dflash_compat.specs._reader import get_dotted
 
 from ._common import is_int
-from ._sources import HF_QWEN3_ROPE, HF_ROPE_PARAMS, MLX_ROPE, REF_ROPE, SGL_ROPE, VLLM_NEOX, VLLM_ROPE_DIM
+from ._sources import (
+    HF_QWEN3_ROPE,
+    HF_ROPE_PARAMS,
+    MLX_ROPE,
+    REF_ROPE,
+    SGL_ROPE,
+    SGL_ROPE_OLD,
+    VLLM_NEOX,
+    VLLM_ROPE_DIM,
+)
 
 HF_EXTRA_KEYS = EngineSource("transformers", "transformers/configuration_utils.py", "499-505",
                              "config keys a config class does not declare become attributes (is_neox_style, ...)")
@@ -23,7 +32,7 @@ def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _found(raw: dict, head_dim) -> list[tuple[str, str]]:
+def _found(raw: dict, head_dim, sglang_rope_dim: bool = True) -> list[tuple[str, str]]:
     """(key=value as written, what vLLM / SGLang do with it) for each layout key that changes the rotation."""
     out = []
     for key, who in _NEOX_KEYS:
@@ -41,14 +50,16 @@ def _found(raw: dict, head_dim) -> list[tuple[str, str]]:
     for key in _ROPE_DIM_KEYS:
         value = get_dotted(raw, key)
         if is_int(value) and value != head_dim:
-            out.append((f"{key}={value}", f"vLLM and SGLang rotate {value} of {head_dim or '?'} head dims"))
+            who = "vLLM and SGLang rotate" if sglang_rope_dim else "vLLM rotates"
+            out.append((f"{key}={value}", f"{who} {value} of {head_dim or '?'} head dims"))
             break
     return out
 
 
 def check(ctx: CheckContext):
     d = ctx.draft
-    found = _found(d.raw, d.head_dim)
+    # SGLang reads rope_dim from 0.5.23 (sglang/srt/models/dflash.py); before, it rotates the whole head
+    found = _found(d.raw, d.head_dim, ctx.feature("sglang", "dflash_rope_dim"))
     if not found:
         return
     keys = [k.partition("=")[0] for k, _ in found]
@@ -81,5 +92,6 @@ RULE = Rule(
     fix="Find out how the draft was trained: if it rotates fully in the neox layout (as the dflash reference's "
     "own draft model does), remove the keys; if not, serve it only on an engine that honours them (the message "
     "says which).",
-    sources=(REF_ROPE, HF_QWEN3_ROPE, HF_ROPE_PARAMS, MLX_ROPE, VLLM_NEOX, VLLM_ROPE_DIM, SGL_ROPE, HF_EXTRA_KEYS),
+    sources=(REF_ROPE, HF_QWEN3_ROPE, HF_ROPE_PARAMS, MLX_ROPE, VLLM_NEOX, VLLM_ROPE_DIM, SGL_ROPE, SGL_ROPE_OLD,
+             HF_EXTRA_KEYS),
 )

@@ -51,4 +51,6 @@ RULE = Rule(
     "with every z-lab id + 1, N included (the converter derives them only when none are given), or serve the z-lab "
     "checkpoint directly.",
     sources=(SPEC_CONVERT, SPEC_FC, SPEC_SAVE, SPEC_SLICE, SPEC_CLI),
+    # the converter rule this verdict describes, as read from the selected speculators release
+    requires=("speculators.converter_drops_last_layer_id",),
 )

@@ -13,6 +13,8 @@ HF_PARTIAL_SCALED = EngineSource("transformers", "transformers/modeling_rope_uti
                                  "scaled RoPE: frequencies for int(head_dim * partial_rotary_factor) dims")
 MLXLM_DYNAMIC_ROPE = EngineSource("mlx-lm", "mlx_lm/models/rope_utils.py", "309-356",
                                   "initialize_rope: dynamic (DynamicNTKScalingRoPE) and longrope (SuScaledRoPE)")
+MLXLM_OLD_ROPE = EngineSource("mlx-lm", "mlx_lm/models/rope_utils.py", "307-308", "0.31: no dynamic branch; "
+                              "initialize_rope raises Unsupported RoPE type", version="0.31.3")
 
 
 def check(ctx: CheckContext):
@@ -47,5 +49,5 @@ RULE = Rule(
     example='draft {"rope_scaling": {"rope_type": "dynamic", "factor": 2.0}}',
     fix="Run the pair on an engine instead of `dflash-check smoke` (the other findings say which ones load it), "
     "or, if the draft was trained without this RoPE setting, correct its config.",
-    sources=(HF_QWEN3_ROPE, HF_DYNAMIC_ROPE, HF_PARTIAL_SCALED, MLX_ROPE, MLXLM_DYNAMIC_ROPE),
+    sources=(HF_QWEN3_ROPE, HF_DYNAMIC_ROPE, HF_PARTIAL_SCALED, MLX_ROPE, MLXLM_DYNAMIC_ROPE, MLXLM_OLD_ROPE),
 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, Rule, Violation
 
-from ._sources import HF_LINEAR_CROP, REF_CACHE, REF_VERIFY
+from ._sources import HF_LINEAR_CROP, HF_ROLLBACK_CROP, REF_CACHE, REF_VERIFY
 from .df201_target_cache_not_croppable import SGL_HYBRID, VLLM_HYBRID
 
 
@@ -39,5 +39,5 @@ RULE = Rule(
     example="a model type not known as hybrid whose cache is built from LinearAttentionLayer entries",
     fix="Serve this target with an engine that rolls recurrent state back (vLLM; SGLang, whose DFLASH worker "
     "commits the accepted state itself), or use a pure-attention target.",
-    sources=(REF_CACHE, REF_VERIFY, HF_LINEAR_CROP, VLLM_HYBRID, SGL_HYBRID),
+    sources=(REF_CACHE, REF_VERIFY, HF_LINEAR_CROP, HF_ROLLBACK_CROP, VLLM_HYBRID, SGL_HYBRID),
 )

@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, EngineSource, Rule, Violation
-from dflash_compat.engine_support import engine_data
 from dflash_compat.family_support import family_support
 from dflash_compat.quoting import quote
 
 
-def _served() -> list[str]:
-    """Names vLLM serves under method "dflash", after EAGLEConfig's rename (data: engine_support.json)."""
-    return engine_data("vllm")["draft_architectures"]
+def _served(ctx: CheckContext) -> list[str]:
+    """Names vLLM serves under method "dflash", after EAGLEConfig's rename, at the selected release."""
+    return ctx.facts("vllm")["draft_architectures"]
 
 
 def check(ctx: CheckContext):
     d = ctx.draft
-    if d.is_speculators or any(a in _served() for a in d.architectures):
+    if d.is_speculators or any(a in _served(ctx) for a in d.architectures):
         return
     support = family_support(d.format, "vllm")
     if support is not None and not support.loads:
@@ -23,7 +22,7 @@ def check(ctx: CheckContext):
     yield Violation(
         f"draft architectures {quote(d.architectures)} name no vLLM DFlash draft class: vLLM looks each one up as "
         "written if it starts or ends with DFlash, else as DFlash<name>, and stops with \"Model architectures "
-        "[...] are not supported for now\"",
+        f"[...] are not supported for now\" (vllm {ctx.version('vllm')})",
         [ctx.dloc("architectures", "architectures")],
     )
 
@@ -36,7 +35,7 @@ RULE = Rule(
     check=check,
     what="The draft's `architectures` names a draft class vLLM serves with `method: dflash`: DFlashDraftModel, "
     "DFlash2DraftModel, DFlash2BeamDraftModel, LiLiCorrDraftModel, the Muse-Glimmer assistant, Qwen3-XPress or "
-    "the Laguna DFlash draft (the list is data, in dflash_compat/data/engine_support.json). Speculators-format "
+    "the Laguna DFlash draft (the list is data per vLLM release, in dflash_compat/data/engines/vllm.json; DFlash2RicursiveDraftModel from 0.34). Speculators-format "
     "drafts are converted by vLLM and pass.",
     why="vLLM picks the draft's model class by this name. Under `method: dflash` it keeps a name that starts or "
     "ends with `DFlash` and prefixes any other with `DFlash`, then looks it up in its registry; a renamed or "

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, EngineSource, Rule, Violation
-from dflash_compat.engine_support import engine_data, provenance, target_support
+from dflash_compat.engine_support import provenance, target_support
 from dflash_compat.quoting import quote, quote_items
 
 
@@ -11,12 +11,12 @@ def check(ctx: CheckContext):
     archs = ctx.target.architectures
     if not archs:
         return
-    verdict, names = target_support("vllm", archs)
+    verdict, names = target_support("vllm", archs, ctx.version("vllm"))
     if verdict == "supported":
         return
     loc = [ctx.tloc("architectures", "architectures")]
-    fallback = engine_data("vllm").get("fallback")
-    bodies = engine_data("vllm").get("aux_body_not_mixin", {})
+    fallback = ctx.facts("vllm").get("fallback")
+    bodies = ctx.facts("vllm").get("aux_body_not_mixin", {})
     hollow = [n for n in names if n in bodies]
     if verdict == "unsupported" and hollow:
         name = hollow[0]
@@ -35,7 +35,7 @@ def check(ctx: CheckContext):
     else:
         yield Violation(
             f"target architectures {quote(names)} are not in our list of vLLM classes with the EAGLE-3 aux-hidden-state "
-            f"interface ({provenance('vllm')}); {fallback or 'check the vLLM model class'}",
+            f"interface ({provenance('vllm', ctx.version('vllm'))}); {fallback or 'check the vLLM model class'}",
             loc,
             severity="warning",
         )
@@ -50,7 +50,7 @@ RULE = Rule(
     what="The target's class is one vLLM can take auxiliary hidden states from (EAGLE-3 interface). Listed as "
     "unsupported: error; not listed either way: warning. A class that declares the interface but whose "
     "language-model body (the `.model` the interface sets the layers on) is not an `EagleModelMixin` is "
-    "unsupported too. The list is data, in dflash_compat/data/engine_support.json.",
+    "unsupported too. The list is data, per vLLM release, in dflash_compat/data/engines/vllm.json.",
     why="vLLM's DFlash proposer gets its context features through the same hook as EAGLE-3; a model class without "
     "it fails at start-up. Not supported in mid-2026: Glm4Moe, Gemma2/3, Mixtral, Qwen2-MoE. vLLM 0.33.0 also "
     "lists Exaone4_5_ForConditionalGeneration, CohereCompassForConditionalGeneration and "

@@ -47,5 +47,10 @@ RULE = Rule(
         EngineSource("vllm", "vllm/config/vllm.py", "642-645", "lookahead: K + 1 query tokens per request"),
         EngineSource("vllm", "vllm/model_executor/models/qwen3_dflash2.py", "255-256", "DFlash 2 conv block = 1 + K"),
         EngineSource("vllm", "vllm/config/speculative.py", "1600-1618", "K: given, or n_predict, else an error"),
+        # 0.34: the method's settings class says it (per-method config modules)
+        EngineSource("vllm", "vllm/v1/worker/gpu/spec_decode/dflash/config.py", "53-56", "lookahead: K + 1",
+                     version="0.34.0"),
+        EngineSource("vllm", "vllm/v1/worker/gpu/spec_decode/speculator_config.py", "222-227",
+                     "K: resolved by the method, else an error", version="0.34.0"),
     ),
 )

@@ -60,5 +60,11 @@ RULE = Rule(
         EngineSource("vllm", "vllm/config/vllm.py", "642-645", "DFlash lookahead: K + 1"),
         EngineSource("vllm", "vllm/config/vllm.py", "2371-2377", "budget <= K + 1: start-up error"),
         EngineSource("vllm", "vllm/config/vllm.py", "2379-2395", "budget // (K + 1) < max seqs: warn and cap"),
+        EngineSource("vllm", "vllm/v1/worker/gpu/spec_decode/dflash/config.py", "53-60",
+                     "DFlash lookahead K + 1; draft seqs = budget // (K + 1)", version="0.34.0"),
+        EngineSource("vllm", "vllm/config/vllm.py", "2291-2298", "budget <= lookahead: start-up error",
+                     version="0.34.0"),
+        EngineSource("vllm", "vllm/config/vllm.py", "2300-2312", "fewer draft seqs than max seqs: warn and cap",
+                     version="0.34.0"),
     ),
 )

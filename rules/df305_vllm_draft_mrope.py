@@ -24,6 +24,8 @@ RULE = Rule(
     severity="info",
     backends=("vllm",),
     check=check,
+    # vLLM 0.34 removed the V1 runner (vllm/v1/spec_decode/ is gone): only the V2 runner's text positions remain
+    versions={"vllm": "<0.34.0"},
     what="Notes a draft whose RoPE settings carry an `mrope_section`.",
     why="vLLM's V1 model runner refuses M-RoPE in any parallel-drafting proposer, DFlash included. The V2 runner "
     "(the default) builds the M-RoPE module and feeds it one text position per token, which is plain RoPE. V1 is "

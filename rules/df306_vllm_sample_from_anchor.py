@@ -14,9 +14,10 @@ def check(ctx: CheckContext):
         return
     if get_dotted(d.raw, NESTED) is True:
         yield Violation(
-            "draft sets dflash_config.sample_from_anchor = true: vLLM's default V2 model runner refuses it "
-            "(\"sample_from_anchor=True is not supported for DFlash\"); the V1 runner ignores it and drafts in the "
-            "standard layout",
+            "draft sets dflash_config.sample_from_anchor = true: vLLM's V2 model runner refuses it "
+            "(\"sample_from_anchor=True is not supported for DFlash\")"
+            + ("; the V1 runner ignores it and drafts in the standard layout"
+               if ctx.feature("vllm", "v1_dflash_proposer") else ""),
             [ctx.dloc("sample_from_anchor", NESTED)],
         )
         return

@@ -41,6 +41,8 @@ def check(ctx: CheckContext):
                 [ctx.dloc("eagle_aux_hidden_state_layer_ids", TOP), ctx.dloc("target_layer_ids")],
             )
         return
+    if not ctx.feature("vllm", "v1_dflash_proposer"):
+        return  # only the V1 runner reads eagle_config for layer ids; vLLM 0.34 has none
     eagle_config = get_dotted(raw, "eagle_config")
     if not isinstance(eagle_config, dict) or not eagle_config:
         return

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, EngineSource, Rule, Violation
-from dflash_compat.engine_support import engine_data
 
 
 def _v1_features(ctx: CheckContext) -> tuple[list[str], list]:
     """The features V1 names in its refusal, and where the draft config asks for them."""
     d = ctx.draft
     features, locs = [], []
-    refused = [a for a in d.architectures if a in engine_data("vllm")["draft_v1_refused"]]
+    refused = [a for a in d.architectures if a in ctx.facts("vllm").get("draft_v1_refused", ())]
     if refused:
         features.append("xpress speculative decoding" if "XPress" in refused[0] else "DFlash candidate-head drafts")
         locs.append(ctx.dloc("architectures", "architectures"))
@@ -38,6 +37,8 @@ RULE = Rule(
     severity="info",
     backends=("vllm",),
     check=check,
+    # vLLM 0.34 has no V1 runner to fall back to (vllm/v1/spec_decode/ is gone)
+    versions={"vllm": "<0.34.0"},
     what="Notes a draft that only vLLM's V2 model runner serves: a candidate-head draft (DFlash 2, DFlash2-Beam, "
     "LiLiCorr), a Qwen3-XPress refiner, or `layer_types` mixing sliding and full attention.",
     why="vLLM 0.33 runs the V2 model runner unless VLLM_USE_V2_MODEL_RUNNER=0 is set, Triton is missing, or V2 "

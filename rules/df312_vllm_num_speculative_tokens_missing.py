@@ -44,6 +44,8 @@ RULE = Rule(
     sources=(
         EngineSource("vllm", "vllm/config/speculative.py", "1600-1603", "default K: the draft's n_predict"),
         EngineSource("vllm", "vllm/config/speculative.py", "1614-1618", "no K: start-up error"),
+        EngineSource("vllm", "vllm/v1/worker/gpu/spec_decode/speculator_config.py", "222-227",
+                     "no K after the method resolved it: start-up error", version="0.34.0"),
         EngineSource("vllm", "vllm/transformers_utils/configs/speculators/base.py", "121-131",
                      "a served speculators checkpoint: K = speculative_tokens"),
     ),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, EngineSource, Rule, Violation
-from dflash_compat.engine_support import engine_data, provenance, target_support
+from dflash_compat.engine_support import provenance, target_support
 from dflash_compat.quoting import quote, quote_items
 
 
@@ -11,11 +11,11 @@ def check(ctx: CheckContext):
     archs = ctx.target.architectures
     if not archs:
         return
-    verdict, names = target_support("sglang", archs)
+    verdict, names = target_support("sglang", archs, ctx.version("sglang"))
     if verdict == "supported":
         return
     loc = [ctx.tloc("architectures", "architectures")]
-    delegated = engine_data("sglang").get("hook_delegated_to_missing", {})
+    delegated = ctx.facts("sglang").get("hook_delegated_to_missing", {})
     if verdict == "unsupported" and names[0] in delegated:  # the class has the hook; the part it calls has none
         yield Violation(
             f"SGLang's {names[0]} hands set_dflash_layers_to_capture to its language model, a "
@@ -31,7 +31,7 @@ def check(ctx: CheckContext):
     else:
         yield Violation(
             f"target architectures {quote(names)} are not in our list of SGLang classes with set_dflash_layers_to_capture "
-            f"({provenance('sglang')}); check the SGLang model class",
+            f"({provenance('sglang', ctx.version('sglang'))}); check the SGLang model class",
             loc,
             severity="warning",
         )
@@ -45,7 +45,7 @@ RULE = Rule(
     check=check,
     what="The target's class is one SGLang can capture DFlash layers from (`set_dflash_layers_to_capture`). "
     "Listed as unsupported: error; not listed either way: warning. The list is data, in "
-    "dflash_compat/data/engine_support.json.",
+    "dflash_compat/data/engines/sglang.json (per SGLang release).",
     why="SGLang asks the target model class (the EntryClass its registry maps the architecture to) to capture the "
     "chosen layers' hidden states through `set_dflash_layers_to_capture`; a class without it, in its own body or a "
     "base, cannot serve a DFlash draft: SGLang stops at start-up.",

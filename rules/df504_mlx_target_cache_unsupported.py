@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, EngineSource, Rule, Violation
-from dflash_compat.engine_support import engine_data
 from dflash_compat.quoting import quote
 
 from ._common import model_type_loc
@@ -12,7 +11,7 @@ from ._sources import MLX_GDN, MLX_LOOP, MLX_ROLLBACK, MLX_TRIM, MLXLM_ROTATING,
 
 def check(ctx: CheckContext):
     t = ctx.target
-    data = engine_data("mlx")
+    data = ctx.facts("mlx")
     types = {x for x in (t.model_type, t.text_model_type) if x}
     shown = t.text_model_type or t.model_type
     loc = [model_type_loc(ctx)]
@@ -50,7 +49,7 @@ RULE = Rule(
     check=check,
     what="The target's mlx-lm cache can be rolled back: plain KVCache layers, or qwen3_5 GatedDeltaNet layers "
     "(replayed). Judged from `model_type`, `layer_types` and `sliding_window`; the model-type lists are data "
-    "in dflash_compat/data/engine_support.json.",
+    "in dflash_compat/data/engines/mlx-lm.json (per mlx-lm release).",
     why="After each verify step the MLX loop trims rejected tokens from the target cache. Other recurrent caches "
     "(qwen3_next, nemotron_h, falcon_h1, lfm2, jamba, mamba, ...) trip its assertion (an error). RotatingKVCache "
     "layers (gpt_oss, gemma3, cohere2, ministral, ...) are a warning: code that trims them through mlx-lm's "

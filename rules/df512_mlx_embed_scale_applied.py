@@ -6,7 +6,7 @@ import math
 
 from dflash_compat.engine import CheckContext, Rule, Violation
 
-from ._sources import MLX_BIND, MLX_EMBED, MLXLM_EMBED_SCALE, REF_EMBED
+from ._sources import MLX_BIND, MLX_EMBED, MLXLM_EMBED_SCALE, MLXLM_GEMMA3_SCALE, REF_EMBED
 
 
 def check(ctx: CheckContext):
@@ -44,5 +44,5 @@ RULE = Rule(
     '{"dflash_config": {"input_embedding_scale": 45.25}}',
     fix="Check which scale the draft was trained with; dflash-compat's MLX runtime (`dflash-check smoke --backend "
     "mlx`) uses raw rows times input_embedding_scale, like the PyTorch reference, and shows the acceptance you get.",
-    sources=(MLX_BIND, MLX_EMBED, MLXLM_EMBED_SCALE, REF_EMBED),
+    sources=(MLX_BIND, MLX_EMBED, MLXLM_EMBED_SCALE, MLXLM_GEMMA3_SCALE, REF_EMBED),
 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
 
-from ._sources import MLX_BIND, REF_EMBED, SGL_EMBED_MODULE, VLLM_SHARE_EMBED
+from ._sources import MLX_BIND, REF_EMBED, SGL_EMBED_MODULE, VLLM_SHARE_EMBED, VLLM_V2_SHARE_EMBED
 
 
 def check(ctx: CheckContext):
@@ -31,5 +31,5 @@ RULE = Rule(
     example="a target whose tokens enter through a custom projection module instead of an embedding table",
     fix="Wrap the target in an adapter that exposes its embedding; `dflash-check adapt TARGET -o adapter.py` "
     "generates the shim.",
-    sources=(REF_EMBED, MLX_BIND, VLLM_SHARE_EMBED, SGL_EMBED_MODULE),
+    sources=(REF_EMBED, MLX_BIND, VLLM_SHARE_EMBED, VLLM_V2_SHARE_EMBED, SGL_EMBED_MODULE),
 )

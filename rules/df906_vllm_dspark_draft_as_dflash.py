@@ -29,6 +29,9 @@ RULE = Rule(
     backends=("vllm",),
     check=check,
     needs=("launch",),
+    # vLLM 0.34.0 moved the method detection out of SpeculativeConfig (per-method config modules); the
+    # rule is read for the releases whose code it cites, and not run at 0.34.0 until that code is read.
+    versions={"vllm": "<0.34.0"},
     what="A DSpark draft (its name or architecture says DSpark) is launched on vLLM with method \"dspark\", "
     "not \"dflash\".",
     why="vLLM detects the method from the draft's name or architecture only when none is given; an explicit "

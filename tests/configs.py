@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from dflash_compat.engine import BACKENDS, CheckContext, CheckOptions, run_rules
+from dflash_compat.engine_versions import Versions, select_versions
 from dflash_compat.rules import RULES_BY_CODE
 from dflash_compat.specs import parse_draft_config, parse_target_config
 
@@ -117,14 +118,18 @@ def run_rule(
     options: Optional[CheckOptions] = None,
     backends=BACKENDS,
     target_extra: Optional[dict] = None,
+    versions: Any = None,
     **parse_kw: Any,
 ):
-    """Findings of one rule on the given configs (defaults: the known-good pair)."""
+    """Findings of one rule on the given configs (defaults: the known-good pair). `versions`: the engine
+    releases to judge at (engine_versions.Versions, or NAME==VERSION strings); default: the newest bundled."""
     t = parse_target_config(target_cfg if target_cfg is not None else target(), "target", **parse_kw)
     d = parse_draft_config(draft_cfg if draft_cfg is not None else draft(), "draft")
     if target_extra:
         t = t.model_copy(update=target_extra)
-    ctx = CheckContext(target=t, draft=d, options=options or CheckOptions())
+    if versions is not None and not isinstance(versions, Versions):
+        versions = select_versions(option=tuple(versions), installed=False)
+    ctx = CheckContext(target=t, draft=d, options=options or CheckOptions(), versions=versions)
     return run_rules(ctx, [RULES_BY_CODE[code]], backends)
 
 

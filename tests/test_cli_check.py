@@ -165,11 +165,14 @@ def test_rule_command_lists_each_engine_source():
     """`rule DFxxx` ends with the engine code the verdict rests on: engine, release, file:line, what it decides."""
     from dflash_compat.rules import RULES_BY_CODE
 
-    res = invoke("rule", "DF302")
+    res = invoke("rule", "DF302", "--engine-version", "vllm==0.33.0")  # the lines of the release asked for
     assert res.exit_code == 0
     _, _, listed = res.output.partition("Engine sources\n")
     for src in RULES_BY_CODE["DF302"].sources:
         assert f"  vllm 0.33.0 {src.path}:{src.lines}\n" in listed and src.note in listed
+    newest = invoke("rule", "DF302", "--engine-version", "vllm==0.34.0").output
+    assert "vllm 0.34.0 vllm/v1/worker/gpu/spec_decode/eagle/eagle3_utils.py:18-19" in newest  # moved in 0.34
+    assert "vllm 0.34.0 vllm/v1/worker/gpu_model_runner.py: not in this release" in newest
     assert "Engine sources" not in invoke("rule", "DF006").output  # the checker's own inspection: no engine
 
 
@@ -177,10 +180,10 @@ def test_json_report_names_the_engine_releases_its_verdicts_rest_on():
     only_vllm = json.loads(invoke(GOOD / "target", "--draft", GOOD / "draft", "--no-deep", "-b", "vllm",
                                   "-f", "json").output)
     assert only_vllm["schema_version"] == 1
-    assert only_vllm["engines"] == {"vllm": "0.33.0", "speculators": "0.9.0"}
+    assert {k: v["version"] for k, v in only_vllm["engines"].items()} == {"vllm": "0.34.0", "speculators": "0.9.0"}
     only_sglang = json.loads(invoke(GOOD / "target", "--draft", GOOD / "draft", "--no-deep", "-b", "sglang",
                                     "-f", "json").output)
-    assert only_sglang["engines"] == {"sglang": "0.5.23"}
+    assert {k: v["version"] for k, v in only_sglang["engines"].items()} == {"sglang": "0.5.23"}
 
 
 def test_sarif_rule_help_ends_with_the_engine_sources():
@@ -190,7 +193,7 @@ def test_sarif_rule_help_ends_with_the_engine_sources():
     assert cited, "the bad pair has vLLM findings"
     for rule in cited:
         help_text = rule["help"]["text"]
-        assert "\n\nEngine sources:\n- vllm 0.33.0 vllm/" in help_text, rule["id"]
+        assert "\n\nEngine sources:\n- vllm 0.34.0 vllm/" in help_text, rule["id"]
         assert all(f"- {cite}: " in help_text for cite in rule["properties"]["sources"])
 
 

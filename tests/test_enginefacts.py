@@ -14,11 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from dflash_compat.contract import ENGINE_VERSIONS
+from dflash_compat import engine_support as es
 from dflash_compat.engine import EngineSource
-from dflash_compat.engine_support import draft_support, engine_data, engine_versions, source_of, sources, where
-from dflash_compat.enginefacts import build, dflash, mlx, sglang, speculators, transformers, vllm
+from dflash_compat.engine_support import apply_patch, draft_support, engine_data, source_of, sources, where
+from dflash_compat.engine_versions import bundled_versions, select_versions
+from dflash_compat.enginefacts import build, dflash, mlx, sglang, speculators, transformers, vllm, window
 from dflash_compat.enginefacts.__main__ import main
+from dflash_compat.enginefacts.anchors import anchor_at, resolve
 from dflash_compat.enginefacts.source import LayoutError, SourceTree
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -201,7 +203,6 @@ def test_dflash_config_keys():
 
 def test_build_joins_the_sections_and_unions_the_recurrent_types():
     facts, srcs = build.build({e: tree(e) for e in build.PACKAGES})
-    assert facts["engines"] == ENGINE_VERSIONS
     assert facts["common"]["recurrent_model_types"] == ["mamba", "qwen3_5", "qwen3_5_moe", "qwen3_5_text", "qwen3_next"]
     assert "qwen3_5_text" in facts["mlx"]["replay_model_types"]  # joined from transformers' text config
     assert not build.missing_sources(facts, srcs)
@@ -228,7 +229,6 @@ BROKEN = [
     ("vllm", "vllm/model_executor/models/interfaces.py", "class SupportsEagle3(", "class Eagle3(", "not found"),
     ("vllm", "vllm/model_executor/models/mixtral.py", "<delete>", "", "not found in the sources"),
     ("vllm", "vllm/transformers_utils/configs/eagle.py", 'f"DFlash{arch}"', "arch", "changed shape"),
-    ("vllm", "vllm/config/vllm.py", "self._is_dflash_candidate_draft()", "False", "refusal"),
     ("sglang", "sglang/srt/models/registry.py", "<delete>", "", "is missing"),
     ("sglang", "sglang/srt/models/llama.py", "def set_dflash_layers_to_capture", "def other",
      "LlamaForCausalLM not found"),
@@ -239,8 +239,6 @@ BROKEN = [
     ("mlx-lm", "mlx_lm/utils.py", '"llava": "mistral3"', '"llava": "mistral9"', "unknown module"),
     ("dflash", "dflash/model_mlx.py", "import GatedDeltaNet", "import Other as GatedDeltaNet", "no GatedDeltaNet"),
     ("transformers", "transformers/models/mamba/modeling_mamba.py", "_is_stateful = True", "", "mamba not found"),
-    ("speculators", "speculators/convert/dflash/converter.py", "if i + 1 != num_verifier_layers", "",
-     "conversion was not found"),
 ]
 
 
@@ -252,66 +250,225 @@ def test_a_changed_layout_fails_loudly(tmp_path, engine, path, old, new, message
         build.build(trees)
 
 
-# -- wheels and the command -------------------------------------------------------------------------
+# -- a layout change is recorded as an unknown fact, not a stop ---------------------------------------
 
 
-def _wheels(folder: Path) -> Path:
-    """The fixture trees packed as wheels named like the real ones."""
-    folder.mkdir()
+def test_a_lost_refusal_is_recorded_unknown_for_that_release(tmp_path):
+    root = _edit(tmp_path, "vllm", "vllm/config/vllm.py", "self._is_dflash_candidate_draft()", "False")
+    sec = vllm.extract(tree("vllm", root))
+    assert "draft_v1_refused" not in sec.data and "refusal" in sec.unknown["draft_v1_refused"]
+    assert "unknown" in sec.facts_json() and not window.check_located("vllm", sec.facts_json(), sec.sources_json())
+
+
+def test_a_lost_converter_rule_is_unknown_for_that_release(tmp_path):
+    root = _edit(tmp_path, "speculators", "speculators/convert/dflash/converter.py",
+                 "if i + 1 != num_verifier_layers", "")
+    sec = speculators.extract(tree("speculators", root))
+    assert "conversion was not found" in sec.unknown["converter_drops_last_layer_id"]
+    assert "converter_drops_last_layer_id" not in sec.sources.get("where", {}) and sec.data["formats"]
+
+
+def test_a_release_without_the_v1_runner_has_no_v1_facts(tmp_path):
+    root = _edit(tmp_path, "vllm", "vllm/v1/spec_decode/dflash.py", "<delete>", "")
+    sec = vllm.extract(tree("vllm", root))
+    assert "v1_dflash_proposer" not in sec.data["features"] and sec.data["draft_v1_refused"] == []
+    assert "eagle3_interface_v1" not in sec.sources["where"] and not sec.unknown
+    assert "v1_dflash_proposer" in vllm.extract(tree("vllm")).data["features"]
+
+
+def test_transformers_features_follow_the_code(tmp_path):
+    sec = transformers.extract(tree("transformers"))
+    assert sec.data["features"] == ["assisted_refuses_stateful"] and "mamba" in sec.data["stateful_model_types"]
+    # 5.25's change: the refusal gone, the recurrent states recorded for the drafted tokens
+    root = _edit(tmp_path, "transformers", "transformers/generation/utils.py",
+                 "assisted generation is not supported with stateful models",
+                 "{0}\"\n            )\n        cache.activate_past_recording(recurrent_states_to_keep=n)\n        (\"x")
+    sec = transformers.extract(tree("transformers", root))
+    assert sec.data["features"] == ["recurrent_rollback"]
+    assert sec.sources["features"]["recurrent_rollback"]["file"] == "transformers/generation/utils.py"
+
+
+# -- anchors ----------------------------------------------------------------------------------------
+
+
+def test_an_anchor_follows_moved_code_and_is_gone_when_the_code_is(tmp_path):
+    path = "vllm/config/vllm.py"
+    before = tree("vllm")
+    text = before.read(path).splitlines()
+    line = next(i for i, t in enumerate(text, 1) if "_is_dflash_candidate_draft()" in t and "def " not in t)
+    anchor = anchor_at(before, path, f"{line}-{line + 1}")
+    assert resolve(before, anchor) == (line, line + 1) and anchor.symbol
+    moved = _edit(tmp_path, "vllm", path, "class VllmConfig:", "import os  # moved\n\n\nclass VllmConfig:")
+    got = resolve(tree("vllm", moved), anchor)
+    assert got is not None and got[0] > line and got[1] - got[0] == 1
+    gone = _edit(tmp_path / "b", "vllm", path, "self._is_dflash_candidate_draft()", "False")
+    assert resolve(tree("vllm", gone), anchor) is None
+
+
+def test_every_bundled_citation_resolves_to_its_typed_lines_where_it_was_typed():
+    anchors = json.loads((window.STORE / "anchors.json").read_text())["anchors"]
+    typed = {"vllm": "0.33.0", "sglang": "0.5.23", "dflash": "0.1.0", "mlx-lm": "0.32.2", "transformers": "5.24.0",
+             "speculators": "0.9.0"}
+    own = {(s.engine, s.path, s.lines): s.version for s in _all_citations()}
+    wrong = []
+    for key in anchors:
+        engine, _, rest = key.partition(" ")
+        path, _, lines = rest.rpartition(":")
+        version = own.get((engine, path, lines)) or typed[engine]
+        got = es.cite_lines(engine, path, lines, version)
+        first, _, last = lines.partition("-")
+        # the typed range, less blank lines at its start
+        if got is None or not int(first) <= int(got.split("-")[0]) <= int(first) + 2 \
+                or int(got.split("-")[-1]) > int(last or first):
+            wrong.append((key, version, got))
+    assert not wrong, wrong[:5]
+
+
+def _all_citations():
+    from dflash_compat.family_support import all_sources
+    from dflash_compat.rules import ALL_RULES
+
+    return [s for r in ALL_RULES for s in r.sources] + all_sources()
+
+
+def test_a_rule_citation_shows_the_lines_of_the_release_checked():
+    from rules._sources import HF_STATEFUL
+
+    assert HF_STATEFUL.cite("5.24.0") == "transformers 5.24.0 transformers/generation/utils.py:1885-1890"
+    assert HF_STATEFUL.at("5.25.0") == ("5.25.0", None)  # 5.25 removed the refusal
+    assert "anchor gone" in HF_STATEFUL.cite("5.25.0")
+    v22 = HF_STATEFUL.at("5.22.0")[1]
+    assert v22 is not None and v22 != "1885-1890"  # the same code, elsewhere in that release
+
+
+# -- the store: one base release plus per-release patches ---------------------------------------------
+
+
+def test_a_patch_undoes_itself():
+    base = {"a": ["x", "y"], "b": {"c": 1, "d": [1, 2]}, "e": "s", "gone": 1}
+    new = {"a": ["y", "z"], "b": {"c": 2, "d": [1, 2]}, "e": "t", "f": {"g": 1}}
+    patch = window.make_patch(base, new)
+    assert apply_patch(base, patch) == new and patch["a"] == {"$add": ["z"], "$rm": ["x"]}
+    assert window.make_patch(new, new) == {}
+
+
+def _wheels(folder: Path, version: str, edit: tuple[str, str, str, str] | None = None) -> Path:
+    """The fixture trees packed as wheels named like the real ones, at `version` (optionally edited)."""
+    folder.mkdir(parents=True, exist_ok=True)
     for engine, root in DIRS.items():
         pkg = build.PACKAGES[engine]
-        with zipfile.ZipFile(folder / f"{pkg}-{ENGINE_VERSIONS[engine]}-py3-none-any.whl", "w") as zf:
+        with zipfile.ZipFile(folder / f"{pkg}-{version}-py3-none-any.whl", "w") as zf:
             for path in sorted(root.rglob("*.py")):
-                zf.write(path, path.relative_to(root).as_posix())
+                name = path.relative_to(root).as_posix()
+                text = path.read_text()
+                if edit and edit[0] == engine and edit[1] == name:
+                    text = text.replace(edit[2], edit[3])
+                zf.writestr(name, text)
     return folder
 
 
-def test_a_wheel_reads_like_its_unpacked_tree(tmp_path):
-    wheels = _wheels(tmp_path / "wheels")
-    whl = build.locate("vllm", wheels, tmp_path)
-    assert whl.suffix == ".whl"
-    assert vllm.extract(SourceTree.open(whl)).sources == vllm.extract(tree("vllm")).sources
+def _store(tmp_path: Path, versions: list[str]) -> Path:
+    store = tmp_path / "store"
+    store.mkdir()
+    (store / "index.json").write_text(json.dumps({"engines": {e: {"versions": versions} for e in build.PACKAGES}}))
+    return store
 
 
-def test_refresh_writes_both_files_and_check_detects_a_change(tmp_path, capsys):
-    wheels = _wheels(tmp_path / "wheels")
-    out = tmp_path / "engine_support.json"
-    assert main(["refresh", "--wheels", str(wheels), "--output", str(out)]) == 0
-    facts = json.loads(out.read_text())
-    assert facts["engines"] == ENGINE_VERSIONS and facts["vllm"]["unsupported"] == ["HollowVLForConditionalGeneration", "MixtralForCausalLM"]
-    assert json.loads((tmp_path / "engine_sources.json").read_text())["engines"] == ENGINE_VERSIONS
-    assert main(["refresh", "--wheels", str(wheels), "--output", str(out), "--check"]) == 0
-    out.write_text(out.read_text().replace('"MixtralForCausalLM"', '"GemmaForCausalLM"'))
+def test_refresh_writes_a_window_and_check_regenerates_it_byte_for_byte(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(window, "citations", lambda: [])  # the real rules cite files the fixtures lack
+    wheels = _wheels(tmp_path / "wheels", "1.0.0")
+    _wheels(wheels, "1.1.0", ("vllm", "vllm/model_executor/models/registry.py", '"MixtralForCausalLM"',
+                              '"MixtralForCausalLM"'))
+    store = _store(tmp_path, ["1.0.0", "1.1.0"])
+    assert main(["refresh", "--wheels", str(wheels), "--output", str(store)]) == 0
+    index = json.loads((store / "index.json").read_text())
+    assert index["engines"]["vllm"] == {"versions": ["1.0.0", "1.1.0"], "base": "1.1.0", "section": "vllm"}
+    data = json.loads((store / "vllm.json").read_text())
+    assert data["facts"]["unsupported"] == ["HollowVLForConditionalGeneration", "MixtralForCausalLM"] and data["versions"]["1.0.0"] == {}
+    assert main(["refresh", "--wheels", str(wheels), "--output", str(store), "--check"]) == 0
+    (store / "vllm.json").write_text((store / "vllm.json").read_text().replace("Mixtral", "Gemma"))
     capsys.readouterr()
-    assert main(["refresh", "--wheels", str(wheels), "--output", str(out), "--check"]) == 1
+    assert main(["refresh", "--wheels", str(wheels), "--output", str(store), "--check"]) == 1
     assert "differ from the engines' code" in capsys.readouterr().err
 
 
-def test_refresh_without_the_wheels_is_a_one_line_error(tmp_path, capsys):
+def test_refresh_check_fails_on_an_unknown_fact(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(window, "citations", lambda: [])
+    wheels = _wheels(tmp_path / "wheels", "1.0.0", ("vllm", "vllm/config/vllm.py",
+                                                    "self._is_dflash_candidate_draft()", "False"))
+    store = _store(tmp_path, ["1.0.0"])
+    assert main(["refresh", "--wheels", str(wheels), "--output", str(store)]) == 0
+    err = capsys.readouterr().err
+    assert "unknown: vllm 1.0.0 draft_v1_refused" in err  # refresh prints what it could not find
+    assert main(["refresh", "--wheels", str(wheels), "--output", str(store), "--check"]) == 1
+    assert "unknown at a bundled release" in capsys.readouterr().err
+
+
+def test_facts_on_demand_go_to_the_user_cache_where_the_next_check_finds_them(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    wheels = _wheels(tmp_path / "wheels", "9.9.0")
+    assert main(["refresh", "--engine", "vllm==9.9.0", "--wheels", str(wheels)]) == 0
+    facts = tmp_path / "cache" / "dflash-compat" / "facts" / "vllm" / "9.9.0" / "facts.json"
+    assert json.loads(facts.read_text())["unsupported"] == ["HollowVLForConditionalGeneration", "MixtralForCausalLM"]
+    sel = select_versions(option=("vllm==9.9.0",), installed=False)["vllm"]
+    assert (sel.used, sel.status) == ("9.9.0", "cached")
+    assert engine_data("vllm", "9.9.0")["unsupported"] == ["HollowVLForConditionalGeneration", "MixtralForCausalLM"]
+    assert source_of("vllm", "unsupported", "MixtralForCausalLM", "9.9.0").cite().startswith("vllm 9.9.0 vllm/")
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--engine", "vllm=0.34"], "expected NAME==VERSION"),
+    (["--engine", "vlm==0.34.0"], "unknown engine"),
+    (["--engine", "vllm==0.99.0", "--wheels", "EMPTY"], "pip download --no-deps vllm==0.99.0"),
+])
+def test_refresh_bad_input_is_one_line(tmp_path, capsys, args, needle):
     (tmp_path / "empty").mkdir()
-    out = tmp_path / "engine_support.json"
-    assert main(["refresh", "--wheels", str(tmp_path / "empty"), "--output", str(out)]) == 2
+    args = [str(tmp_path / "empty") if a == "EMPTY" else a for a in args]
+    assert main(["refresh", *args]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.count("\n") == 0 and "vllm-0.33.0" in err and not out.exists()
+    assert err.count("\n") == 0 and needle in err
 
 
-# -- the committed data -----------------------------------------------------------------------------
+def test_refresh_offline_is_one_line(tmp_path, capsys, monkeypatch):
+    """An unreachable package index (nothing listens on port 9): one line, exit 2, nothing written."""
+    monkeypatch.setenv("PIP_INDEX_URL", "http://127.0.0.1:9/simple")
+    monkeypatch.setenv("PIP_EXTRA_INDEX_URL", "")
+    monkeypatch.setenv("PIP_FIND_LINKS", "")
+    monkeypatch.setenv("PIP_NO_INDEX", "")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert main(["refresh", "--engine", "speculators==0.9.0", "--cache", str(tmp_path / "dl")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "pip download speculators==0.9.0" in err
+    assert not (tmp_path / "cache" / "dflash-compat" / "facts").exists()
 
 
-def test_every_committed_fact_has_a_source():
-    facts = json.loads(build.DATA.read_text())
-    srcs = json.loads(build.SOURCES.read_text())
-    assert build.missing_sources(facts, srcs) == []
-    assert facts["engines"] == srcs["engines"] == ENGINE_VERSIONS == engine_versions()
-    # the check can fail: drop one location and one list entry's source
-    del srcs["vllm"]["supported"]["LlamaForCausalLM"]
-    srcs["mlx"]["where"].pop("replay_module")
-    assert build.missing_sources(facts, srcs) == ["vllm.supported: LlamaForCausalLM", "mlx.replay_module: replay_module"]
+# -- the bundled window -----------------------------------------------------------------------------
+
+WINDOW = {"vllm": ["0.32.0", "0.33.0", "0.34.0"], "sglang": ["0.5.21", "0.5.22", "0.5.23"], "dflash": ["0.1.0"],
+          "mlx-lm": ["0.31.1", "0.31.2", "0.31.3", "0.32.0", "0.32.1", "0.32.2"],
+          "transformers": ["5.22.0", "5.22.1", "5.22.2", "5.23.0", "5.24.0", "5.25.0"],
+          "speculators": ["0.8.0", "0.8.1", "0.9.0"]}
 
 
-def test_accessors_cite_the_engine_and_version():
-    src = source_of("vllm", "supported", "LlamaForCausalLM")
+def test_the_window_is_bundled_and_every_fact_has_a_source():
+    assert {e: list(bundled_versions(e)) for e in WINDOW} == WINDOW
+    for engine, versions in WINDOW.items():
+        section = window.SECTION[engine]
+        for version in versions:
+            facts = engine_data(section, version)
+            located = es._located(engine, version)["sources"]
+            assert not facts.get("unknown"), (engine, version, facts.get("unknown"))
+            assert window.check_located(section, facts, located) == [], (engine, version)
+    # the check can fail: drop one location
+    facts, located = engine_data("vllm", "0.34.0"), json.loads(json.dumps(es._located("vllm", "0.34.0")["sources"]))
+    del located["supported"]["LlamaForCausalLM"]
+    assert window.check_located("vllm", facts, located) == ["vllm.supported: LlamaForCausalLM"]
+
+
+def test_accessors_cite_the_engine_and_the_release():
+    src = source_of("vllm", "supported", "LlamaForCausalLM", "0.33.0")
     assert isinstance(src, EngineSource) and src.cite().startswith("vllm 0.33.0 vllm/model_executor/models/")
+    assert source_of("vllm", "supported", "LlamaForCausalLM").cite().startswith("vllm 0.34.0 ")
     assert where("mlx", "replay_module").cite().startswith("dflash 0.1.0 dflash/model_mlx.py:")
     assert source_of("mlx", "cache_classes", "llama").engine == "mlx-lm"
     assert set(sources("speculators", "formats")) == set(engine_data("speculators")["formats"])
@@ -319,23 +476,49 @@ def test_accessors_cite_the_engine_and_version():
         source_of("vllm", "supported", "NoSuchForCausalLM")
 
 
-def test_draft_support_per_engine():
-    v2 = draft_support("DFlash2DraftModel")
-    assert v2["vllm"]["loads"] and v2["vllm"]["v1_refuses"] and v2["vllm"]["v2_speculator"] == "DFlash2Speculator"
-    assert v2["sglang"]["loads"] and v2["dflash"]["loads"]
-    xpress = draft_support("Qwen3XPressModel")
-    assert xpress["vllm"]["loads"] and not xpress["sglang"]["loads"] and not xpress["dflash"]["loads"]
+def test_draft_support_per_release():
+    v33, v34 = {"vllm": "0.33.0"}, {"vllm": "0.34.0"}
+    assert draft_support("DFlash2DraftModel", v33)["vllm"]["v1_refuses"]  # 0.33: the V1 runner refuses it
+    assert not draft_support("DFlash2DraftModel", v34)["vllm"]["v1_refuses"]  # 0.34: there is no V1 runner
+    assert draft_support("DFlash2DraftModel", v34)["vllm"]["v2_speculator"] == "DFlash2Speculator"
+    ricursive = "DFlash2RicursiveDraftModel"
+    assert not draft_support(ricursive, v33)["vllm"]["loads"] and draft_support(ricursive, v34)["vllm"]["loads"]
+    assert draft_support(ricursive, v34)["vllm"]["v2_speculator"] == "DFlash2Speculator"
     assert not any(e["loads"] for e in draft_support("Eagle3LlamaForCausalLM").values())
+
+
+def test_the_window_shows_the_releases_changes():
+    vllm34, vllm33 = engine_data("vllm", "0.34.0"), engine_data("vllm", "0.33.0")
+    assert "v1_dflash_proposer" in vllm33["features"] and "v1_dflash_proposer" not in vllm34["features"]
+    assert {"dflash", "dflash2"} <= set(vllm34["method_config_modules"]) and not vllm33["method_config_modules"]
+    hf24, hf25 = engine_data("transformers", "5.24.0"), engine_data("transformers", "5.25.0")
+    assert "assisted_refuses_stateful" in hf24["features"] and "recurrent_rollback" in hf25["features"]
+    assert "qwen3_5" in hf24["stateful_model_types"] and hf25["stateful_model_types"] == []
 
 
 def test_the_recurrent_list_is_the_derived_one():
     from dflash_compat import contract
 
     value = contract.RECURRENT_MODEL_TYPES
-    assert isinstance(value, frozenset) and value == set(engine_data("common")["recurrent_model_types"])
+    assert isinstance(value, frozenset) and value == es.recurrent_model_types()
     # the checker's and the runtime's old lists disagreed on these; the engines' code settles it
-    assert {"rwkv", "xlstm", "qwen3_5_text", "lfm2_moe"} <= value and "rwkv6" not in value
+    assert {"rwkv", "xlstm", "qwen3_5_text", "lfm2_moe", "mamba"} <= value and "rwkv6" not in value
     assert "llama" not in value and "gemma3" not in value
+
+
+def test_a_config_check_reads_the_facts_but_not_the_locations():
+    # the sources files are parsed only when something cites a line; a clean check cites none
+    probe = (
+        "import sys\nfrom dflash_compat.cli import main\n"
+        f"sys.argv = ['dflash-check', {str(ROOT / 'examples/qwen3-8b/target')!r}, '--draft', "
+        f"{str(ROOT / 'examples/qwen3-8b/draft')!r}, '--no-deep', '-f', 'json']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "from dflash_compat import engine_support as es\n"
+        "print('LOADED', es._engine_file.cache_info().currsize, es._sources_file.cache_info().currsize, "
+        "file=sys.stderr)\n"
+    )
+    res = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert "LOADED " in res.stderr and " 0\n" in res.stderr.split("LOADED ")[1][:10], res.stderr[-2000:]
 
 
 # -- the real wheels (opt-in: pytest -m engine_wheels) ------------------------------------------------
@@ -344,34 +527,29 @@ def test_the_recurrent_list_is_the_derived_one():
 def _real_wheels() -> Path | None:
     folder = Path(os.environ.get("DFLASH_WHEELS", "/work/wheels"))
     try:
-        for engine in ENGINE_VERSIONS:
-            build.locate(engine, folder, folder)
+        for engine, versions in WINDOW.items():
+            for version in versions:
+                build.locate(engine, folder, folder, version)
     except LayoutError:
         return None
     return folder
 
 
 @pytest.mark.engine_wheels
-def test_the_committed_files_are_what_the_real_wheels_give():
+def test_the_bundled_window_is_what_the_real_wheels_give(capsys):
     wheels = _real_wheels()
     if wheels is None:
-        pytest.skip("engine wheels not found (set DFLASH_WHEELS to a folder holding them)")
+        pytest.skip("engine wheels not found: fetch them with `pip download --no-deps NAME==VERSION -d /work/wheels` "
+                    "for every release in docs/engine-facts.md (or set DFLASH_WHEELS)")
     start = time.perf_counter()
-    facts, srcs = build.regenerate(wheels)
-    print(f"regenerated from {wheels} in {time.perf_counter() - start:.1f} s")
-    assert facts == build.DATA.read_text(encoding="utf-8")
-    assert srcs == build.SOURCES.read_text(encoding="utf-8")
+    assert main(["refresh", "--wheels", str(wheels), "--check"]) == 0, capsys.readouterr().err[-3000:]
+    print(f"regenerated the window from {wheels} in {time.perf_counter() - start:.1f} s")
 
 
-def test_a_config_check_reads_the_facts_but_not_the_locations():
-    # engine_sources.json is parsed only when something cites a line; a clean check cites none
-    probe = (
-        "import sys\nfrom dflash_compat.cli import main\n"
-        f"sys.argv = ['dflash-check', {str(ROOT / 'examples/qwen3-8b/target')!r}, '--draft', "
-        f"{str(ROOT / 'examples/qwen3-8b/draft')!r}, '--no-deep', '-f', 'json']\n"
-        "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        "from dflash_compat import engine_support as es\n"
-        "print('LOADED', es._load.cache_info().currsize, es._load_sources.cache_info().currsize, file=sys.stderr)\n"
-    )
-    res = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, cwd=ROOT)
-    assert "LOADED 1 0" in res.stderr, res.stderr[-2000:]
+def test_sglang_launch_flags_are_its_serverargs_fields():
+    sec = sglang.extract(tree("sglang"))
+    assert sec.data["cli_flags"] == ["--attn-dp-size", "--enable-dp-attention", "--model-path", "--tensor-parallel-size",
+                                     "--tp-size"]
+    assert sec.sources["cli_flags"]["--attn-dp-size"]["file"] == "sglang/srt/arg_groups/fields/parallel.py"
+    # no_cli fields are not flags unless add_cli_args registers them by hand
+    assert sec.sources["cli_flags"]["--enable-dp-attention"]["file"] == "sglang/srt/server_args.py"

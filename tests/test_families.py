@@ -27,6 +27,7 @@ FAMILY_CONFIGS = {
     "zlab-v1": draft(),
     "zlab-v2": draft(architectures=["DFlash2DraftModel"]),
     "dflash2-beam": draft(architectures=["DFlash2BeamDraftModel"]),
+    "ricursive-dflash2": draft(architectures=["DFlash2RicursiveDraftModel"], no_rope_layers=[0]),
     "minimax-dflash2": draft(architectures=["MiniMaxDFlash2DraftModel"]),
     "muse-glimmer-assistant": fixture("assistant-config.json"),
     "qwen3-xpress": draft(architectures=["Qwen3XPressModel"], xpress_rank=128),

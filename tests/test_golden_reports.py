@@ -18,8 +18,8 @@ import pytest
 from click.testing import CliRunner
 
 from dflash_compat.cli import cli
-from dflash_compat.contract import ENGINE_VERSIONS
 from dflash_compat.emitters import FORMATS, get_renderer
+from dflash_compat.engine_versions import EngineInfo, default_versions, select_versions
 from dflash_compat.findings import Finding, Location, RuleDocs, RuleRun, backend_counts
 from dflash_compat.provenance import EngineSource
 from dflash_compat.report import Report, judged_engines, summarize
@@ -58,7 +58,7 @@ def hand_built_report(strict: bool = False) -> Report:
         Finding("DF701", "target-embedding-not-found", "error", "common", "no input embedding in Model",
                 "Wrap the target with an adapter.", [Location("target", "<module tree>", "")]),
         Finding("DF303", "vllm-speculative-tokens", "error", "vllm", "num_speculative_tokens 16 > block_size - 1",
-                "Use 15.", []),
+                "Use 15.", [], judged_for={"vllm": "0.34.0", "speculators": "0.9.0"}),
         Finding("DF108", "num-target-layers-mismatch", "warning", "common", "draft num_target_layers 36 != 32",
                 "Use the draft for this target.", [Location("draft", "config.json", "num_target_layers")]),
         Finding("DF602", "draft-layer-count-mismatch", "warning", "mlx", "weights hold 4 layers, the config 5",
@@ -87,8 +87,16 @@ def hand_built_report(strict: bool = False) -> Report:
         draft={"source": "./draft", "format": "zlab-v1", "block_size": 16, "target_layer_ids": [1, 9, 17],
                "mask_token_id": 151645, "weights": None},
         backends=BACKENDS, findings=findings, summary=summarize(findings, counts), strict=strict, rules=runs,
-        engines=judged_engines(runs, BACKENDS),
+        engines=judged_engines(runs, BACKENDS, select_versions(option=("vllm==0.34.0", "transformers==5.25.0",
+                                                                       "speculators==0.9.0", "dflash==0.1.0",
+                                                                       "mlx-lm==0.32.2"), installed=False)),
     )
+
+
+@pytest.fixture(autouse=True)
+def _nothing_installed(monkeypatch):
+    """The end-to-end runs judge at the newest bundled releases whatever this environment has installed."""
+    monkeypatch.setattr(EngineInfo, "installed_version", lambda self: None)
 
 
 def _check_golden(path: Path, text: str) -> None:
@@ -137,7 +145,9 @@ def test_json_report_shape():
                             "summary", "strict", "rules"]
     assert report["schema_version"] == 1 and report["tool"]["name"] == "dflash-check"
     # the releases the verdicts rest on: every backend is selected, and their rules cite every engine
-    assert report["engines"] == ENGINE_VERSIONS
+    speaking = ["vllm", "sglang", "dflash", "mlx-lm", "transformers", "speculators"]
+    assert report["engines"] == default_versions().as_json(speaking)
+    assert all(e["origin"] == "default" for e in report["engines"].values())
     for key in ("source", "model_type", "architectures", "hidden_size", "num_hidden_layers", "vocab_size"):
         assert key in report["target"]
     for key in ("source", "format", "hidden_size", "block_size", "target_layer_ids", "mask_token_id"):
@@ -145,7 +155,7 @@ def test_json_report_shape():
     assert report["backends"] == ["transformers", "vllm", "sglang", "mlx"]
     assert report["findings"], "the bad example must produce findings"
     for f in report["findings"]:
-        assert list(f) == ["code", "name", "severity", "backend", "message", "fix", "locations"]
+        assert list(f) == ["code", "name", "severity", "backend", "message", "fix", "locations", "judged_for"]
         assert f["severity"] in ("error", "warning", "info")
         for loc in f["locations"]:
             assert list(loc) == ["artifact", "file", "key"] and loc["artifact"] in ("target", "draft")

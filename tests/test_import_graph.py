@@ -26,7 +26,7 @@ PACKAGES = {"dflash_compat": ROOT / "dflash_compat", "dflash_compat.rules": ROOT
 # mlx_layout, the checked weight lookup and the mlx-lm layout readers, arrive with the runtime rework.)
 LAYERS = {
     "base": ("dflash_compat", "dflash_compat.contract", "dflash_compat.exceptions", "dflash_compat.options",
-             "dflash_compat.engine_support", "dflash_compat.mlx_layout", "dflash_compat.provenance",
+             "dflash_compat.engine_support", "dflash_compat.engine_versions", "dflash_compat.mlx_layout", "dflash_compat.provenance",
              "dflash_compat.family_support", "dflash_compat.safe_read", "dflash_compat.safe_write",
              "dflash_compat.quoting", "dflash_compat.foreign", "dflash_compat.inputs", "dflash_compat.launch",
              "dflash_compat.launch.flagfacts"),

@@ -16,13 +16,15 @@ import pytest
 
 from dflash_compat.contract import BACKEND_ENGINES, ENGINE_VERSIONS, SOURCE_ENGINE_VERSIONS, cited_version
 from dflash_compat.engine import COMMON, EngineSource
+from dflash_compat.engine_versions import bundled_versions
 from dflash_compat.rules import ALL_RULES, RETIRED, RULES_BY_CODE
 
 # Reports about dflash-check's own inspection (what it could not read, or would not build: DF010's size
 # caps guard the checker, no engine): no engine behaviour to cite.
+# DF011/DF012 report which engine release the check fell back to: about the checker's bundled facts.
 # DF908-DF911 speak about the launch file itself (a pair launched twice, a value from a variable, a pair or
 # release the checker could not read).
-CHECKER_ONLY = {"DF006", "DF007", "DF010", "DF908", "DF909", "DF910", "DF911"}
+CHECKER_ONLY = {"DF006", "DF007", "DF010", "DF011", "DF012", "DF908", "DF909", "DF910", "DF911"}
 # The engines whose code can speak for each backend.
 SPEAKS_FOR = {backend: set(engines) for backend, engines in BACKEND_ENGINES.items()}
 # The serving engines' own rule ranges must cite that engine itself, not only a tool around it.
@@ -53,6 +55,7 @@ def test_sources_are_well_formed():
         for src in rule.sources:
             assert isinstance(src, EngineSource), (rule.code, src)
             assert src.engine in ENGINE_VERSIONS or src.engine in SOURCE_ENGINE_VERSIONS, (rule.code, src)
+            assert src.version is None or src.version in bundled_versions(src.engine), (rule.code, src)
             assert re.fullmatch(r"\d+(-\d+)?", src.lines), (rule.code, src)
             first, last = _span(src)
             assert 0 < first <= last, (rule.code, src)
@@ -61,7 +64,10 @@ def test_sources_are_well_formed():
             else:
                 assert src.path.startswith(TOP_PACKAGE[src.engine] + "/") and src.path.endswith(".py"), (rule.code, src)
             assert src.note.strip(), (rule.code, src)
-            assert src.cite() == f"{src.engine} {cited_version(src.engine)} {src.path}:{src.lines}"
+            if src.engine in SOURCE_TREES:
+                assert src.cite() == f"{src.engine} {cited_version(src.engine)} {src.path}:{src.lines}"
+            else:  # cited at the newest bundled release, with that release's lines (or "gone" there)
+                assert src.cite().startswith(f"{src.engine} {ENGINE_VERSIONS[src.engine]} {src.path}")
 
 
 def test_each_named_engine_is_backed_by_its_own_code():
@@ -83,17 +89,30 @@ def test_retired_codes_stay_unused():
         assert re.fullmatch(r"DF\d{3}", code) and why.split(":")[0] and len(why) > 40, code
 
 
-@pytest.mark.skipif(not WHEELS.is_dir(), reason="set DFLASH_ENGINE_SRC to the unpacked engine wheels")
 @pytest.mark.parametrize("rule", [r for r in ALL_RULES if r.sources], ids=lambda r: r.code)
-def test_cited_lines_exist_in_the_engine_releases(rule):
-    """With DFLASH_ENGINE_SRC=/dir holding <package>-<version>/ trees (each wheel unzipped), every cited file
-    exists at the pinned version and the cited range lies inside it, starting on a line of code."""
+def test_a_rule_holds_where_its_engine_code_is(rule):
+    """Each citation is found in some bundled release. At a bundled release a rule runs for (its `versions`)
+    where one of its citations is gone, another citation of that engine is found: a rule whose engine code
+    left a release says for which releases it holds (e.g. the V1-runner rules: vllm<0.34.0)."""
+    from dflash_compat.engine_versions import satisfies
+
     for src in rule.sources:
-        root = WHEELS / (SOURCE_TREES.get(src.engine) or f"{TOP_PACKAGE[src.engine]}-{ENGINE_VERSIONS[src.engine]}")
-        if not root.is_dir():
-            pytest.skip(f"{root} is not unpacked here")
-        path = root / src.path
-        assert path.is_file(), f"{rule.code}: {src.cite()} (no {path})"
-        lines = path.read_text(encoding="utf-8").splitlines()
-        first, last = _span(src)
-        assert last <= len(lines) and lines[first - 1].strip(), f"{rule.code}: {src.cite()} is out of range"
+        if src.engine in SOURCE_TREES:  # a source tree without bundled facts: the cited lines in that tree
+            root = WHEELS / SOURCE_TREES[src.engine]
+            if not root.is_dir():
+                pytest.skip(f"{root} is not unpacked here")
+            path = root / src.path
+            assert path.is_file(), f"{rule.code}: {src.cite()} (no {path})"
+            lines = path.read_text(encoding="utf-8").splitlines()
+            first, last = _span(src)
+            assert last <= len(lines) and lines[first - 1].strip(), f"{rule.code}: {src.cite()} is out of range"
+            continue
+        found = [v for v in bundled_versions(src.engine) if src.at(v)[1] is not None]
+        assert found, f"{rule.code}: {src.path}:{src.lines} is in no bundled {src.engine} release"
+    for engine in {s.engine for s in rule.sources} - set(SOURCE_TREES):
+        for version in bundled_versions(engine):
+            if engine in rule.versions and not satisfies(engine, version, rule.versions[engine]):
+                continue
+            mine = [s for s in rule.sources if s.engine == engine]
+            assert any(s.at(version)[1] is not None for s in mine), \
+                f"{rule.code}: none of its {engine} citations is in {engine} {version}; give it versions="

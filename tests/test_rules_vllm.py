@@ -4,6 +4,7 @@ from dflash_compat.engine import CheckOptions
 from tests.configs import DELETE, catches, draft, fixture_config, merge, run_rule, speculators_draft, target
 
 V = ("vllm",)
+V33 = ["vllm==0.33.0"]  # the last vLLM release with the V1 model runner
 SPEC = speculators_draft()
 DFLASH2 = fixture_config("dflash2-draft")  # z-lab's published DFlash 2 draft config (hidden 6656)
 
@@ -36,7 +37,9 @@ def test_df302_errors_on_listed_unsupported_class():
 
 def test_df302_warns_on_unknown_class():
     [f] = run_rule("DF302", target(architectures=["FooForCausalLM"]), draft(), backends=V)
-    assert f.severity == "warning" and "vllm 0.33.0" in f.message
+    assert f.severity == "warning" and "vllm 0.34.0" in f.message  # the newest bundled release by default
+    [f] = run_rule("DF302", target(architectures=["FooForCausalLM"]), draft(), backends=V, versions=V33)
+    assert "vllm 0.33.0" in f.message
 
 
 def test_df302_passes_supported_classes():
@@ -88,7 +91,8 @@ def test_df304_passes_enough_budget_or_missing_options():
 
 def test_df305_notes_an_mrope_draft_only_v1_refuses():
     cfg = draft(rope_scaling={"rope_type": "default", "mrope_section": [24, 20, 20]})
-    [f] = run_rule("DF305", target(), cfg, backends=V)
+    [f] = run_rule("DF305", target(), cfg, backends=V, versions=V33)  # the V1 runner: up to vLLM 0.33
+    assert not run_rule("DF305", target(), cfg, backends=V)  # 0.34 has no V1 runner
     assert f.locations[0].key == "rope_scaling.mrope_section" and f.severity == "info" and "V1" in f.message
 
 
@@ -128,9 +132,10 @@ def test_df308_warns_on_copied_top_level_ids():
 
 
 def test_df308_notes_the_v1_only_eagle_config_override():
-    [f] = run_rule("DF308", target(), draft(eagle_config={"eagle_aux_hidden_state_layer_ids": [1, 9]}), backends=V)
+    [f] = run_rule("DF308", target(), draft(eagle_config={"eagle_aux_hidden_state_layer_ids": [1, 9]}), backends=V,
+                   versions=V33)
     assert f.severity == "info" and "V1" in f.message and "[0, 8]" in f.message
-    [g] = run_rule("DF308", target(), draft(eagle_config={"use_aux_hidden_state": True}), backends=V)
+    [g] = run_rule("DF308", target(), draft(eagle_config={"use_aux_hidden_state": True}), backends=V, versions=V33)
     assert "default EAGLE-3 layers" in g.message and g.locations[0].key == "eagle_config"
 
 
@@ -144,12 +149,13 @@ def test_df308_passes_shifted_ids_unread_keys_or_none():
 
 
 def test_df310_notes_drafts_only_the_v2_runner_serves():
-    [f] = run_rule("DF310", target(), DFLASH2, backends=V)
+    [f] = run_rule("DF310", target(), DFLASH2, backends=V, versions=V33)
     assert f.severity == "info" and "DFlash candidate-head drafts" in f.message
     mixed = draft(layer_types=["sliding_attention"] * 4 + ["full_attention"], sliding_window=2048)
-    [g] = run_rule("DF310", target(), mixed, backends=V)
+    [g] = run_rule("DF310", target(), mixed, backends=V, versions=V33)
     assert "mixed sliding/full dflash drafts" in g.message and g.locations[0].key == "layer_types"
-    assert "xpress" in run_rule("DF310", target(), draft(architectures=["Qwen3XPressModel"]), backends=V)[0].message
+    assert "xpress" in run_rule("DF310", target(), draft(architectures=["Qwen3XPressModel"]), backends=V,
+                                versions=V33)[0].message
 
 
 def test_df310_passes_v1_drafts_with_uniform_layers():

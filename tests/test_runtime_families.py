@@ -218,6 +218,7 @@ def test_smoke_refuses_the_other_families_before_loading_anything(qwen, tmp_path
     ("speculators-dflash2", "dflash-check convert DRAFT --to zlab -o OUT"),
     ("dflash2-beam", 'set architectures to ["DFlash2DraftModel"]'),
     ("minimax-dflash2", 'set architectures to ["DFlash2DraftModel"]'),
+    ("ricursive-dflash2", "NoPE layers"),
     ("qwen3-xpress", "refiner head"),
     ("lilicorr", "lattice correlator"),
     ("laguna-dflash", "Laguna layers"),

@@ -58,7 +58,9 @@ def test_rule_docs_wrap_at_words_at_80_columns(rule):
     words = set(" ".join([rule.code, rule.name, rule.severity, *rule.backends, *rule.needs, rule.what, rule.why,
                           rule.example, rule.fix, "What it checks Why it matters Example How to fix",
                           "`dflash-check launch` only",
-                          "Engine sources", *(f"{src.cite()} {src.note}" for src in rule.sources)]).split())
+                          "Engine sources", *(f"{src.cite()} {src.note}" for src in rule.sources),
+                          *(["Holds for not run at other releases."] if rule.versions else []),
+                          *(f"{e}{spec}" for e, spec in rule.versions.items())]).split())
     for line in res.output.splitlines():
         if len(line.split()) > 1:
             assert len(line) <= 80, line

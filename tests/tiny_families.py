@@ -91,6 +91,8 @@ FAMILY_BUILDERS: dict[str, Callable[[dict[str, Any]], tuple[dict[str, Any], dict
                                     layer_types=["sliding_attention"] * 2,
                                     **{"dflash_config.final_logit_softcapping": 30.0}),
     "minimax-dflash2": lambda t: _with(_zlab(t, 2), {}, architectures=["MiniMaxDFlash2DraftModel"]),
+    "ricursive-dflash2": lambda t: _with(_zlab(t, 2), {}, architectures=["DFlash2RicursiveDraftModel"],
+                                         no_rope_layers=[0]),
     "qwen3-xpress": lambda t: _with(_zlab(t), {
         "xpress_head.w1.weight": (t["vocab_size"], 4), "xpress_head.down_h.weight": (4, t["hidden_size"]),
         "xpress_head.down_g.weight": (4, t["hidden_size"]), "xpress_head.in_proj.weight": (4, 12),

@@ -1,6 +1,11 @@
 """Subcommands kept in their own modules, loaded only when used: name -> (module, attribute, short help)."""
 
 COMMANDS: dict[str, tuple[str, str, str]] = {
+    "facts": (
+        "dflash_compat.commands.facts",
+        "facts_cmd",
+        "Engine facts per release: `facts refresh --engine vllm==0.34.1` reads one into your cache.",
+    ),
     "smoke": (
         "dflash_compat.commands.smoke",
         "smoke_cmd",

@@ -108,7 +108,22 @@ def check_options(command: Callable) -> Callable:
                      "dflash-check.toml) instead of the nearest one found from the current folder upward. Flags "
                      "given here win."),
         click.option("--no-config", is_flag=True, help="Ignore settings files."),
+        engine_version_option(),
     ])(command)
+
+
+def engine_version_option() -> Callable:
+    return click.option(
+        "--engine-version", "engine_versions", multiple=True, metavar="NAME==VERSION",
+        help="Judge against this engine release (repeatable; engines: vllm, sglang, transformers, mlx-lm, dflash, "
+        "speculators). Default: the version installed here, else the newest with bundled facts.")
+
+
+def selected_versions(params: dict[str, Any], file_versions: Optional[dict[str, str]] = None):
+    """The engine releases a command judges against: --engine-version > the settings file > installed > newest."""
+    from ..engine_versions import select_versions
+
+    return select_versions(option=tuple(params.get("engine_versions") or ()), config=file_versions or {})
 
 
 def _split(values: tuple[str, ...]) -> list[str]:
@@ -118,8 +133,10 @@ def _split(values: tuple[str, ...]) -> list[str]:
     return out
 
 
-def build_request(params: dict[str, Any], file_severity: Optional[dict[str, str]] = None):
-    """The CheckRequest for `check`'s command-line options (and a settings file's severity table)."""
+def build_request(params: dict[str, Any], file_severity: Optional[dict[str, str]] = None,
+                  file_versions: Optional[dict[str, str]] = None):
+    """The CheckRequest for `check`'s command-line options (and a settings file's severity and
+    engine-versions tables)."""
     from ..check import CheckRequest
     from ..engine import BACKENDS
     from ..exceptions import InputError
@@ -156,6 +173,7 @@ def build_request(params: dict[str, Any], file_severity: Optional[dict[str, str]
         select=_split(params["select"]), ignore=_split(params["ignore"]), options=options,
         revision=params["revision"], draft_revision=params["draft_revision"], token=params["token"],
         framework=params["framework"], strict=params["strict"], severity=severity,
+        versions=selected_versions(params, file_versions),
     )
 
 

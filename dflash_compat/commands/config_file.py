@@ -177,6 +177,14 @@ def load_settings(path: Path, command: click.Command, ctx: click.Context) -> tup
         name = _RENAMED.get(key, key.replace("-", "_"))
         if key in _REFUSED or key.replace("_", "-") in _REFUSED:
             raise InputError(f"{where} {key}: not allowed in a config file: {_REFUSED[key.replace('_', '-')]}")
+        if key in ("engine-versions", "engine_versions"):
+            if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+                raise InputError(f"{where} {key}: expected a table like {{vllm = \"0.33.0\"}}")
+            from ..engine_versions import select_versions
+
+            select_versions(config=value, installed=False)  # a malformed entry fails here, naming the file
+            ctx.meta["dflash_check.engine_versions"] = {str(k).lower(): v for k, v in value.items()}
+            continue
         if key == "severity":
             if not isinstance(value, dict):
                 raise InputError(f"{where} severity: expected a table like {{DF203 = \"ignore\"}}")
@@ -186,7 +194,7 @@ def load_settings(path: Path, command: click.Command, ctx: click.Context) -> tup
             continue
         if name not in params or key.replace("_", "-") in _NOT_SETTINGS or name == "severity":
             raise InputError(f"{where}: unknown key {key!r} (keys are the long option names of "
-                             "`dflash-check check --help`, plus target, draft and severity)")
+                             "`dflash-check check --help`, plus target, draft, severity and engine-versions)")
         converted = _convert(params[name], key, value, ctx, where)
         if key in _PATHS:
             converted = _local(converted, path.parent, always=key == "output")

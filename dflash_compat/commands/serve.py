@@ -11,7 +11,7 @@ from ..console import terminal_width, wrap
 from ..emitters import counts as summary_counts
 from ..emitters._safe import dumps, printable
 from ..exceptions import EXIT_FAIL, EXIT_OK
-from .check_options import pair_options
+from .check_options import engine_version_option, pair_options
 
 __all__ = ["serve_cmd", "serve_payload", "render_serve_text"]
 
@@ -96,10 +96,11 @@ def render_serve_text(plan, report, errors, width: int = 80) -> str:
 @pair_options(trust_help="Allow the target repo's own Python code (checks and the launched engine).")
 @click.option("--format", "-f", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True,
               help="text: a shell script (comments + the command); json: engine, argv, env, findings.")
+@engine_version_option()
 def serve_cmd(target, draft, engine, num_speculative_tokens, num_draft_tokens, tp, draft_tp, max_num_seqs,
               max_num_batched_tokens, attn_dp_size, enable_dp_lm_head, pp_size, dflash_block_size, draft_window_size,
               quantization, draft_quantization, served_model_name, port, prompt, revision, draft_revision, token,
-              no_deep, trust_remote_code, framework, fmt) -> None:
+              no_deep, trust_remote_code, framework, fmt, engine_versions) -> None:
     """Print the command that serves TARGET with DRAFT on one engine, with every value derived from
     the draft (K = block_size - 1 for vLLM, block_size draft tokens for SGLang, the token budget, TP).
     The command's options are read back and checked by the same rules as `dflash-check`; a pairing
@@ -108,9 +109,19 @@ def serve_cmd(target, draft, engine, num_speculative_tokens, num_draft_tokens, t
     \b
     Exit codes: 0 servable (warnings allowed); 1 the engine cannot serve this pair; 2 bad input.
     """
+    from ..engine_versions import select_versions
     from ..inputs import check_name
     from ..serving import pipeline
-    from ..serving.launch import DEFAULT_PROMPT, OPTION_FLAGS, LaunchRequest, build_plan, options_from_argv
+    from ..serving.launch import (
+        DEFAULT_PROMPT,
+        OPTION_FLAGS,
+        LaunchRequest,
+        build_plan,
+        for_release,
+        options_from_argv,
+    )
+
+    versions = select_versions(option=engine_versions)
 
     if served_model_name is not None:  # a name the server answers to: no control or bidi characters in it
         check_name(served_model_name, "--served-model-name")
@@ -132,10 +143,21 @@ def serve_cmd(target, draft, engine, num_speculative_tokens, num_draft_tokens, t
         raise InputError(f"--prompt: not an option of `serve --engine {engine}`")
     plan = build_plan(req, pipeline.draft_facts(pair))
     options = pipeline.make_options(options_from_argv(engine, plan.argv), pair, OPTION_FLAGS)
-    report = pipeline.check_for_engine(pair, engine, options)
+    plan = for_release(plan, _accepted_flags(engine, versions), versions.used(engine) if engine in versions else "")
+    report = pipeline.check_for_engine(pair, engine, options, versions)
     errors = pipeline.blocking_findings(report)
     if fmt == "json":
         click.echo(dumps(serve_payload(plan, report, errors)), nl=False)
     else:
         click.echo(render_serve_text(plan, report, errors, terminal_width(sys.stdout)), nl=False)
     sys.exit(EXIT_FAIL if errors else EXIT_OK)
+
+
+def _accepted_flags(engine: str, versions) -> "frozenset[str] | None":
+    """The launch flags the selected release of the engine accepts, where the facts hold them (SGLang)."""
+    if engine != "sglang":
+        return None
+    from ..engine_support import engine_data
+
+    flags = engine_data("sglang", versions.used("sglang")).get("cli_flags")
+    return frozenset(flags) if flags else None

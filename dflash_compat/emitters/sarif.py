@@ -15,18 +15,23 @@ _LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 _SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
 
-def _rule(rule: RuleRun) -> dict:
+def _rule(rule: RuleRun, engines: dict) -> dict:
+    """`engines`: the report's engines (name -> {"version": ...}): citations show that release's lines."""
     docs = rule.docs
+
+    def cite(src) -> str:
+        return src.cite(engines.get(src.engine, {}).get("version"))
+
     described = {}
     if docs is not None:
         help_text = f"{docs.what}\n\nWhy it matters: {docs.why}\n\nExample: {docs.example}\n\nHow to fix: {docs.fix}"
         if docs.sources:
-            help_text += "\n\nEngine sources:" + "".join(f"\n- {src.cite()}: {src.note}" for src in docs.sources)
+            help_text += "\n\nEngine sources:" + "".join(f"\n- {cite(src)}: {src.note}" for src in docs.sources)
         described = {"shortDescription": {"text": docs.what}, "fullDescription": {"text": docs.why},
                      "help": {"text": help_text}}
     properties: dict = {"backends": list(rule.backends)}
     if docs is not None and docs.sources:
-        properties["sources"] = [src.cite() for src in docs.sources]
+        properties["sources"] = [cite(src) for src in docs.sources]
     return {
         "id": rule.code,
         "name": rule.name,
@@ -39,7 +44,7 @@ def _rule(rule: RuleRun) -> dict:
 def render(report: Report) -> str:
     used = sorted({f.code for f in report.findings})
     by_code = {r.code: r for r in report.rules}
-    driver_rules = [_rule(by_code[c]) for c in used if c in by_code]
+    driver_rules = [_rule(by_code[c], report.engines) for c in used if c in by_code]
     index = {r["id"]: i for i, r in enumerate(driver_rules)}
     results = []
     for f in report.findings:

@@ -66,8 +66,13 @@ def _finding(f: Finding, width: int) -> Iterator["Text"]:
     from rich.text import Text
 
     pad = " " * _INDENT
+    judged = ", ".join(f"{e} {v}" for e, v in f.judged_for.items())
     yield Text.assemble((f.severity.ljust(_INDENT), _STYLE[f.severity]),
-                        (printable(f"{f.code} {f.name}"), "bold"))
+                        (printable(f"{f.code} {f.name}"), "bold"),
+                        (printable(f" [{judged}]") if judged and len(judged) + len(f.code) + len(f.name) + 12 <= width
+                         else "", "dim"))
+    if judged and len(judged) + len(f.code) + len(f.name) + 12 > width:
+        yield from _paragraph(Text.assemble(pad, ("judged for ", "dim")), printable(judged), width)
     yield from _paragraph(Text(pad), printable(f.message), width)
     for i, loc in enumerate(f.locations):  # one per line: a key is never wrapped
         yield Text.assemble(pad, ("at " if i == 0 else "   ", "dim"), _location(loc))
@@ -108,6 +113,9 @@ def _skipped(report: Report, width: int) -> Iterator["Text"]:
     for run in report.rules:
         if run.status == "skipped":
             by_reason.setdefault(run.reason or "skipped", []).append(run.code)
+        elif run.status == "not-applicable" and run.reason and run.reason != "no selected backend":
+            # a rule that holds for other engine releases than the ones selected
+            by_reason.setdefault(f"at {run.reason}", []).append(run.code)
     for reason, codes in by_reason.items():
         text = printable(f"not run, {reason}: {', '.join(codes)}")
         for line in _paragraph(Text(), text, width, indent=2):
@@ -149,6 +157,11 @@ def _lines(report: Report, width: int) -> Iterator["Text"]:
     yield from _header("draft", d.get("source"), f"{d.get('format')}, block {d.get('block_size')}, "
                        f"layer ids {quote(d.get('target_layer_ids'))}, mask {d.get('mask_token_id')}", width)
     yield from _inherited(d.get("inherited") or (), width)
+    if report.engines:
+        line = ", ".join(f"{n} {e['version']}" + (f" ({e['origin']}, asked {e['requested']})"
+                                                   if e["requested"] != e["version"] else f" ({e['origin']})")
+                         for n, e in report.engines.items())
+        yield from _paragraph(Text.assemble(("engines ", "bold")), printable(line), width, indent=8)
     for group in ["common", *report.backends]:
         rows = [f for f in report.findings if f.backend == group]
         if not rows:

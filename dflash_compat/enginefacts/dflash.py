@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 
-from ..contract import ENGINE_VERSIONS
 from .astutil import function
 from .facts import Section, require
 from .pymod import string_value
@@ -102,7 +101,6 @@ def extract(tree: SourceTree) -> Section:
     sec = Section()
     sec.meta("source", "dflash (the reference): draft config keys its PyTorch (dflash/model.py) and MLX "
              "(dflash/model_mlx.py load_draft) loaders read")
-    sec.meta("read", f"dflash {ENGINE_VERSIONS['dflash']} wheel")
     sec.names("draft_architectures", draft_architectures(tree))
     sec.mapping("torch_config_keys", torch_keys(tree))
     sec.mapping("mlx_config_keys", mlx_keys(tree))

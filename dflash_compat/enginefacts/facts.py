@@ -25,6 +25,13 @@ class Section:
     def __init__(self) -> None:
         self.data: dict[str, Any] = {}
         self.sources: dict[str, dict[str, dict[str, Any]]] = {}
+        # facts the reader could not find at this version: key -> why (recorded, never written as a value)
+        self.unknown: dict[str, str] = {}
+
+    def guard(self, *keys: str) -> "_Guard":
+        """`with sec.guard("draft_v1_refused"): ...`: a LayoutError inside records the keys as unknown
+        for this version (with the reason) instead of stopping the whole run."""
+        return _Guard(self, keys)
 
     def meta(self, key: str, value: Any) -> None:
         """Descriptive text (`source`, `read`, `interface`): not a fact that needs a location."""
@@ -47,7 +54,28 @@ class Section:
         self.sources.setdefault("where", {})[name] = loc.as_json()
 
     def facts_json(self) -> dict[str, Any]:
-        return dict(self.data)
+        out = dict(self.data)
+        if self.unknown:
+            out["unknown"] = dict(sorted(self.unknown.items()))
+        return out
 
     def sources_json(self) -> dict[str, dict[str, dict[str, Any]]]:
         return {kind: self.sources[kind] for kind in sorted(self.sources)}
+
+
+class _Guard:
+    def __init__(self, sec: Section, keys: tuple[str, ...]):
+        self.sec, self.keys = sec, keys
+
+    def __enter__(self) -> "_Guard":
+        return self
+
+    def __exit__(self, kind, exc, tb) -> bool:
+        if exc is None or not isinstance(exc, LayoutError):
+            return False
+        for key in self.keys:
+            self.sec.data.pop(key, None)
+            self.sec.sources.pop(key, None)
+            self.sec.sources.get("where", {}).pop(key, None)
+            self.sec.unknown[key] = str(exc)
+        return True

@@ -5,7 +5,6 @@ from __future__ import annotations
 import ast
 from typing import Callable, Optional
 
-from ..contract import ENGINE_VERSIONS
 from .astutil import assigned, function, string_dict
 from .facts import Section, require
 from .pymod import ClassRef, Modules, string_value
@@ -251,7 +250,6 @@ def extract(tree: SourceTree, dflash: SourceTree,
     sec = Section()
     sec.meta("source", "mlx-lm: the cache classes each model type's make_cache builds (models/*.py), and "
              "dflash's MLX path (dflash/model_mlx.py)")
-    sec.meta("read", f"mlx-lm {ENGINE_VERSIONS['mlx-lm']} and dflash {ENGINE_VERSIONS['dflash']} wheels")
     sec.mapping("cache_classes", caches)
     sec.mapping("cache_trimmable", {n: facts.trimmable[n] for n in sorted(facts.trimmable)})
     sec.names("non_trimmable_model_types", recurrent)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from ..contract import ENGINE_VERSIONS
+from .anchors import code_features
 from .astutil import assigned, calls_to, function
 from .delegation import Unresolved, delegation_gap
 from .facts import Section, require
@@ -130,6 +130,64 @@ def _domino(tree: SourceTree) -> Loc:
     raise LayoutError(f"{DFLASH_UTILS}: the Domino projector_type check was not found")
 
 
+SPEC_HOOK = "sglang/srt/arg_groups/speculative_hook.py"
+# Behaviour that changed in the window, each located by the code it must contain (anchors.find_code).
+FEATURES = {
+    "dflash_rope_dim": ("sglang/srt/models/dflash.py", '"rope_dim" in rope_scaling',
+                        "the DFlash draft's rotary width is rope_parameters.rope_dim when given"),
+    "dflash_dp_attention_refused": (SPEC_HOOK, "Currently DFLASH speculative decoding does not support dp",
+                                    "DFLASH refuses attention data parallelism off NPU"),
+    "dflash_dp_attention_needs_dp_lm_head": (SPEC_HOOK, "DFLASH with dp attention requires --enable-dp-lm-head",
+                                             "DFLASH with attention data parallelism needs --enable-dp-lm-head"),
+}
+
+
+FIELDS_DIR = "sglang/srt/arg_groups/fields"
+SERVER_ARGS = "sglang/srt/server_args.py"
+
+
+def _arg_call(annotation: ast.expr):
+    """The `Arg(...)` call inside an `A[type, Arg(...)]` annotation, if any."""
+    for node in ast.walk(annotation):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Arg":
+            return node
+    return None
+
+
+def cli_flags(tree: SourceTree) -> dict[str, Loc]:
+    """The launch flags `python -m sglang.launch_server` accepts: every ServerArgs field declared as
+    `A[type, "help"]` or `A[type, Arg(...)]` (not `Arg(no_cli=True)`) under its `--field-name` (or
+    `cli_name`) and its `aliases` (arg_groups/arg_utils.py add_cli_args_from_dataclass), plus the flags
+    `add_cli_args` registers by hand."""
+    found: dict[str, Loc] = {}
+    for path in [*tree.files(FIELDS_DIR), SERVER_ARGS]:
+        if not tree.exists(path):
+            continue
+        module = tree.parse(path)
+        for cls in (n for n in ast.walk(module) if isinstance(n, ast.ClassDef)):
+            for stmt in cls.body:
+                if not (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)):
+                    continue
+                ann = stmt.annotation  # `A[type, "help"]` or `A[type, Arg(...)]`: a CLI field unless no_cli
+                if not (isinstance(ann, ast.Subscript) and isinstance(ann.value, ast.Name) and ann.value.id == "A"):
+                    continue
+                call = _arg_call(ann)
+                kw = {k.arg: k.value for k in call.keywords if k.arg} if call is not None else {}
+                if isinstance(kw.get("no_cli"), ast.Constant) and kw["no_cli"].value is True:
+                    continue
+                name = string_value(kw.get("cli_name")) or "--" + stmt.target.id.replace("_", "-")
+                names = [name] + [s for s in (string_value(e) for e in getattr(kw.get("aliases"), "elts", []))
+                                  if s]
+                for flag in names:
+                    found.setdefault(flag, Loc(path, stmt.lineno, f"ServerArgs.{stmt.target.id}"))
+        for call in calls_to(module, "add_argument"):
+            flag = string_value(call.args[0]) if call.args else None
+            if flag and flag.startswith("--"):
+                found.setdefault(flag, Loc(path, call.lineno, "registered by add_cli_args"))
+    require(found, "SGLang launch flags", anchor="--model-path")
+    return found
+
+
 def extract(tree: SourceTree) -> Section:
     mods = Modules(tree)
     entries = entry_classes(tree, mods)
@@ -137,10 +195,12 @@ def extract(tree: SourceTree) -> Section:
     sec = Section()
     sec.meta("source", f"SGLang: EntryClass classes of sglang/srt/models that define {HOOK} (directly or "
              "through a base class)")
-    sec.meta("read", f"sglang {ENGINE_VERSIONS['sglang']} wheel")
     sec.meta("interface", HOOK)
     sec.names("supported", supported)
     sec.names("unsupported", unsupported)
+    sec.names("features", code_features(tree, FEATURES))
+    with sec.guard("cli_flags"):
+        sec.names("cli_flags", cli_flags(tree))
     sec.mapping("hook_delegated_to_missing", delegated)
     fallback = mods.class_named("sglang.srt.models.transformers", "TransformersForCausalLM")
     if fallback is not None and mods.find_member(fallback, HOOK) is None:
@@ -150,6 +210,8 @@ def extract(tree: SourceTree) -> Section:
     sec.mapping("draft_architectures_classes", drafts)
     sec.names("draft_architectures", {k: v[1] for k, v in drafts.items()})
     sec.mapping("dspark_architectures_classes", dspark)
-    sec.where("capture_call", _capture_call(tree))
-    sec.where("domino_projector", _domino(tree))
+    with sec.guard("capture_call"):
+        sec.where("capture_call", _capture_call(tree))
+    with sec.guard("domino_projector"):
+        sec.where("domino_projector", _domino(tree))
     return sec

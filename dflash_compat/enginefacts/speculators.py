@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 
-from ..contract import ENGINE_VERSIONS
 from .facts import Section, require
 from .pymod import string_value
 from .source import LayoutError, Loc, SourceTree
@@ -79,9 +78,9 @@ def extract(tree: SourceTree) -> Section:
     sec = Section()
     sec.meta("source", "speculators: registered config formats (speculators/models/*/config.py) and the z-lab "
              "converter (speculators/convert/dflash/converter.py)")
-    sec.meta("read", f"speculators {ENGINE_VERSIONS['speculators']} wheel")
     sec.names("formats", found)
     sec.mapping("format_architectures", archs)
-    for key, loc in conversion(tree).items():
-        sec.where(key, loc)
+    with sec.guard("aux_id_is_zlab_id_plus_one", "converter_drops_last_layer_id"):
+        for key, loc in conversion(tree).items():
+            sec.where(key, loc)
     return sec

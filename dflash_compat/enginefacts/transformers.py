@@ -6,7 +6,7 @@ import ast
 import re
 from typing import Optional
 
-from ..contract import ENGINE_VERSIONS
+from .anchors import code_features
 from .astutil import assigned, method, string_dict
 from .facts import Section, require
 from .pymod import ClassRef, Modules, string_value
@@ -100,7 +100,6 @@ def stateful_model_types(tree: SourceTree, mods: Modules) -> dict[str, Loc]:
                 raise LayoutError(f"{path}: stateful {stmt.name} declares no config class with a model_type")
             owner, assign = flag
             out.setdefault(mt[0], owner.loc(assign.lineno).with_(f"{stmt.name} is stateful (_is_stateful)"))
-    require(out, "transformers stateful model types", anchor="mamba")
     return out
 
 
@@ -181,15 +180,35 @@ def default_cache_exclusions(tree: SourceTree) -> dict[str, Loc]:
     return out
 
 
+GEN_UTILS = "transformers/generation/utils.py"
+# Behaviour that changed in the window, each located by the code it must contain (anchors.find_code).
+FEATURES = {
+    "assisted_refuses_stateful": (GEN_UTILS, "assisted generation is not supported with stateful models",
+                                  "assisted generation refuses _is_stateful models"),
+    "recurrent_rollback": (GEN_UTILS, "activate_past_recording(recurrent_states_to_keep=",
+                           "assisted generation records recurrent states and rolls them back on rejection"),
+    "dflash_speculation": (GEN_UTILS, 'speculation_type == "dflash"',
+                           'generate(..., speculation_type="dflash") drafts with a DFlash assistant'),
+    # sampled speculative decoding accepts a drafted token when r < p/q (5.25; before: r <= p/q, which accepts a
+    # token the target gives probability 0 when r is exactly 0)
+    "strict_sampling_acceptance": (GEN_UTILS, "is_accepted = r_i < probability_ratio",
+                                   "sampled acceptance is strict: r < p/q"),
+}
+
+
 def extract(tree: SourceTree) -> Section:
     mods = Modules(tree)
     layer_types = recurrent_layer_types(tree, mods)
     sec = Section()
     sec.meta("source", "transformers: stateful generative classes (_is_stateful), configs whose default "
              "layer_types hold linear-attention / conv layers, and cache_utils' recurrent cache layers")
-    sec.meta("read", f"transformers {ENGINE_VERSIONS['transformers']} wheel")
     sec.names("recurrent_layer_types", layer_types)
-    sec.names("stateful_model_types", stateful_model_types(tree, mods))
+    feats = code_features(tree, FEATURES)
+    sec.names("features", feats)
+    stateful = stateful_model_types(tree, mods)
+    if "assisted_refuses_stateful" in feats:  # while generate refuses them, _is_stateful must still mark some
+        require(stateful, "transformers stateful model types", anchor="mamba")
+    sec.names("stateful_model_types", stateful)
     sec.names("recurrent_layer_model_types", layer_type_model_types(tree, mods, set(layer_types)))
     sec.names("no_default_dynamic_cache", default_cache_exclusions(tree))
     return sec

@@ -6,7 +6,7 @@ import ast
 from dataclasses import dataclass
 from typing import Optional
 
-from ..contract import ENGINE_VERSIONS
+from .anchors import code_features
 from .astutil import assigned, calls_to, function, method, string_dict, string_set
 from .delegation import Unresolved, classes_of_call, own_method, self_attr
 from .facts import Section, require
@@ -340,11 +340,11 @@ def v1_refused(tree: SourceTree) -> dict[str, Loc]:
     cand = method(body, None, "_is_dflash_candidate_draft", VLLM_CONFIG)
     v1 = method(body, None, "_get_v1_model_runner_unsupported_features", VLLM_CONFIG)
     found: dict[str, Loc] = {}
-    for reason, check, names in (
-        ("candidate-head draft", "_is_dflash_candidate_draft",
-         [s for node in ast.walk(cand) if isinstance(node, ast.Set) for s in string_set(node)]),
-        ("XPress refiner draft", "is_xpress", _xpress(tree)),
-    ):
+    checks = [("candidate-head draft", "_is_dflash_candidate_draft",
+               [s for node in ast.walk(cand) if isinstance(node, ast.Set) for s in string_set(node)])]
+    if "XPRESS_ARCHITECTURES" in tree.read(SPEC_CONFIG):  # XPress drafts arrived in 0.33
+        checks.append(("XPress refiner draft", "is_xpress", _xpress(tree)))
+    for reason, check, names in checks:
         calls = calls_to(v1, check)
         if not calls or not names:
             raise LayoutError(f"{VLLM_CONFIG}: the V1 runner's {reason} refusal ({check}) was not found")
@@ -438,6 +438,84 @@ def speculators_formats(tree: SourceTree) -> tuple[dict[str, Loc], Loc]:
                       "aux_hidden_state_layer_ids - 1 (the aux ids also become eagle_aux_hidden_state_layer_ids)")
 
 
+# Features whose presence changes what a rule says; each present feature is located by an anchor
+# (a file plus the class or function it must define). Absent at a version: not in `features`.
+FEATURES = {
+    "v1_dflash_proposer": ("vllm/v1/spec_decode/dflash.py", "DFlashProposer",
+                           "the V1 runner's DFlash proposer (vllm/v1/spec_decode)"),
+    "v1_llm_base_proposer": ("vllm/v1/spec_decode/llm_base_proposer.py", "",
+                             "the V1 runner's shared proposer base"),
+}
+CODE_FEATURES = {
+    "v2_dflash_dispatch": (V2_DISPATCH, '== "dflash"', "init_speculator picks the DFlash speculator by method"),
+    "speculator_config_classes": ("vllm/v1/worker/gpu/spec_decode/speculator_config.py", "speculator_class",
+                                  "each method's settings class names its speculator"),
+}
+SPEC_CONFIG_DIR = "vllm/v1/worker/gpu/spec_decode"
+
+
+def features(tree: SourceTree) -> dict[str, Loc]:
+    found = {}
+    for name, (path, symbol, note) in FEATURES.items():
+        if not tree.exists(path):
+            continue
+        body = tree.parse(path).body
+        if not symbol:
+            found[name] = Loc(path, 1, note)
+            continue
+        node = next((n for n in body if isinstance(n, (ast.ClassDef, ast.FunctionDef)) and n.name == symbol), None)
+        if node is not None:
+            found[name] = Loc(path, node.lineno, note)
+    return found
+
+
+DEFAULT_SPECULATOR_CONFIG = ("vllm.v1.worker.gpu.spec_decode.dflash.config", "DFlashSpeculatorConfig")
+
+
+def declared_speculators(mods: Modules, drafts: dict) -> dict[str, tuple[str, Loc]]:
+    """The speculator each DFlash draft runs with where the draft class declares
+    `speculator_config_class` (default: the dflash method's settings class) and that class names
+    `speculator_class` (a dotted path)."""
+    default = mods.class_named(*DEFAULT_SPECULATOR_CONFIG)
+    if default is None:
+        raise LayoutError(f"{'.'.join(DEFAULT_SPECULATOR_CONFIG)} not found")
+    out = {}
+    for name, (dotted, _) in drafts.items():
+        module, _, cls = dotted.rpartition(".")
+        ref = mods.class_named(module, cls)
+        if ref is None:
+            raise LayoutError(f"draft class {dotted} not found")
+        member = mods.find_member(ref, "speculator_config_class")
+        config, where = default, None
+        if member is not None and isinstance(member[1], ast.Assign):
+            got = mods.resolve(member[0].module, member[1].value)
+            if not isinstance(got, ClassRef):
+                raise LayoutError(f"{dotted}: speculator_config_class is not a class")
+            config, where = got, member[0].loc(member[1].lineno)
+        spec = mods.find_member(config, "speculator_class")
+        value = string_value(spec[1].value) if spec and isinstance(spec[1], ast.Assign) else None
+        if value is None and spec and isinstance(spec[1], ast.Assign) and isinstance(spec[1].value, ast.JoinedStr):
+            value = None
+        if value is None:
+            raise LayoutError(f"{config.qualname}: no speculator_class string")
+        speculator = value.rsplit(".", 1)[1]
+        loc = (where or spec[0].loc(spec[1].lineno)).with_(f"V2 model runner drafts with {speculator}")
+        out[name] = (speculator, loc)
+    return out
+
+
+def method_config_modules(tree: SourceTree) -> dict[str, Loc]:
+    """Per-method settings modules of the V2 runner (`spec_decode/<method>/config.py`), where present."""
+    found = {}
+    for pkg in tree.packages(SPEC_CONFIG_DIR):
+        path = f"{pkg}/config.py"
+        if tree.exists(path):
+            body = tree.parse(path).body
+            first = next((n for n in body if isinstance(n, (ast.ClassDef, ast.FunctionDef))), None)
+            found[pkg.rsplit("/", 1)[1]] = Loc(path, first.lineno if first else 1, "the method's settings module")
+    return found
+
+
 def extract(tree: SourceTree) -> Section:
     mods = Modules(tree)
     registry = read_registry(tree)
@@ -447,7 +525,6 @@ def extract(tree: SourceTree) -> Section:
     sec = Section()
     sec.meta("source", "vLLM: registry target classes implementing SupportsEagle3 (the EAGLE-3 aux-hidden-state "
              "interface DFlash uses), read from vllm/model_executor/models/registry.py and the model sources")
-    sec.meta("read", f"vllm {ENGINE_VERSIONS['vllm']} wheel")
     sec.meta("interface", "SupportsEagle3")
     sec.names("supported", supported)
     sec.names("unsupported", unsupported)
@@ -466,14 +543,33 @@ def extract(tree: SourceTree) -> Section:
     sec.mapping("draft_architectures_classes", drafts)
     sec.names("draft_architectures", {k: v[1] for k, v in drafts.items()})
     sec.names("draft_registry", {e.arch: e.loc.with_(f"{e.module}.{e.cls}") for e in registry[DRAFT_DICT]})
-    sec.names("draft_v1_refused", v1_refused(tree))
-    sec.mapping("draft_v2_speculators", v2_speculators(tree, mods, drafts, rename))
+    feats = {**features(tree), **code_features(tree, CODE_FEATURES)}
+    sec.names("features", feats)
+    if "v1_dflash_proposer" in feats:  # the V1 runner's refusals exist only while it does
+        with sec.guard("draft_v1_refused"):
+            sec.names("draft_v1_refused", v1_refused(tree))
+    else:
+        sec.names("draft_v1_refused", {})
+    with sec.guard("draft_v2_speculators"):
+        if "v2_dflash_dispatch" in feats:
+            sec.mapping("draft_v2_speculators", v2_speculators(tree, mods, drafts, rename))
+        else:  # 0.34: each draft class names its settings class, which names the speculator
+            sec.mapping("draft_v2_speculators", declared_speculators(mods, drafts))
     sec.where("dflash_architecture_rename", rename.loc.with_(
         f"method dflash: an architecture not starting with {rename.starts}, not ending with {rename.ends} and "
         f"not one of {rename.keep} is looked up as {rename.prefix}<arch>"))
-    for key, loc in interface_checks(tree).items():
-        sec.where(key, loc)
-    formats, minus_one = speculators_formats(tree)
-    sec.names("speculators_formats", formats)
-    sec.where("speculators_dflash_ids", minus_one)
+    for key, path, runner in (("eagle3_interface_v1", V1_RUNNER, "V1"), ("eagle3_interface_v2", V2_EAGLE3, "V2")):
+        if runner == "V1" and "v1_dflash_proposer" not in feats:
+            continue
+        with sec.guard(key):
+            calls = calls_to(tree.parse(path), "supports_eagle3")
+            if not calls:
+                raise LayoutError(f"{path}: the {runner} runner no longer checks supports_eagle3")
+            sec.where(key, Loc(path, calls[0].lineno, f"{runner} model runner: the target must implement "
+                               "SupportsEagle3"))
+    sec.names("method_config_modules", method_config_modules(tree))
+    with sec.guard("speculators_formats", "speculators_dflash_ids"):
+        formats, minus_one = speculators_formats(tree)
+        sec.names("speculators_formats", formats)
+        sec.where("speculators_dflash_ids", minus_one)
     return sec

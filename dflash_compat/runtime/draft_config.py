@@ -41,6 +41,8 @@ _REFUSALS = {
     "dflash2-beam": "vLLM runs it with its own Beam module (vllm/models/beam/nvidia/dflash2.py), which the "
                     f"reference runtime does not implement; SGLang loads it as DFlash2DraftModel "
                     f"(srt/models/dflash.py:1313-1314): {_AS_V2}",
+    "ricursive-dflash2": "its no_rope_layers skip RoPE (vLLM 0.34 vllm/model_executor/models/ricursive_dflash2.py:"
+                         "31-35), which the reference runtime does not implement; it needs NoPE layers to run",
     "minimax-dflash2": "SGLang loads it as DFlash2DraftModel (srt/models/dflash.py:1305-1306), which the "
                        f"reference runtime does not assume for another name; {_AS_V2}",
     "qwen3-xpress": "its refiner head (vLLM vllm/model_executor/models/qwen3_xpress.py:22-60) is not "

@@ -14,8 +14,8 @@ from typing import Any, Optional
 
 from ..exceptions import InputError
 
-__all__ = ["ENGINES", "OPTION_FLAGS", "LaunchRequest", "LaunchPlan", "build_plan", "options_from_argv", "shell_command",
-           "DEFAULT_PROMPT", "DEFAULT_BLOCK_SIZE"]
+__all__ = ["ENGINES", "OPTION_FLAGS", "LaunchRequest", "LaunchPlan", "build_plan", "for_release", "options_from_argv",
+           "shell_command", "DEFAULT_PROMPT", "DEFAULT_BLOCK_SIZE"]
 
 ENGINES = ("vllm", "sglang", "mlx", "transformers")
 # The reference's default when a draft states no block_size (dflash/model.py; our DF115 says so too).
@@ -306,3 +306,24 @@ def options_from_argv(engine: str, argv: list[str]) -> dict[str, Any]:
             raise InputError(f"a {engine} command starts with `dflash generate {engine}`")
         return {}
     raise InputError(f"unknown engine {engine!r}")
+
+
+def for_release(plan: LaunchPlan, accepted: Optional[frozenset], release: str) -> LaunchPlan:
+    """The plan in the flags one engine release accepts (`accepted`: its launch flags, from the engine
+    facts; None: not known for this engine, left as is). SGLang before `--attn-dp-size` existed (0.5.21)
+    spells attention data parallelism `--dp-size N --enable-dp-attention`. A flag the release has no
+    spelling for is an InputError: the command would not start."""
+    if accepted is None:
+        return plan
+    argv, notes = list(plan.argv), list(plan.notes)
+    if plan.engine == "sglang" and "--attn-dp-size" in argv and "--attn-dp-size" not in accepted \
+            and {"--dp-size", "--enable-dp-attention"} <= accepted:
+        i = argv.index("--attn-dp-size")
+        argv[i:i + 2] = ["--dp-size", argv[i + 1], "--enable-dp-attention"]
+        notes.append(f"SGLang {release} spells attention data parallelism --dp-size N --enable-dp-attention")
+    unknown = [a for a in argv if a.startswith("--") and a.split("=", 1)[0] not in accepted]
+    if unknown:
+        names = {"sglang": "SGLang", "vllm": "vLLM"}.get(plan.engine, plan.engine)
+        raise InputError(f"{names} {release} does not accept {', '.join(unknown)} (its launch flags, read from its "
+                         f"code); choose another release with --engine-version, or drop the option that sets it")
+    return LaunchPlan(plan.engine, argv, dict(plan.env), notes, plan.block_size)

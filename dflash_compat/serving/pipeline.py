@@ -69,14 +69,15 @@ def draft_facts(pair: PairRef) -> dict[str, Any]:
     return spec.model_dump(mode="json", exclude={"sources"})
 
 
-def check_for_engine(pair: PairRef, engine: str, options: Any) -> Any:
-    """Run every rule for one engine (plus the common ones) on the pair with these options -> Report."""
+def check_for_engine(pair: PairRef, engine: str, options: Any, versions: Any = None) -> Any:
+    """Run every rule for one engine (plus the common ones) on the pair with these options -> Report.
+    `versions`: the engine releases to judge at (engine_versions.Versions; None: installed, else newest)."""
     from ..check import CheckRequest, run_check
 
     # options.deep (from make_options) decides whether the module tree and weight headers are read
     req = CheckRequest(
         target=pair.target, draft=pair.draft, backends=[engine], options=options, revision=pair.revision,
-        draft_revision=pair.draft_revision, token=pair.token, framework=pair.framework,
+        draft_revision=pair.draft_revision, token=pair.token, framework=pair.framework, versions=versions,
     )
     return run_check(req)
 

@@ -222,6 +222,34 @@ def run_probe(req: ProbeRequest, reference: Any = None) -> dict[str, Any]:
     return _report(req, client, engine, info, served, before, after, results)
 
 
+def engine_release(client: Client, engine: str, info: dict[str, Any]) -> Optional[dict[str, str]]:
+    """The release the server reports (vLLM: GET /version, vllm/entrypoints/serve/instrumentator/basic.py:53-56;
+    SGLang: /server_info `version`, srt/entrypoints/http_server.py:888) and the release whose facts read it:
+    {"reported", "facts", "status"}; None when the server does not say. The counter names probe reads are
+    the same in every bundled vLLM release (vllm/v1/spec_decode/metrics.py:229-231, 255 in 0.32.0-0.34.0)."""
+    version: Any = None
+    if engine == "vllm":
+        resp = client.get("/version")
+        try:
+            data = resp.json() if resp.ok else {}
+        except ServerError:
+            data = {}
+        version = data.get("version") if isinstance(data, dict) else None
+    elif engine == "sglang":
+        version = info.get("version")
+    if not isinstance(version, str) or not version or len(version) > 64:
+        return None
+    from ..engine_versions import ENGINES, select_versions
+    from ..exceptions import InputError
+
+    try:
+        ENGINES[engine].key(version)
+        sel = select_versions(option=(f"{engine}=={version}",), engines=[engine], installed=False)[engine]
+    except (ValueError, KeyError, InputError):
+        return None  # a build string we cannot order (e.g. a git describe): not judged
+    return {"reported": version, "facts": sel.used, "status": sel.status}
+
+
 def _server_info(client: Client) -> dict[str, Any]:
     resp = client.get("/server_info")
     try:
@@ -266,7 +294,8 @@ def _report(req, client, engine, info, served, before, after, results) -> dict[s
     ref_taus = [r["reference_mean_acceptance"] for r in results if r.get("reference_mean_acceptance") is not None]
     summary["reference_mean_acceptance"] = sum(ref_taus) / len(ref_taus) if ref_taus else None
     server = {"url": client.endpoint.url(), "engine": engine, "model": req.model, "served_models": served,
-              "speculative": _spec_config(engine, info, after)}
+              "speculative": _spec_config(engine, info, after),
+              "release": engine_release(client, engine, info) if engine in ("vllm", "sglang") else None}
     return {"schema_version": 1, "server": server, "results": results, "summary": summary}
 
 

@@ -26,6 +26,7 @@ DraftFormat = Literal[
     "zlab-v1",
     "zlab-v2",
     "dflash2-beam",
+    "ricursive-dflash2",
     "minimax-dflash2",
     "muse-glimmer-assistant",
     "qwen3-xpress",
@@ -54,6 +55,8 @@ FAMILIES: dict[str, Family] = {f.format: f for f in (
     Family("zlab-v1", "z-lab DFlash (v1)", ("DFlashDraftModel",)),
     Family("zlab-v2", "z-lab DFlash 2", ("DFlash2DraftModel",), v2_layers=True),
     Family("dflash2-beam", "DFlash2-Beam", ("DFlash2BeamDraftModel",), v2_layers=True),
+    # DFlash 2 whose `no_rope_layers` skip RoPE (vLLM 0.34 ricursive_dflash2.py); the weights are DFlash 2's.
+    Family("ricursive-dflash2", "Ricursive DFlash 2 (NoPE layers)", ("DFlash2RicursiveDraftModel",), v2_layers=True),
     Family("minimax-dflash2", "MiniMax DFlash2", ("MiniMaxDFlash2DraftModel",), v2_layers=True),
     Family("muse-glimmer-assistant", "Muse-Glimmer assistant",
            ("MuseGlimmerAssistantModel", "DFlashMuseGlimmerAssistantModel")),

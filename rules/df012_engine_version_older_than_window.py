@@ -1,0 +1,29 @@
+"""DF012: the selected engine release is older than the oldest one whose facts dflash-compat has."""
+
+from __future__ import annotations
+
+from dflash_compat.engine import BACKENDS, CheckContext, Rule
+
+from .df011_engine_version_newer_than_facts import fallback_violations
+
+
+def check(ctx: CheckContext):
+    yield from fallback_violations(ctx, "older")
+
+
+RULE = Rule(
+    code="DF012",
+    name="engine-version-older-than-window",
+    severity="warning",
+    backends=BACKENDS,
+    check=check,
+    what="The engine release the check judges against (from --engine-version, the settings file's "
+    "`engine-versions` table, or the version installed here) is older than every release whose facts ship with "
+    "dflash-compat (the window; docs/engine-facts.md lists it).",
+    why="Older releases lack what newer ones added (vLLM before 0.33 has no XPress drafts; transformers "
+    "before 5.25 refuses assisted generation with stateful models). The check falls back to the oldest bundled "
+    "facts, which may describe behaviour your release does not have.",
+    example="dflash-check TARGET --draft DRAFT --engine-version vllm==0.31.0 (window: vLLM 0.32.0-0.34.0)",
+    fix="Run `dflash-check facts refresh --engine NAME==VERSION` to read that release's wheel into your cache, "
+    "then check again; or pin a bundled release with --engine-version.",
+)
