@@ -196,22 +196,30 @@ def _common_tail(rev: Optional[str], req: LaunchRequest, revision_flag: str) -> 
     return out
 
 
+RUNNER_MODULE = "dflash_compat.serving.dflash_run"
+RUNNER_ARGV = ["python", "-m", RUNNER_MODULE]
+RUNNER_MAX_NEW_TOKENS = 128
+
+
 def _dflash_cli(req: LaunchRequest, bs: int) -> LaunchPlan:
-    """The dflash package's own entry point: `dflash generate mlx|transformers --model --draft --block-size
-    PROMPT` (dflash/cli.py:6-33; console script `dflash = dflash.cli:main`)."""
+    """A one-shot generation with the dflash reference's own model code, through our runner
+    (`dflash_compat/serving/dflash_run.py`): dflash 0.1.0's console script cannot run a local pair
+    without CUDA (cuda:0 at dflash/cli.py:63; Hub-only draft loading at dflash/model_mlx.py:431; a
+    chat template required at dflash/benchmark.py:63-71; `requests` imported at dflash/benchmark.py:11).
+    Neither engine has a server that serves a DFlash draft: mlx_lm 0.32.2's server loads a draft as an
+    ordinary mlx_lm model (mlx_lm/server.py:449-452), which a DFlash draft's weights do not fit
+    (mlx_lm/utils.py:599 raises); transformers' `generate(speculation_type="dflash")` drafts only with
+    its own MuseGlimmerAssistant classes (transformers/generation/utils.py:1361-1368)."""
     _refuse(req, set())
     if _split(req.target, req.revision)[1] or _split(req.draft, req.draft_revision)[1]:
-        raise InputError("the dflash CLI takes no revision (dflash/cli.py:6-23): download that revision "
-                         "and pass its folder")
-    argv = ["dflash", "generate", req.engine, "--model", req.target, "--draft", req.draft, "--block-size", str(bs),
-            req.prompt]
-    notes = [f"--block-size {bs} = the draft's block_size (the anchor included)"]
+        raise InputError("the dflash runner takes no revision: download it and pass its folder")
+    argv = [*RUNNER_ARGV, req.engine, "--model", req.target, "--draft", req.draft, "--block-size", str(bs),
+            "--max-new-tokens", str(RUNNER_MAX_NEW_TOKENS), req.prompt]
+    notes = [f"--block-size {bs} = the draft's block_size (the anchor included)",
+             "one response from dflash 0.1.0's own model code; needs `pip install --no-deps "
+             f"dflash==0.1.0` and dflash-compat[{'mlx' if req.engine == 'mlx' else 'torch'}] (docs/serving.md)"]
     if req.engine == "transformers":
-        notes.append("the dflash transformers path runs on cuda:0 in bfloat16 (dflash/cli.py:63, "
-                     "dflash/benchmark.py:87); `dflash-check smoke` runs the same pair on CPU")
-        notes.append("transformers 5.24's own generate(assistant_model=..., speculation_type=\"dflash\") reads "
-                     "top-level target_layer_ids / block_size / mask_token_id from the assistant config "
-                     "(transformers/generation/candidate_generator.py:1535-1539): z-lab drafts keep them nested")
+        notes.append("runs on cuda:0 in bfloat16 when there is a GPU, else on the CPU in float32")
     return LaunchPlan(req.engine, argv, notes=notes)
 
 
@@ -300,7 +308,7 @@ def options_from_argv(engine: str, argv: list[str]) -> dict[str, Any]:
                 "sglang_quantization": ns.quantization,
                 "sglang_draft_quantization": ns.speculative_draft_model_quantization}
     if engine in ("mlx", "transformers"):
-        if argv[:3] != ["dflash", "generate", engine]:
-            raise InputError(f"a {engine} command starts with `dflash generate {engine}`")
+        if argv[:4] != [*RUNNER_ARGV, engine]:
+            raise InputError(f"a {engine} command starts with `python -m {RUNNER_MODULE} {engine}`")
         return {}
     raise InputError(f"unknown engine {engine!r}")
