@@ -69,7 +69,9 @@ def fail(exc: Exception) -> NoReturn:
 
     # one line, and no control bytes from a hostile config value reach the terminal
     message = printable(" ".join(message.split())) or f"{type(exc).__name__} (no message)"
-    click.echo(f"dflash-check: error: {message}{hint}", err=True)
+    from .console import error_text
+
+    click.echo(error_text(f"dflash-check: error: {message}{hint}", sys.stderr), err=True)
     sys.exit(code)
 
 
@@ -79,11 +81,11 @@ def cli() -> None:
     """Check that a DFlash draft model can work with a target LLM, before you download weights.
 
     \b
-      dflash-check TARGET --draft DRAFT      preflight check (the default command)
-      dflash-check                           the check a settings file describes
-      dflash-check rules                     list every rule
-      dflash-check rule DF101                explain one rule
-      dflash-check schema                    JSON Schema of the specs and the report
+      dflash-check TARGET --draft DRAFT   preflight check (the default command)
+      dflash-check                        the check a settings file describes
+      dflash-check rules                  list every rule
+      dflash-check rule DF101             explain one rule
+      dflash-check schema                 JSON Schema of the specs and report
 
     TARGET and DRAFT are local folders or Hugging Face Hub repo ids (org/name[@revision]).
     Settings files: `dflash-check check --help`.

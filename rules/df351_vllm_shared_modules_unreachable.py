@@ -9,7 +9,9 @@ from ._modules import vllm_reaches
 
 def check(ctx: CheckContext):
     p = ctx.tree.paths
-    if p is None:
+    # an mlx-lm tree (--framework mlx) says nothing about vLLM's model classes, which mirror transformers'
+    # (mlx-lm ties the head as embed_tokens.as_linear, a path no torch model has)
+    if p is None or ctx.tree.framework == "mlx":
         return
     problems, locs = [], []
     if p.embed and not vllm_reaches("embed", p.embed):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import shlex
 from typing import Any, Optional
 
@@ -15,9 +14,11 @@ __all__ = ["recommend_cmd", "recommend_doc", "engine_flags"]
 def engine_flags(k: int, draft: str) -> dict[str, str]:
     """The launch flags that run K draft tokens per step (block K+1) on each engine (names as in
     serving/launch.py, which cites each engine's parser)."""
-    spec = json.dumps({"method": "dflash", "model": draft, "num_speculative_tokens": k})
+    from ..serving.launch import speculative_config_args
+
+    spec = speculative_config_args({"method": "dflash", "model": draft, "num_speculative_tokens": k})
     return {
-        "vllm": f"--speculative-config {shlex.quote(spec)}",
+        "vllm": " ".join(shlex.quote(a) for a in spec),
         "sglang": f"--speculative-num-draft-tokens {k + 1}",
         "dflash (mlx, transformers)": f"--block-size {k + 1}",
     }

@@ -105,7 +105,6 @@ def serve_cmd(target, draft, engine, num_speculative_tokens, num_draft_tokens, t
     The command's options are read back and checked by the same rules as `dflash-check`; a pairing
     the engine cannot serve prints the findings instead.
 
-    \b
     Exit codes: 0 servable (warnings allowed); 1 the engine cannot serve this pair; 2 bad input.
     """
     from ..serving import pipeline

@@ -369,11 +369,9 @@ def smoke_cmd(target, draft, prompts, prompts_file, prompt_ids, max_new_tokens, 
     """Run DFlash speculative decoding of TARGET with DRAFT on a few prompts, next to plain greedy
     decoding of TARGET alone, and report losslessness, acceptance lengths and the speed-up.
 
-    \b
     Before loading any weights, smoke runs the checker's config rules for its engine (transformers for
     torch, mlx for MLX) and refuses the pair in one line where `dflash-check` reports an error.
 
-    \b
     Exit codes: 0 passed; 1 output differs from the greedy baseline (temperature 0) or the mean
     acceptance is under --min-acceptance; 2 bad input, a pairing the check calls an error, or one
     the runtime cannot run.

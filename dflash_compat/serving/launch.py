@@ -137,11 +137,59 @@ def _vllm(req: LaunchRequest, bs: int) -> LaunchPlan:
         budget = max(seqs * (k + 1), VLLM_MIN_BATCHED_TOKENS)
         notes.append(f"--max-num-batched-tokens {budget} lets all {seqs} sequences verify K+1 = {k + 1} "
                      "tokens in one step (vLLM caps concurrency at max_num_batched_tokens // (K+1))")
-    argv = ["vllm", "serve", target, "--speculative-config", json.dumps(spec),
+    argv = ["vllm", "serve", target, *speculative_config_args(spec),
             "--tensor-parallel-size", str(req.tp), "--max-num-seqs", str(seqs), "--max-num-batched-tokens", str(budget)]
     argv += _common_tail(rev, req, "--revision")
     notes.append(f"K = num_speculative_tokens = {k} (block_size {bs} - 1: the anchor is not drafted)")
     return LaunchPlan("vllm", argv, notes=notes)
+
+
+def _dotted_value(value: Any) -> Optional[str]:
+    """`value` as vLLM's dotted form reads it back (json.loads, else the raw string:
+    vllm/utils/argparse_utils.py:476-485), or None where that would change it (a name such as `1e5`
+    or `null` that json.loads turns into something else)."""
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        return None
+    if isinstance(value, int):
+        return str(value)
+    try:
+        json.loads(value)
+    except ValueError:
+        return value
+    return None
+
+
+def speculative_config_args(spec: dict[str, Any]) -> list[str]:
+    """vLLM's --speculative-config in its dotted form, one short flag per key (`--speculative-config.model
+    D`, vllm/utils/argparse_utils.py:159-163,462-500: merged back into the same JSON), so that the printed
+    command wraps at 80 columns; the one JSON argument when a value would not read back unchanged."""
+    parts = [(key, _dotted_value(value)) for key, value in spec.items()]
+    if any(text is None for _, text in parts):
+        return ["--speculative-config", json.dumps(spec)]
+    return [arg for key, text in parts for arg in (f"--speculative-config.{key}", text)]
+
+
+def _collect_dotted(argv: list[str], name: str) -> tuple[list[str], Optional[dict[str, Any]]]:
+    """Fold `--NAME.key value` pairs back into one dict, as vLLM's parser does (argparse_utils.py:462-500)."""
+    rest: list[str] = []
+    found: dict[str, Any] = {}
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg.startswith(f"--{name}."):
+            key, _, value = arg[len(name) + 3:].partition("=")
+            if not _ and i + 1 >= len(argv):
+                raise InputError(f"cannot read the launch command back: {arg} has no value")
+            if not _:
+                value, i = argv[i + 1], i + 1
+            try:
+                found[key] = json.loads(value)
+            except ValueError:
+                found[key] = value
+        else:
+            rest.append(arg)
+        i += 1
+    return rest, (found or None)
 
 
 def _sglang(req: LaunchRequest, bs: int) -> LaunchPlan:
@@ -225,7 +273,8 @@ def _dflash_cli(req: LaunchRequest, bs: int) -> LaunchPlan:
 
 def shell_command(plan: LaunchPlan, width: int = 80) -> str:
     """The argv as one shell command, every argument quoted by shlex (a hostile path stays one
-    argument), broken with backslash-newlines before each flag when it would pass `width`."""
+    argument), broken with backslash-newlines before each flag when it would pass `width`, and before
+    any other argument that would take a line past `width`."""
     env = [f"{k}={shlex.quote(v)}" for k, v in sorted(plan.env.items())]
     words = env + [shlex.quote(a) for a in plan.argv]
     line = " ".join(words)
@@ -233,7 +282,8 @@ def shell_command(plan: LaunchPlan, width: int = 80) -> str:
         return line
     lines, current = [], ""
     for word, raw in zip(words, [None] * len(env) + plan.argv):
-        if current and raw is not None and raw.startswith("--"):
+        overflow = raw is not None and current.strip() and len(current) + 1 + len(word) + 2 > width
+        if current and raw is not None and (raw.startswith("--") or overflow):
             lines.append(current)
             current = "    " + word
         else:
@@ -255,7 +305,7 @@ class _Parser(argparse.ArgumentParser):
 def _vllm_parser() -> _Parser:
     p = _Parser(prog="vllm serve", add_help=False)
     p.add_argument("model")
-    p.add_argument("--speculative-config", "-sc", type=json.loads, required=True)
+    p.add_argument("--speculative-config", "-sc", type=json.loads)
     p.add_argument("--tensor-parallel-size", "-tp", type=int, default=1)
     p.add_argument("--max-num-seqs", type=int)
     p.add_argument("--max-num-batched-tokens", type=int)
@@ -287,8 +337,9 @@ def options_from_argv(engine: str, argv: list[str]) -> dict[str, Any]:
     if engine == "vllm":
         if argv[:2] != ["vllm", "serve"]:
             raise InputError("a vLLM command starts with `vllm serve`")
-        ns = _vllm_parser().parse_args(argv[2:])
-        spec = ns.speculative_config
+        rest, dotted = _collect_dotted(argv[2:], "speculative-config")
+        ns = _vllm_parser().parse_args(rest)
+        spec = ns.speculative_config if dotted is None else {**(ns.speculative_config or {}), **dotted}
         if not isinstance(spec, dict) or spec.get("method") != "dflash" or not spec.get("model"):
             raise InputError("--speculative-config must name method dflash and a draft model")
         return {"num_speculative_tokens": spec.get("num_speculative_tokens"), "tp": ns.tensor_parallel_size,

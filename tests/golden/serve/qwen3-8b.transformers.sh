@@ -9,4 +9,5 @@ python -m dflash_compat.serving.dflash_run transformers \
     --model examples/qwen3-8b/target \
     --draft examples/qwen3-8b/draft \
     --block-size 16 \
-    --max-new-tokens 128 'Write a short story about a robot who learns to paint.'
+    --max-new-tokens 128 \
+    'Write a short story about a robot who learns to paint.'
