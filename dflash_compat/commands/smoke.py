@@ -78,7 +78,8 @@ def _run_backend(backend: str, req: SmokeRequest, step: Callable[[], None], tota
 def _run_mlx(req: SmokeRequest, step: Callable[[], None], total: Callable[[int], None]) -> SmokeRun:
     from .smoke_mlx import run_mlx
 
-    return run_mlx(req, step, total)
+    # the shared protocol is handed over, so that smoke_mlx never imports this module (no import circle)
+    return run_mlx(req, step, total, tokenize=_tokenize, run_prompts=run_prompts, make_run=SmokeRun)
 
 
 def _tokenize(folder: Path, texts: list[str], target: str) -> list[list[int]]:
