@@ -1,7 +1,8 @@
 """Seconds per `dflash-check train` step on the bundled demo target, for three settings: the command's
 defaults, the settings the demo draft was trained with (docs/demo.md), and a quick setting.
 
-Run: .venv/bin/python benchmarks/bench_train_step.py [--steps 8] [--data FOLDER]
+Run: .venv/bin/python benchmarks/bench_train_step.py [--steps 8] [--data FOLDER] [--only quick]
+(OMP_NUM_THREADS=1 in the environment: one torch thread per process, what a shared machine wants)
 Each setting runs `dflash-check train` as a user would (a fresh process, a config-only draft from
 init-draft: 1 layer, block 8, layer ids 1,4, mask token 1 as in the demo) with --eval-every 0; the
 figure is the mean time of the steps before the last (the progress line's s/step: its last step also
@@ -34,14 +35,18 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=8)
     ap.add_argument("--data", default=str(Path(email.__file__).parent))
+    ap.add_argument("--only", help="run only the settings whose name contains this word (e.g. quick)")
     args = ap.parse_args()
     cli = [sys.executable, "-m", "dflash_compat"]
-    print(f"load average before: {os.getloadavg()}; {os.cpu_count()} CPUs")
+    threads = os.environ.get("OMP_NUM_THREADS", "torch's default")
+    print(f"load average before: {os.getloadavg()}; {os.cpu_count()} CPUs; OMP_NUM_THREADS {threads}")
     with tempfile.TemporaryDirectory() as tmp:
         draft = Path(tmp) / "draft"
         subprocess.run([*cli, "init-draft", str(TARGET), "-o", str(draft), "--layers", "1", "--block-size", "8",
                         "--layer-ids", "1,4", "--mask-token-id", "1"], check=True, capture_output=True)
         for name, extra in SETTINGS.items():
+            if args.only and args.only not in name:
+                continue
             out = Path(tmp) / re.sub(r"\W+", "-", name)
             t0 = time.perf_counter()
             res = subprocess.run([*cli, "train", str(TARGET), "--draft", str(draft), "--data", args.data, "-o",

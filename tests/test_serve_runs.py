@@ -64,3 +64,15 @@ def test_the_runner_imports_neither_requests_nor_the_dflash_cli():
     src = (ROOT / "dflash_compat" / "serving" / "dflash_run.py").read_text()
     code = "\n".join(line for line in src.splitlines() if line.lstrip().startswith(("import ", "from ")))
     assert "requests" not in code and "benchmark" not in code and "dflash.cli" not in code
+
+
+@pytest.mark.parametrize("prompt", ["--help", "-x", "a b; rm -rf ~", "$(id)"])
+def test_a_prompt_reaches_the_runner_as_one_argument(prompt):
+    """The printed argv ends with `-- PROMPT`: a prompt that looks like an option is still the prompt."""
+    from dflash_compat.serving.dflash_run import build_parser
+
+    res = CliRunner().invoke(cli, ["serve", *DEMO, "--engine", "mlx", "-f", "json", "--no-deep", "--prompt", prompt])
+    assert res.exit_code == 0, res.output
+    argv = json.loads(res.output)["argv"]
+    args = build_parser().parse_args(argv[3:])
+    assert args.prompt == prompt and args.backend == "mlx" and args.block_size == 8

@@ -9,4 +9,4 @@ python -m dflash_compat.serving.dflash_run mlx \
     --draft examples/qwen3-8b/draft \
     --block-size 16 \
     --max-new-tokens 128 \
-    'Write a short story about a robot who learns to paint.'
+    -- 'Write a short story about a robot who learns to paint.'

@@ -10,4 +10,4 @@ python -m dflash_compat.serving.dflash_run transformers \
     --draft examples/qwen3-8b/draft \
     --block-size 16 \
     --max-new-tokens 128 \
-    'Write a short story about a robot who learns to paint.'
+    -- 'Write a short story about a robot who learns to paint.'
