@@ -76,3 +76,14 @@ def test_a_prompt_reaches_the_runner_as_one_argument(prompt):
     argv = json.loads(res.output)["argv"]
     args = build_parser().parse_args(argv[3:])
     assert args.prompt == prompt and args.backend == "mlx" and args.block_size == 8
+
+
+def test_trust_remote_code_reaches_the_transformers_runner():
+    from dflash_compat.serving.dflash_run import build_parser
+
+    res = CliRunner().invoke(cli, ["serve", *DEMO, "--engine", "transformers", "-f", "json", "--no-deep",
+                                   "--trust-remote-code"])
+    assert res.exit_code == 0, res.output
+    assert build_parser().parse_args(json.loads(res.output)["argv"][3:]).trust_remote_code is True
+    res = CliRunner().invoke(cli, ["serve", *DEMO, "--engine", "transformers", "-f", "json", "--no-deep"])
+    assert build_parser().parse_args(json.loads(res.output)["argv"][3:]).trust_remote_code is False

@@ -47,6 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--temperature", type=float, default=0.0, help="0 for greedy decoding")
     p.add_argument("--device", help="transformers: a torch device (default: cuda:0 when there is one, else cpu)")
     p.add_argument("--system", help="a system message (used only with a chat template)")
+    p.add_argument("--trust-remote-code", action="store_true",
+                   help="transformers: allow the target repo's own code (dflash's CLI has no such option)")
     p.add_argument("prompt")
     return p
 
@@ -80,12 +82,14 @@ def _run_transformers(args) -> None:
     device = torch.device(args.device or ("cuda:0" if torch.cuda.is_available() else "cpu"))
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     torch.manual_seed(0)
-    target = AutoModelForCausalLM.from_pretrained(args.model, dtype=dtype, attn_implementation="sdpa")
+    trust = args.trust_remote_code
+    target = AutoModelForCausalLM.from_pretrained(args.model, dtype=dtype, attn_implementation="sdpa",
+                                                  trust_remote_code=trust)
     target = target.to(device).eval()
     arch = AutoConfig.from_pretrained(args.draft).architectures or []
     cls = DFlash2DraftModel if "DFlash2DraftModel" in arch else DFlashDraftModel
     draft = cls.from_pretrained(args.draft, dtype=dtype, attn_implementation="sdpa").to(device).eval()
-    tokenizer = AutoTokenizer.from_pretrained(args.model)
+    tokenizer = AutoTokenizer.from_pretrained(args.model, trust_remote_code=trust)
     text = _prompt_text(tokenizer, args.prompt, args.system)
     input_ids = tokenizer.encode(text, return_tensors="pt", add_special_tokens=False).to(device)
     out = dflash_generate(draft, target, input_ids, args.max_new_tokens, _stop_ids(target, tokenizer),

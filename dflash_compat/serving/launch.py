@@ -262,7 +262,10 @@ def _dflash_cli(req: LaunchRequest, bs: int) -> LaunchPlan:
     if _split(req.target, req.revision)[1] or _split(req.draft, req.draft_revision)[1]:
         raise InputError("the dflash runner takes no revision: download it and pass its folder")
     argv = [*RUNNER_ARGV, req.engine, "--model", req.target, "--draft", req.draft, "--block-size", str(bs),
-            "--max-new-tokens", str(RUNNER_MAX_NEW_TOKENS), "--", req.prompt]  # `--`: a prompt may start with -
+            "--max-new-tokens", str(RUNNER_MAX_NEW_TOKENS)]
+    if req.trust_remote_code and req.engine == "transformers":
+        argv.append("--trust-remote-code")
+    argv += ["--", req.prompt]  # `--`: a prompt that starts with - is still the prompt
     notes = [f"--block-size {bs} = the draft's block_size (the anchor included)",
              "one response from dflash 0.1.0's own model code; needs `pip install --no-deps "
              f"dflash==0.1.0` and dflash-compat[{'mlx' if req.engine == 'mlx' else 'torch'}] (docs/serving.md)"]
