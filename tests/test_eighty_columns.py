@@ -152,3 +152,5 @@ def test_framework_mlx_does_not_turn_vllm_verdict():
     assert res.exit_code == 0, res.output
     doc = json.loads(res.output)
     assert "DF351" not in {f["code"] for f in doc["findings"]}
+    (run,) = [r for r in doc["rules"] if r["code"] == "DF351"]  # not run, and the report says why
+    assert run["status"] == "skipped" and "mlx-lm, not transformers" in run["reason"]
