@@ -89,11 +89,11 @@ def cli() -> None:
     """Check that a DFlash draft model can work with a target LLM, before you download weights.
 
     \b
-      dflash-check TARGET --draft DRAFT      preflight check (the default command)
-      dflash-check                           the check a settings file describes
-      dflash-check rules                     list every rule
-      dflash-check rule DF101                explain one rule
-      dflash-check schema                    JSON Schema of the specs and the report
+      dflash-check TARGET --draft DRAFT   preflight check (the default command)
+      dflash-check                        the check a settings file describes
+      dflash-check rules                  list every rule
+      dflash-check rule DF101             explain one rule
+      dflash-check schema                 JSON Schema of the specs and report
 
     TARGET and DRAFT are local folders or Hugging Face Hub repo ids (org/name[@revision]).
     Settings files: `dflash-check check --help`.

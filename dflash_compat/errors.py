@@ -58,7 +58,9 @@ def fail(exc: Exception) -> NoReturn:
     else:
         message, code = str(exc), exc.exit_code if isinstance(exc, DFlashCompatError) else 2
     message = _one_line(message) or f"{type(exc).__name__} (no message)"
-    click.echo(f"dflash-check: error: {message}{hint}", err=True)
+    from .console import error_text
+
+    click.echo(error_text(f"dflash-check: error: {message}{hint}", sys.stderr), err=True)
     sys.exit(code)
 
 

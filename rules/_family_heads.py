@@ -46,10 +46,11 @@ def head_tensors(d: DraftSpec) -> dict[str, Optional[list[int]]]:
 
 def _xpress(d: DraftSpec) -> dict[str, Optional[list[int]]]:
     # vLLM qwen3_xpress.py:22-60 (XPressRefinerHead) and 227-237 (checkpoint names -> parameters).
-    x = d.extras
+    x = d.xpress
     h, v = d.hidden_size, d.vocab_size
-    r = _int(x.get("xpress_rank", 256))
-    m = _int(x.get("xpress_mlp_hidden", 512))
+    # the refiner's defaults when the config leaves them out (qwen3_xpress.py:258-263; FAMILY_DEFAULTS)
+    r = _int(x.rank if x and x.rank is not None else 256)
+    m = _int(x.mlp_hidden if x and x.mlp_hidden is not None else 512)
     p = "xpress_head."
     return {
         p + "w1.weight": [v, r] if v and r else None,  # nn.Embedding(vocab, r)
@@ -66,9 +67,9 @@ def _xpress(d: DraftSpec) -> dict[str, Optional[list[int]]]:
 
 def _domino(d: DraftSpec) -> dict[str, Optional[list[int]]]:
     # SGLang srt/models/dflash.py:784-800 builds them; 987-999 requires all four.
-    x = d.extras
-    g = _int(x.get("dflash_config.gru_hidden_dim", x.get("gru_hidden_dim")))
-    e = _int(x.get("dflash_config.emb_dim", x.get("emb_dim")))
+    x = d.domino
+    g = _int(x.gru_hidden_dim if x else None)
+    e = _int(x.emb_dim if x else None)
     h, v = d.hidden_size, d.vocab_size
     return {
         "prefix_gru.weight_ih_l0": [3 * g, h] if g else None,  # nn.GRU(hidden -> g), bias=False

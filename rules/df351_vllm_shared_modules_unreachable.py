@@ -9,7 +9,10 @@ from ._modules import vllm_reaches
 
 def check(ctx: CheckContext):
     p = ctx.tree.paths
-    if p is None:
+    # an mlx-lm tree (--framework mlx) says nothing about vLLM's model classes, which mirror transformers'
+    # (mlx-lm ties the head as embed_tokens.as_linear, a path no torch model has); needs= skips the rule
+    # then, and this guard keeps a direct call honest too
+    if p is None or ctx.tree.framework == "mlx":
         return
     problems, locs = [], []
     if p.embed and not vllm_reaches("embed", p.embed):
@@ -32,7 +35,7 @@ RULE = Rule(
     name="vllm-shared-modules-unreachable",
     severity="warning",
     backends=("vllm",),
-    needs=("modules",),
+    needs=("torch-modules",),  # an mlx-lm tree is not what vLLM builds: skipped, with the reason
     check=check,
     what="The target's embedding is at the language model's `model.embed_tokens` (or `.embedding`) and its head at "
     "`lm_head`, where vLLM's DFlash/EAGLE proposer takes them from.",

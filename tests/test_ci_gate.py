@@ -177,7 +177,8 @@ def _step_env(step: dict, inputs: dict[str, str]) -> dict[str, str]:
 
 def _run_step(step: dict, inputs: dict[str, str], workspace: Path, tools: Path) -> subprocess.CompletedProcess:
     env = dict(os.environ, PATH=f"{tools}{os.pathsep}{BIN}{os.pathsep}{os.environ['PATH']}",
-               GITHUB_OUTPUT=str(workspace / "github_output"), **_step_env(step, inputs))
+               GITHUB_OUTPUT=str(workspace / "github_output"), GITHUB_STEP_SUMMARY=str(workspace / "step_summary"),
+               **_step_env(step, inputs))
     return subprocess.run(["bash", "-c", step["run"]], cwd=workspace, capture_output=True, text=True, env=env,
                           timeout=300)
 
@@ -238,6 +239,15 @@ def test_action_check_step_writes_sarif_and_the_exit_code(workspace):
     SARIF.validate(sarif)
     assert not _condition(_step("Fail on findings")["if"], {}, _outputs(repo))  # exit 0: the job passes
     assert _condition(_step("Upload SARIF")["if"], {}, _outputs(repo))
+    summary = (repo / "step_summary").read_text()  # the job page's Markdown summary
+    assert summary.startswith("### ") and "| backend | verdict |" in summary and "| vllm |" in summary
+
+
+def test_action_step_summary_can_be_turned_off(workspace):
+    repo, tools, _ = workspace
+    res = _run_step(_step("Run dflash-check"), {"args": "--backend vllm", "step-summary": "false"}, repo, tools)
+    assert res.returncode == 0, res.stderr
+    assert not (repo / "step_summary").exists()
 
 
 def test_action_fails_the_job_after_the_upload_on_findings(workspace):
@@ -250,6 +260,7 @@ def test_action_fails_the_job_after_the_upload_on_findings(workspace):
     uris = {loc["physicalLocation"]["artifactLocation"]["uri"] for r in results for loc in r["locations"]
             if "physicalLocation" in loc}
     assert uris == {"llama/config.json", "draft/config.json"}  # relative to the checkout
+    assert "does not fit" in (repo / "step_summary").read_text() and "DF104" in (repo / "step_summary").read_text()
     condition = _step("Fail on findings")["if"]
     assert _condition(condition, {}, _outputs(repo))
     assert not _condition(condition, {"fail-on-findings": "false"}, _outputs(repo))

@@ -4,6 +4,7 @@ non-DFlash configs are one-line errors naming what they look like (DF005 for unk
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -103,9 +104,11 @@ def test_speculators_config_without_model_type_is_speculators():
 def test_family_extras_keep_their_keys():
     d = parse_draft_config(FAMILY_CONFIGS["domino"], "d")
     assert d.projector_type == "domino" and d.sources["projector_type"] == "dflash_config.projector_type"
-    assert d.extras == {"dflash_config.gru_hidden_dim": 256}
+    assert d.domino.gru_hidden_dim == 256 and d.domino.emb_dim is None
+    assert d.sources["domino.gru_hidden_dim"] == "dflash_config.gru_hidden_dim"
     x = parse_draft_config(FAMILY_CONFIGS["qwen3-xpress"], "d")
-    assert x.extras == {"xpress_rank": 128}
+    assert x.xpress.rank == 128 and x.xpress.mlp_hidden is None and x.sources["xpress.rank"] == "xpress_rank"
+    assert x.domino is None and x.lilicorr is None and d.xpress is None
     assert {i.field for i in x.inherited} == {"xpress_block_size", "xpress_mlp_hidden"}
 
 
@@ -180,3 +183,25 @@ def test_the_text_report_lists_what_the_draft_config_leaves_out(tmp_path):
     assert "vocab_size = the target's" in line and "202048" in line
     report = json.loads(CliRunner().invoke(cli, [str(t), "--draft", str(d), "--no-deep", "-f", "json"]).output)
     assert [i["field"] for i in report["draft"]["inherited"]] == ["vocab_size"]
+
+
+@pytest.mark.parametrize("fmt, key, value, shown", [
+    ("qwen3-xpress", "xpress_rank", "wide", "xpress_rank"),
+    ("domino", "dflash_config.gru_hidden_dim", 2.5, "dflash_config.gru_hidden_dim"),
+    ("lilicorr", "dflash_config.lilicorr_enabled", "yes", "dflash_config.lilicorr_enabled"),
+])
+def test_family_settings_are_typed_and_a_bad_value_names_its_key(fmt, key, value, shown):
+    """The family's own keys are typed fields (DraftSpec.xpress / .lilicorr / .domino), not an untyped
+    dict read by string: a value of the wrong type is one ConfigError naming the key as written."""
+    from dflash_compat.exceptions import ConfigError
+
+    cfg = json.loads(json.dumps(FAMILY_CONFIGS[fmt]))
+    head, _, last = key.rpartition(".")
+    (cfg[head] if head else cfg)[last] = value
+    with pytest.raises(ConfigError, match=f"`{re.escape(shown)}`"):
+        parse_draft_config(cfg, "d")
+
+
+def test_lilicorr_settings_read():
+    d = parse_draft_config(FAMILY_CONFIGS["lilicorr"], "d")
+    assert d.lilicorr.num_layers == 2 and d.sources["lilicorr.num_layers"] == "dflash_config.lilicorr_num_layers"

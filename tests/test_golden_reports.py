@@ -27,7 +27,8 @@ from dflash_compat.report import Report, judged_engines, summarize
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = Path(__file__).resolve().parent / "golden"
 BAD = ("examples/llama-with-qwen3-draft/target", "examples/llama-with-qwen3-draft/draft")
-EXT = {"text": "txt", "json": "json", "sarif": "sarif.json", "junit": "junit.xml", "github": "github.txt"}
+EXT = {"text": "txt", "json": "json", "sarif": "sarif.json", "junit": "junit.xml", "github": "github.txt",
+       "markdown": "md"}
 BACKENDS = ["transformers", "vllm", "mlx"]
 
 

@@ -39,7 +39,8 @@ def test_known_optimum(tmp_path):
     doc = json.loads(res.output)
     assert doc["recommended_k"] == 3 and doc["modelled_speedup"] == pytest.approx(3.7 / 1.4)
     assert doc["cost"] == {"draft": 0.1, "verify_per_token": 0.1, "assumed": False, "origin": "given"}
-    assert '"num_speculative_tokens": 3' in doc["flags"]["vllm"] and '"model": "org/d"' in doc["flags"]["vllm"]
+    assert doc["flags"]["vllm"] == ("--speculative-config.method dflash --speculative-config.model org/d "
+                                    "--speculative-config.num_speculative_tokens 3")
     assert doc["flags"]["sglang"] == "--speculative-num-draft-tokens 4"
 
 

@@ -362,6 +362,14 @@ def test_df351_vllm_shared_modules(name, expected):
     assert caught("DF351", spec(name), backend="vllm") is expected
 
 
+@torch_required
+def test_df351_does_not_judge_an_mlx_tree_as_vllm():
+    """--framework mlx: the head at embed_tokens.as_linear is mlx-lm's tie, not a path vLLM ever sees."""
+    mlx_tree = spec("llama", framework="mlx", paths__head="model.embed_tokens.as_linear")
+    assert not caught("DF351", mlx_tree, backend="vllm")
+    assert caught("DF351", spec("llama", paths__head="model.embed_tokens.as_linear"), backend="vllm")
+
+
 # --- whole checks: the right findings per backend ------------------------------------------------------------
 
 

@@ -63,8 +63,10 @@ def test_golden_commands_for_the_qwen3_8b_pair(engine, fmt):
 
 def test_derived_values():
     vllm = json.loads(_serve("vllm").output)
-    spec = json.loads(vllm["argv"][vllm["argv"].index("--speculative-config") + 1])
-    assert spec == {"method": "dflash", "model": "examples/qwen3-8b/draft", "num_speculative_tokens": 15}
+    argv = vllm["argv"]
+    spec = {a.split(".", 1)[1]: argv[i + 1] for i, a in enumerate(argv) if a.startswith("--speculative-config.")}
+    assert spec == {"method": "dflash", "model": "examples/qwen3-8b/draft", "num_speculative_tokens": "15"}
+    assert options_from_argv("vllm", argv)["num_speculative_tokens"] == 15
     assert vllm["argv"][vllm["argv"].index("--max-num-batched-tokens") + 1] == str(256 * 16)
     sglang = json.loads(_serve("sglang", "--tp", 2, "--max-num-seqs", 32).output)["argv"]
     assert sglang[sglang.index("--speculative-num-draft-tokens") + 1] == "16"  # anchor included

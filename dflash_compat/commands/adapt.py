@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Optional
 
 import click
@@ -160,18 +161,19 @@ def adapt_cmd(target: str, output: Optional[str], framework: str, maps: tuple[st
 
     \b
       dflash-check adapt gpt2 -o adapter.py
-      dflash-check adapt ./my-model --map embed=backbone.tok --map layers=backbone.blocks -o adapter.py
+      dflash-check adapt ./my-model --map embed=backbone.tok \\
+          --map layers=backbone.blocks -o adapter.py
       dflash-check TARGET --draft DRAFT --adapter adapter.py
 
     Paths come from the built-in layout for the model's model_type, else from building the model
     without weights, then from --map-file and --map. Exit codes: 0 written, 2 bad input.
     """
-    from ..adapters.shim import load_map_file, parse_map_options, render_shim, write_shim
+    from ..adapters.shim import load_map_file, looks_like_shim, parse_map_options, render_shim, write_shim
     from ..safe_write import check_output, model_folders
 
     protected = model_folders(target)
     if output is not None and output != "-":  # refused before the model is built, not after
-        check_output(output, force=force, option="-o", protected=protected)
+        check_output(output, force=force, option="-o", is_ours=looks_like_shim, protected=protected)
     mapping = load_map_file(map_file) if map_file else {}
     mapping.update(parse_map_options(maps))
     notes: list[str] = []
@@ -190,8 +192,9 @@ def adapt_cmd(target: str, output: Optional[str], framework: str, maps: tuple[st
 
     roles = ", ".join(f"{role} -> {p}" for role, p in plan.checked().paths.items())
     fw = " --framework mlx" if plan.framework == "mlx" else ""
-    click.echo(printable(f"wrote {path} ({plan.framework}): {roles}"), err=True)
+    from ..console import wrap_block
     from ..emitters._safe import shell_quote
 
-    click.echo(f"use it: dflash-check {shell_quote(target)} --draft DRAFT{fw} --adapter {shell_quote(str(path))}",
-               err=True)
+    click.echo(wrap_block([printable(f"wrote {path} ({plan.framework}): {roles}"),
+                           f"use it: dflash-check {shell_quote(target)} --draft DRAFT{fw} --adapter "
+                           f"{shell_quote(str(path))}"], sys.stderr), err=True)

@@ -11,7 +11,7 @@ import click
 __all__ = ["BACKEND_CHOICES", "FORMAT_CHOICES", "pair_options", "check_options", "build_request"]
 
 BACKEND_CHOICES = ("transformers", "vllm", "sglang", "mlx")
-FORMAT_CHOICES = ("text", "json", "sarif", "junit", "github")
+FORMAT_CHOICES = ("text", "json", "sarif", "junit", "github", "markdown")
 
 
 def _apply(options: list[Callable]) -> Callable:
@@ -92,7 +92,8 @@ def check_options(command: Callable) -> Callable:
                      "it out; repeat for several (e.g. --severity DF113=error)."),
         click.option("--strict", is_flag=True, help="Treat warnings as failures for the exit code."),
         click.option("--format", "-f", "fmt", type=click.Choice(FORMAT_CHOICES), default="text", show_default=True,
-                     help="Output format; json, sarif and junit are for CI."),
+                     help="Output format; json, sarif and junit are for CI; markdown for a job summary "
+                     "or a pull-request comment."),
         click.option("--output", "-o", type=click.Path(dir_okay=False),
                      help="Write the report to this file instead of stdout (never through a symlink, never into a "
                      "model folder; an existing file only if it is a previous report)."),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import click
 
 from ..inputs import SeedRange
@@ -74,4 +76,6 @@ def init_draft_cmd(target, out, layers, block_size, layer_ids, mask_token_id, ve
     verdict = ", ".join(f"{b} {v}" for b, v in report.summary.verdict.items())
     lines.append(f"config check: {verdict} (run `dflash-check {target} --draft {out}` for the findings)")
     # what came from the target (a token's text, paths) reaches the terminal escaped
-    click.echo("\n".join(printable(line) for line in lines))
+    from ..console import wrap_block
+
+    click.echo(wrap_block([printable(line) for line in lines], sys.stdout))

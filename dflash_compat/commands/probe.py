@@ -56,7 +56,6 @@ def probe_cmd(url, model, engine, prompts_path, max_tokens, timeout, reference_t
 
     Requests go to URL only (no proxies, no redirects).
 
-    \b
     Exit codes: 0 passed; 1 speculation not active, not lossless, or tau under --min-acceptance;
     2 bad input, or a server that refuses, times out or answers something unreadable.
     """

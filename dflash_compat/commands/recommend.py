@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any, Optional
 
 import click
@@ -17,10 +16,11 @@ def engine_flags(k: int, draft: str) -> dict[str, str]:
     """The launch flags that run K draft tokens per step (block K+1) on each engine (names as in
     serving/launch.py, which cites each engine's parser)."""
     from ..emitters._safe import shell_quote
+    from ..serving.launch import speculative_config_args
 
-    spec = json.dumps({"method": "dflash", "model": draft, "num_speculative_tokens": k})
+    spec = speculative_config_args({"method": "dflash", "model": draft, "num_speculative_tokens": k})
     return {
-        "vllm": f"--speculative-config {shell_quote(spec)}",
+        "vllm": " ".join(shell_quote(a) for a in spec),
         "sglang": f"--speculative-num-draft-tokens {k + 1}",
         "dflash (mlx, transformers)": f"--block-size {k + 1}",
     }

@@ -62,7 +62,7 @@ def render_serve_text(plan, report, errors, width: int = 80) -> str:
 @click.argument("target")
 @click.option("--draft", "-d", required=True, help="The DFlash draft: a local folder or a Hub repo id.")
 @click.option("--engine", "-e", required=True, type=click.Choice(("vllm", "sglang", "mlx", "transformers")),
-              help="The engine to launch: vLLM, SGLang, or the dflash package's MLX / transformers entry point.")
+              help="The engine: vLLM, SGLang, or a one-shot run of the dflash reference on MLX / transformers.")
 @click.option("--num-speculative-tokens", type=click.IntRange(min=1),
               help="vLLM num_speculative_tokens K (default: the draft's block_size - 1).")
 @click.option("--num-draft-tokens", type=click.IntRange(min=1),
@@ -92,7 +92,7 @@ def render_serve_text(plan, report, errors, width: int = 80) -> str:
 @click.option("--served-model-name", help="The model name the server answers to (vLLM / SGLang).")
 @click.option("--port", type=click.IntRange(min=1, max=65535),
               help="The server's port (vLLM default 8000, SGLang 30000).")
-@click.option("--prompt", default=None, help="MLX / transformers: the prompt the dflash command generates from.")
+@click.option("--prompt", default=None, help="MLX / transformers: the prompt the one-shot run answers.")
 @pair_options(trust_help="Allow the target repo's own Python code (checks and the launched engine).")
 @click.option("--format", "-f", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True,
               help="text: a shell script (comments + the command); json: engine, argv, env, findings.")
@@ -106,7 +106,6 @@ def serve_cmd(target, draft, engine, num_speculative_tokens, num_draft_tokens, t
     The command's options are read back and checked by the same rules as `dflash-check`; a pairing
     the engine cannot serve prints the findings instead.
 
-    \b
     Exit codes: 0 servable (warnings allowed); 1 the engine cannot serve this pair; 2 bad input.
     """
     from ..engine_versions import select_versions

@@ -96,7 +96,8 @@ def _run_backend(backend: str, req: SmokeRequest, step: Callable[[], None], tota
 def _run_mlx(req: SmokeRequest, step: Callable[[], None], total: Callable[[int], None]) -> SmokeRun:
     from .smoke_mlx import run_mlx
 
-    return run_mlx(req, step, total)
+    # the shared protocol is handed over, so that smoke_mlx never imports this module (no import circle)
+    return run_mlx(req, step, total, tokenize=_tokenize, run_prompts=run_prompts, make_run=SmokeRun)
 
 
 def _tokenize(folder: Path, texts: list[str], target: str) -> list[list[int]]:
@@ -531,7 +532,6 @@ def smoke_cmd(target, draft, prompts, prompts_file, prompt_ids, max_new_tokens, 
     """Run DFlash speculative decoding of TARGET with DRAFT on a few prompts, next to plain greedy
     decoding of TARGET alone, and report losslessness, acceptance lengths and the speed-up.
 
-    \b
     Before loading any weights, smoke runs the checker's config rules for its engine (transformers for
     torch, mlx for MLX) and refuses the pair in one line where `dflash-check` reports an error.
 

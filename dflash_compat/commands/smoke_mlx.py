@@ -21,9 +21,12 @@ def _mlx_device(device: str) -> str:
     return "gpu" if mx.default_device() == mx.gpu else "cpu"
 
 
-def run_mlx(req, step: Callable[[], None], total: Callable[[int], None]):
+def run_mlx(req, step: Callable[[], None], total: Callable[[int], None], *, tokenize: Callable, run_prompts: Callable,
+            make_run: Callable):
     """Load the target with mlx-lm and the draft with dflash_compat.runtime.mlx_draft, then run spec and
-    baseline per prompt (the torch backend's protocol: a short warm-up first)."""
+    baseline per prompt (the torch backend's protocol: a short warm-up first). `tokenize`, `run_prompts`
+    and `make_run` are smoke.py's (`_tokenize`, `run_prompts`, `SmokeRun`), passed in by its caller so
+    that this module does not import smoke.py back."""
     try:
         import mlx.core as mx
         import mlx_lm  # noqa: F401
@@ -31,15 +34,13 @@ def run_mlx(req, step: Callable[[], None], total: Callable[[int], None]):
         raise MissingDependencyError("the mlx backend needs mlx and mlx-lm: pip install 'dflash-compat[mlx]'") from None
     from ..runtime import mlx_generate as rt
     from ..runtime.checkpoints import target_folder
-    from .smoke import SmokeRun, _tokenize, run_prompts
-
     device = _mlx_device(req.device)
     folder = target_folder(req.target, token=req.token, trust_remote_code=req.trust_remote_code)
-    prompts = _tokenize(folder, req.texts, req.target) + [list(p) for p in req.prompt_ids]
+    prompts = tokenize(folder, req.texts, req.target) + [list(p) for p in req.prompt_ids]
     dtype = getattr(mx, req.dtype) if req.dtype in _DTYPES else None  # auto: as stored
     target = rt.load_target(folder, dtype=dtype, trust_remote_code=req.trust_remote_code, adapter=req.adapter)
     # auto: the draft computes in the target's dtype (the scale dtype of a quantised target)
     draft = rt.load_draft(req.draft, dtype=dtype or target.dtype, token=req.token)
     dtype_name = str(dtype or target.dtype).rsplit(".", 1)[-1]
     bs, runs = run_prompts(rt, draft, target, prompts, req, step, total)
-    return SmokeRun("mlx", device, dtype_name, bs, runs)
+    return make_run("mlx", device, dtype_name, bs, runs)

@@ -11,6 +11,22 @@ from ..inputs import FiniteFloatRange, SeedRange
 __all__ = ["train_cmd"]
 
 
+def _set_threads(session, requested) -> None:
+    """On the CPU, the threads `smoke` would pick (runtime/threads.py): a small pair trains several times
+    faster on one thread of a busy machine than on torch's default (docs/training.md, "How long it takes")."""
+    if session.device.type != "cpu":
+        return
+    import torch
+
+    from ..runtime.threads import choose_threads
+
+    params = sum(p.numel() for p in session.target.model.parameters()) + sum(p.numel() for p in
+                                                                             session.draft.parameters())
+    choice = choose_threads(params, torch.get_num_threads(), requested=requested)
+    if choice.threads is not None:
+        torch.set_num_threads(choice.threads)
+
+
 @click.command("train", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("target")
 @click.option("--draft", "-d", required=True, help="The draft to train: a folder from `dflash-check init-draft` "
@@ -47,9 +63,12 @@ __all__ = ["train_cmd"]
               help="auto picks cuda (bf16 autocast) when available.")
 @click.option("--export-dtype", type=click.Choice(("bfloat16", "float32", "float16")), default="bfloat16",
               show_default=True, help="dtype of the exported model.safetensors.")
+@click.option("--threads", type=click.IntRange(min=1),
+              help="CPU: torch intra-op threads (default: one per 50M parameters, at most the free cores; "
+              "OMP_NUM_THREADS wins).")
 @click.option("--token", envvar="HF_TOKEN", help="Hugging Face token for private or gated repos.")
 def train_cmd(target, draft, data, out, steps, batch_size, seq_len, anchors, lr, warmup, gamma, labels, eval_every,
-              checkpoint_every, resume, force, seed, device, export_dtype, token) -> None:
+              checkpoint_every, resume, force, seed, device, export_dtype, threads, token) -> None:
     """Train the DFlash draft DRAFT for TARGET on DATA, and export it to OUT in the z-lab format
     that vLLM, SGLang, the dflash package and `dflash-check smoke` load.
 
@@ -62,14 +81,17 @@ def train_cmd(target, draft, data, out, steps, batch_size, seq_len, anchors, lr,
     to lower); 130 interrupted (a checkpoint is saved: continue with --resume).
     """
     from ..emitters._safe import printable
-    from ..train import TrainConfig, train
+    from ..train import TrainConfig, prepare
 
     config = TrainConfig(steps=steps, batch_size=batch_size, seq_len=seq_len, anchors=anchors, lr=lr, warmup=warmup,
                          gamma=gamma, labels=labels, eval_every=eval_every, checkpoint_every=checkpoint_every,
                          seed=seed, device=device, export_dtype=export_dtype)
     try:
-        result = train(target, draft, data, out, config, resume=resume, force=force, token=token,
-                       log=lambda line: click.echo(line, err=True))
+        session = prepare(target, draft, data, out, config, resume=resume, force=force, token=token)
+        from ..train.loop import run_training  # torch: imported once the inputs and OUT passed their checks
+
+        _set_threads(session, threads)
+        result = run_training(session, log=lambda line: click.echo(line, err=True))
     # a DFlashCompatError is rendered by the CLI group (dflash_compat/errors.py): one escaped line, exit 2
     except KeyboardInterrupt:
         click.echo(printable(f"dflash-check: interrupted; a checkpoint is in {out}/checkpoint: continue with "

@@ -136,11 +136,59 @@ def _vllm(req: LaunchRequest, bs: int) -> LaunchPlan:
         budget = max(seqs * (k + 1), VLLM_MIN_BATCHED_TOKENS)
         notes.append(f"--max-num-batched-tokens {budget} lets all {seqs} sequences verify K+1 = {k + 1} "
                      "tokens in one step (vLLM caps concurrency at max_num_batched_tokens // (K+1))")
-    argv = ["vllm", "serve", target, "--speculative-config", json.dumps(spec),
+    argv = ["vllm", "serve", target, *speculative_config_args(spec),
             "--tensor-parallel-size", str(req.tp), "--max-num-seqs", str(seqs), "--max-num-batched-tokens", str(budget)]
     argv += _common_tail(rev, req, "--revision")
     notes.append(f"K = num_speculative_tokens = {k} (block_size {bs} - 1: the anchor is not drafted)")
     return LaunchPlan("vllm", argv, notes=notes)
+
+
+def _dotted_value(value: Any) -> Optional[str]:
+    """`value` as vLLM's dotted form reads it back (json.loads, else the raw string:
+    vllm/utils/argparse_utils.py:476-485), or None where that would change it (a name such as `1e5`
+    or `null` that json.loads turns into something else)."""
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        return None
+    if isinstance(value, int):
+        return str(value)
+    try:
+        json.loads(value)
+    except ValueError:
+        return value
+    return None
+
+
+def speculative_config_args(spec: dict[str, Any]) -> list[str]:
+    """vLLM's --speculative-config in its dotted form, one short flag per key (`--speculative-config.model
+    D`, vllm/utils/argparse_utils.py:159-163,462-500: merged back into the same JSON), so that the printed
+    command wraps at 80 columns; the one JSON argument when a value would not read back unchanged."""
+    parts = [(key, _dotted_value(value)) for key, value in spec.items()]
+    if any(text is None for _, text in parts):
+        return ["--speculative-config", json.dumps(spec)]
+    return [arg for key, text in parts for arg in (f"--speculative-config.{key}", text)]
+
+
+def _collect_dotted(argv: list[str], name: str) -> tuple[list[str], Optional[dict[str, Any]]]:
+    """Fold `--NAME.key value` pairs back into one dict, as vLLM's parser does (argparse_utils.py:462-500)."""
+    rest: list[str] = []
+    found: dict[str, Any] = {}
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg.startswith(f"--{name}."):
+            key, _, value = arg[len(name) + 3:].partition("=")
+            if not _ and i + 1 >= len(argv):
+                raise InputError(f"cannot read the launch command back: {arg} has no value")
+            if not _:
+                value, i = argv[i + 1], i + 1
+            try:
+                found[key] = json.loads(value)
+            except ValueError:
+                found[key] = value
+        else:
+            rest.append(arg)
+        i += 1
+    return rest, (found or None)
 
 
 def _sglang(req: LaunchRequest, bs: int) -> LaunchPlan:
@@ -195,28 +243,40 @@ def _common_tail(rev: Optional[str], req: LaunchRequest, revision_flag: str) -> 
     return out
 
 
+RUNNER_MODULE = "dflash_compat.serving.dflash_run"
+RUNNER_ARGV = ["python", "-m", RUNNER_MODULE]
+RUNNER_MAX_NEW_TOKENS = 128
+
+
 def _dflash_cli(req: LaunchRequest, bs: int) -> LaunchPlan:
-    """The dflash package's own entry point: `dflash generate mlx|transformers --model --draft --block-size
-    PROMPT` (dflash/cli.py:6-33; console script `dflash = dflash.cli:main`)."""
+    """A one-shot generation with the dflash reference's own model code, through our runner
+    (`dflash_compat/serving/dflash_run.py`): dflash 0.1.0's console script cannot run a local pair
+    without CUDA (cuda:0 at dflash/cli.py:63; Hub-only draft loading at dflash/model_mlx.py:431; a
+    chat template required at dflash/benchmark.py:63-71; `requests` imported at dflash/benchmark.py:11).
+    Neither engine has a server that serves a DFlash draft: mlx_lm 0.32.2's server loads a draft as an
+    ordinary mlx_lm model (mlx_lm/server.py:449-452), which a DFlash draft's weights do not fit
+    (mlx_lm/utils.py:599 raises); transformers' `generate(speculation_type="dflash")` drafts only with
+    its own MuseGlimmerAssistant classes (transformers/generation/utils.py:1361-1368)."""
     _refuse(req, set())
     if _split(req.target, req.revision)[1] or _split(req.draft, req.draft_revision)[1]:
-        raise InputError("the dflash CLI takes no revision (dflash/cli.py:6-23): download that revision "
-                         "and pass its folder")
-    argv = ["dflash", "generate", req.engine, "--model", req.target, "--draft", req.draft, "--block-size", str(bs),
-            req.prompt]
-    notes = [f"--block-size {bs} = the draft's block_size (the anchor included)"]
+        raise InputError("the dflash runner takes no revision: download it and pass its folder")
+    argv = [*RUNNER_ARGV, req.engine, "--model", req.target, "--draft", req.draft, "--block-size", str(bs),
+            "--max-new-tokens", str(RUNNER_MAX_NEW_TOKENS)]
+    if req.trust_remote_code and req.engine == "transformers":
+        argv.append("--trust-remote-code")
+    argv += ["--", req.prompt]  # `--`: a prompt that starts with - is still the prompt
+    notes = [f"--block-size {bs} = the draft's block_size (the anchor included)",
+             "one response from dflash 0.1.0's own model code; needs `pip install --no-deps "
+             f"dflash==0.1.0` and dflash-compat[{'mlx' if req.engine == 'mlx' else 'torch'}] (docs/serving.md)"]
     if req.engine == "transformers":
-        notes.append("the dflash transformers path runs on cuda:0 in bfloat16 (dflash/cli.py:63, "
-                     "dflash/benchmark.py:87); `dflash-check smoke` runs the same pair on CPU")
-        notes.append("transformers 5.24's own generate(assistant_model=..., speculation_type=\"dflash\") reads "
-                     "top-level target_layer_ids / block_size / mask_token_id from the assistant config "
-                     "(transformers/generation/candidate_generator.py:1535-1539): z-lab drafts keep them nested")
+        notes.append("runs on cuda:0 in bfloat16 when there is a GPU, else on the CPU in float32")
     return LaunchPlan(req.engine, argv, notes=notes)
 
 
 def shell_command(plan: LaunchPlan, width: int = 80) -> str:
     """The argv as one shell command, every argument quoted by shlex (a hostile path stays one
-    argument), broken with backslash-newlines before each flag when it would pass `width`."""
+    argument), broken with backslash-newlines before each flag when it would pass `width`, and before
+    any other argument that would take a line past `width`."""
     from ..emitters._safe import shell_quote
 
     # shell_quote: shlex, or $'...' showing control / bidi characters as escapes (never raw in a script)
@@ -227,7 +287,8 @@ def shell_command(plan: LaunchPlan, width: int = 80) -> str:
         return line
     lines, current = [], ""
     for word, raw in zip(words, [None] * len(env) + plan.argv):
-        if current and raw is not None and raw.startswith("--"):
+        overflow = raw is not None and current.strip() and len(current) + 1 + len(word) + 2 > width
+        if current and raw is not None and (raw.startswith("--") or overflow):
             lines.append(current)
             current = "    " + word
         else:
@@ -249,7 +310,7 @@ class _Parser(argparse.ArgumentParser):
 def _vllm_parser() -> _Parser:
     p = _Parser(prog="vllm serve", add_help=False)
     p.add_argument("model")
-    p.add_argument("--speculative-config", "-sc", type=json.loads, required=True)
+    p.add_argument("--speculative-config", "-sc", type=json.loads)
     p.add_argument("--tensor-parallel-size", "-tp", type=int, default=1)
     p.add_argument("--max-num-seqs", type=int)
     p.add_argument("--max-num-batched-tokens", type=int)
@@ -281,8 +342,9 @@ def options_from_argv(engine: str, argv: list[str]) -> dict[str, Any]:
     if engine == "vllm":
         if argv[:2] != ["vllm", "serve"]:
             raise InputError("a vLLM command starts with `vllm serve`")
-        ns = _vllm_parser().parse_args(argv[2:])
-        spec = ns.speculative_config
+        rest, dotted = _collect_dotted(argv[2:], "speculative-config")
+        ns = _vllm_parser().parse_args(rest)
+        spec = ns.speculative_config if dotted is None else {**(ns.speculative_config or {}), **dotted}
         if not isinstance(spec, dict) or spec.get("method") != "dflash" or not spec.get("model"):
             raise InputError("--speculative-config must name method dflash and a draft model")
         return {"num_speculative_tokens": spec.get("num_speculative_tokens"), "tp": ns.tensor_parallel_size,
@@ -302,8 +364,8 @@ def options_from_argv(engine: str, argv: list[str]) -> dict[str, Any]:
                 "sglang_quantization": ns.quantization,
                 "sglang_draft_quantization": ns.speculative_draft_model_quantization}
     if engine in ("mlx", "transformers"):
-        if argv[:3] != ["dflash", "generate", engine]:
-            raise InputError(f"a {engine} command starts with `dflash generate {engine}`")
+        if argv[:4] != [*RUNNER_ARGV, engine]:
+            raise InputError(f"a {engine} command starts with `python -m {RUNNER_MODULE} {engine}`")
         return {}
     raise InputError(f"unknown engine {engine!r}")
 

@@ -94,6 +94,23 @@ def _lossless_line(console: "Console", s: dict[str, Any]) -> None:
         print_paragraph(console, f"reference runtime with the same draft: tau {s['reference_mean_acceptance']:.2f}")
 
 
+def _flag_lines(head: str, flags: str, width: int) -> list[str]:
+    """`head + flags` on one line when it fits `width`, else one `--flag value` per line ending in a
+    shell continuation (a flag and its value are never split)."""
+    if len(head) + len(flags) <= width:
+        return [head + flags]
+    words = flags.split(" ")
+    groups: list[str] = []
+    for word in words:
+        if groups and not word.startswith("--"):
+            groups[-1] += " " + word
+        else:
+            groups.append(word)
+    lines = [head.rstrip() + " \\"]
+    lines += [f"      {g}" + (" \\" if i < len(groups) - 1 else "") for i, g in enumerate(groups)]
+    return lines
+
+
 def render_recommend(doc: dict[str, Any], console: "Console") -> None:
     """The profile's histogram, the modelled table and the recommended K with its flags."""
     from rich.table import Table
@@ -121,8 +138,9 @@ def render_recommend(doc: dict[str, Any], console: "Console") -> None:
     if measured:
         line += f"; {prof['source']} measured {measured['speedup']:.2f}x at K = {int(measured['block_size']) - 1}"
     print_paragraph(console, printable(line), style="bold")
-    for engine, flags in doc["flags"].items():  # a flag line is copied whole: never wrapped
-        _line(console, printable(f"  {engine}: {flags}"))
+    for engine, flags in doc["flags"].items():  # flags copied whole: broken only before a flag, with `\\`
+        for line in _flag_lines(f"  {engine}: ", flags, console.width):
+            _line(console, printable(line))
     for note in doc.get("notes", []):
         print_paragraph(console, printable(f"  note: {note}"), indent=4)
 
@@ -152,8 +170,8 @@ def plot_profile(doc: dict[str, Any], path: str, force: bool = False, protected:
     except ImportError:
         from ..exceptions import MissingDependencyError
 
-        raise MissingDependencyError("--plot needs matplotlib: pip install 'dflash-compat[plot]' "
-                                     "(the text histogram above needs nothing)") from None
+        raise MissingDependencyError("--plot needs matplotlib: pip install 'dflash-compat[plot]', "
+                                     "or leave out --plot") from None
     per = doc["profile"]["per_position_acceptance"]
     fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.5))
     left.bar(range(1, len(per) + 1), per, color="#4c72b0")

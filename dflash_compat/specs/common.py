@@ -68,8 +68,8 @@ def validate_spec(cls: type[M], data: dict[str, Any], sources: dict[str, str], w
         loc = [str(p) for p in err.get("loc", ())]
         field = loc[0] if loc else "?"
         rest = loc[1:]
-        if field == "rope" and rest:
-            field, rest = f"rope.{rest[0]}", rest[1:]
+        if field in ("rope", "xpress", "lilicorr", "domino", "speculators") and rest:  # nested groups
+            field, rest = f"{field}.{rest[0]}", rest[1:]
         # keep list indices (layer_types.3); drop pydantic's union / constraint tags (int, constrained-int)
         rest = [p for p in rest if p.isdigit()]
         key = ".".join([sources.get(field, field), *rest])

@@ -9,7 +9,8 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 from .common import Number, RopeInfo, SizeInt
 from .families import FAMILIES, SPECULATORS_FORMATS, DraftFormat
 
-__all__ = ["DraftSpec", "DraftFormat", "InheritedValue", "build_target_layer_ids", "parse_draft_config"]
+__all__ = ["DraftSpec", "DraftFormat", "InheritedValue", "build_target_layer_ids", "XPressSettings",
+           "LiLiCorrSettings", "DominoSettings", "SpeculatorsSettings", "FAMILY_SETTINGS"]
 
 
 def build_target_layer_ids(num_target_layers: int, num_draft_layers: int) -> list[int]:
@@ -30,6 +31,61 @@ class InheritedValue(BaseModel):
     value: Any = Field(None, description="The value the engines use; None when it is the target's own.")
     origin: str = Field(description="'target' (taken from the target model) or 'default' (a loader's default).")
     detail: str = Field(description="Which engines do it, with the source location.")
+
+
+class _FamilySettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class XPressSettings(_FamilySettings):
+    """Qwen3-XPress's refiner head (top-level keys; vLLM 0.33.0 vllm/model_executor/models/qwen3_xpress.py:258-263
+    reads them, with the defaults in FAMILY_DEFAULTS)."""
+
+    block_size: Optional[StrictInt] = Field(None, description="xpress_block_size")
+    num_speculative_steps: Optional[StrictInt] = Field(None, description="num_speculative_steps")
+    rank: Optional[StrictInt] = Field(None, description="xpress_rank (default 256)")
+    mlp_hidden: Optional[StrictInt] = Field(None, description="xpress_mlp_hidden (default 512)")
+    topc: Optional[StrictInt] = Field(None, description="xpress_topc")
+    num_passes: Optional[StrictInt] = Field(None, description="xpress_num_passes")
+
+
+class LiLiCorrSettings(_FamilySettings):
+    """LiLiCorr's correlator (`dflash_config.lilicorr_*`)."""
+
+    enabled: Optional[StrictBool] = None
+    hidden_size: Optional[StrictInt] = None
+    candidate_topk: Optional[StrictInt] = None
+    num_heads: Optional[StrictInt] = None
+    mlp_ratio: Optional[Number] = None
+    factor_dim: Optional[StrictInt] = None
+    vector_eps: Optional[Number] = None
+    logit_scale: Optional[Number] = None
+    num_layers: Optional[StrictInt] = None
+
+
+class DominoSettings(_FamilySettings):
+    """The Domino projector (`dflash_config.X`, else top-level `X`; SGLang srt/models/dflash.py:784-800)."""
+
+    gru_hidden_dim: Optional[StrictInt] = None
+    emb_dim: Optional[StrictInt] = None
+    shift_label: Optional[StrictBool] = None
+    pure_draft_prefix_len: Optional[StrictInt] = None
+
+
+class SpeculatorsSettings(_FamilySettings):
+    """What a speculators-format DFlash config adds (top level)."""
+
+    sliding_window_non_causal: Optional[StrictBool] = None
+
+
+# format -> (DraftSpec field, settings model): the one place a family's own settings are typed
+FAMILY_SETTINGS: dict[str, tuple[str, type[_FamilySettings]]] = {
+    "qwen3-xpress": ("xpress", XPressSettings),
+    "lilicorr": ("lilicorr", LiLiCorrSettings),
+    "domino": ("domino", DominoSettings),
+    "speculators": ("speculators", SpeculatorsSettings),
+    "speculators-dflash2": ("speculators", SpeculatorsSettings),
+}
 
 
 class DraftSpec(BaseModel):
@@ -101,9 +157,12 @@ class DraftSpec(BaseModel):
 
     # family-specific heads (XPress refiner, LiLiCorr correlator, Domino projector), by config key
     projector_type: Optional[str] = None
-    extras: dict[str, Any] = Field(
-        default_factory=dict, description="Family-specific settings, by the config key they were read from."
-    )
+    # one typed group per family, set only for that family (FAMILY_SETTINGS); `sources` names each
+    # value's config key as "<group>.<field>"
+    xpress: Optional[XPressSettings] = Field(None, description="Qwen3-XPress refiner settings.")
+    lilicorr: Optional[LiLiCorrSettings] = Field(None, description="LiLiCorr correlator settings.")
+    domino: Optional[DominoSettings] = Field(None, description="Domino projector settings.")
+    speculators: Optional[SpeculatorsSettings] = Field(None, description="speculators-format settings.")
     inherited: list[InheritedValue] = Field(
         default_factory=list, description="Values the config leaves out, and what the engines use instead."
     )
@@ -131,9 +190,3 @@ class DraftSpec(BaseModel):
         """The dotted config key a field was read from (or the natural key if it was absent)."""
         return self.sources.get(field, default or field)
 
-
-def parse_draft_config(raw: Any, source: str, config_file: str = "config.json") -> DraftSpec:
-    """Build a DraftSpec from a parsed config.json; raises NotADraftError / ConfigError."""
-    from .draft_formats import parse_any
-
-    return parse_any(raw, source, config_file)

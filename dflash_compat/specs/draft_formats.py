@@ -8,10 +8,10 @@ from typing import Any
 from ..exceptions import NotADraftError
 from ._reader import MISSING, ConfigReader, get_dotted
 from .common import read_rope, validate_spec
-from .draft import DraftSpec, build_target_layer_ids
+from .draft import FAMILY_SETTINGS, DraftSpec, build_target_layer_ids
 from .families import FAMILIES, detect_format, not_a_dflash_draft
 
-__all__ = ["parse_any", "FAMILY_DEFAULTS", "EXTRA_KEYS"]
+__all__ = ["parse_any", "parse_draft_config", "FAMILY_DEFAULTS", "FAMILY_KEYS"]
 
 _MG = "transformers 5.24.0 models/muse_glimmer_assistant/configuration_muse_glimmer_assistant.py"
 _MG_LOADERS = "; vLLM and SGLang read the draft config through this class too"
@@ -35,18 +35,20 @@ FAMILY_DEFAULTS: dict[str, tuple[tuple[str, Any, str, str], ...]] = {
     ),
 }
 
-# Family-specific keys, recorded in DraftSpec.extras under the key they were read from.
-EXTRA_KEYS: dict[str, tuple[str, ...]] = {
-    "qwen3-xpress": ("xpress_block_size", "num_speculative_steps", "xpress_rank", "xpress_mlp_hidden",
-                     "xpress_topc", "xpress_num_passes"),
-    "lilicorr": tuple(f"dflash_config.lilicorr_{k}" for k in (
-        "enabled", "hidden_size", "candidate_topk", "num_heads", "mlp_ratio", "factor_dim", "vector_eps",
-        "logit_scale", "num_layers")),
-    "domino": ("dflash_config.gru_hidden_dim", "gru_hidden_dim", "dflash_config.emb_dim", "emb_dim",
-               "dflash_config.shift_label", "shift_label", "dflash_config.pure_draft_prefix_len",
-               "pure_draft_prefix_len"),
-    "speculators": ("sliding_window_non_causal",),
-    "speculators-dflash2": ("sliding_window_non_causal",),
+# Family-specific settings: settings field -> the config keys it is read from, first present wins
+# (typed in specs/draft.py, FAMILY_SETTINGS).
+_LILICORR = ("enabled", "hidden_size", "candidate_topk", "num_heads", "mlp_ratio", "factor_dim", "vector_eps",
+             "logit_scale", "num_layers")
+_SPECULATORS = {"sliding_window_non_causal": ("sliding_window_non_causal",)}
+FAMILY_KEYS: dict[str, dict[str, tuple[str, ...]]] = {
+    "qwen3-xpress": {"block_size": ("xpress_block_size",), "num_speculative_steps": ("num_speculative_steps",),
+                     "rank": ("xpress_rank",), "mlp_hidden": ("xpress_mlp_hidden",), "topc": ("xpress_topc",),
+                     "num_passes": ("xpress_num_passes",)},
+    "lilicorr": {k: (f"dflash_config.lilicorr_{k}",) for k in _LILICORR},
+    "domino": {k: (f"dflash_config.{k}", k) for k in ("gru_hidden_dim", "emb_dim", "shift_label",
+                                                       "pure_draft_prefix_len")},
+    "speculators": _SPECULATORS,
+    "speculators-dflash2": _SPECULATORS,
 }
 
 
@@ -68,6 +70,9 @@ def parse_any(raw: Any, source: str, config_file: str = "config.json") -> DraftS
     else:
         r, extra = _read_zlab(raw, fmt)
     return _build(r, raw, fmt, source, config_file, extra)
+
+
+parse_draft_config = parse_any  # the public name (dflash_compat.specs.parse_draft_config)
 
 
 def _read_transformer_fields(r: ConfigReader) -> None:
@@ -147,18 +152,31 @@ def _build(r: ConfigReader, raw: dict[str, Any], fmt: str, source: str, config_f
     values = dict(r.values)
     inherited = _apply_defaults(fmt, raw, values, r.sources)
     _guess_ids(values, r.sources)
-    extras = {}
-    for key in EXTRA_KEYS.get(fmt, ()):
-        value = get_dotted(raw, key)
-        if value is not MISSING and value is not None:
-            extras[key] = value
+    settings = _family_settings(fmt, raw, r.sources)
     return validate_spec(
         DraftSpec,
         dict(values, source=source, config_file=config_file, format=fmt, family=FAMILIES[fmt].title,
-             extras=extras, inherited=inherited, sources=r.sources, raw=raw, **extra),
+             inherited=inherited, sources=r.sources, raw=raw, **settings, **extra),
         r.sources,
         f"draft {source}: {config_file}",
     )
+
+
+def _family_settings(fmt: str, raw: dict[str, Any], sources: dict[str, str]) -> dict[str, Any]:
+    """{group: {field: value}} for the family's own settings (FAMILY_KEYS), each value's key recorded in
+    `sources` as "<group>.<field>"; {} for a family without any."""
+    if fmt not in FAMILY_SETTINGS:
+        return {}
+    group, _ = FAMILY_SETTINGS[fmt]
+    found = {}
+    for name, keys in FAMILY_KEYS[fmt].items():
+        for key in keys:
+            value = get_dotted(raw, key)
+            if value is not MISSING and value is not None:
+                found[name] = value
+                sources[f"{group}.{name}"] = key
+                break
+    return {group: found}
 
 
 def _apply_defaults(fmt: str, raw: dict[str, Any], values: dict[str, Any],

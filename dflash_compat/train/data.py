@@ -89,10 +89,25 @@ class TokenData:
     notes: list[str] = field(default_factory=list)
 
 
+# transformers warns once per tokenizer that a text is longer than model_max_length ("Token indices sequence
+# length is longer than the specified maximum sequence length ... will result in indexing errors") and then
+# sets this flag (transformers 5.25.0 tokenization_utils_base.py:3000-3018). A whole document is tokenised
+# here and `pack` cuts it into --seq-len pieces, so no sequence that long ever reaches the model.
+_LENGTH_WARNING = "sequence-length-is-longer-than-the-specified-maximum"
+
+
+def quiet_length_warning(tokenizer: Any) -> None:
+    """Mark the too-long-sequence warning as already given, on this tokenizer only."""
+    flags = getattr(tokenizer, "deprecation_warnings", None)
+    if isinstance(flags, dict):
+        flags[_LENGTH_WARNING] = True
+
+
 def tokenize_documents(docs: Sequence[str], tokenizer: Any, held_out: float, seed: int,
                        eos: Optional[int]) -> TokenData:
     """Tokenise, then keep a seeded `held_out` share of the documents apart (at least one); a single
     document is split at (1 - held_out) of its tokens instead."""
+    quiet_length_warning(tokenizer)
     ids = [list(tokenizer(d, add_special_tokens=False)["input_ids"]) for d in docs]
     ids = [t for t in ids if t]
     total = sum(len(t) for t in ids)

@@ -109,6 +109,28 @@ def _step(s: Session, step: int, gamma: float) -> tuple[float, dict]:
     return float(loss.detach()), stats
 
 
+FIRST_LOGS = (1, 3, 10)  # steps (of this run) that are logged early, so that the ETA comes within minutes
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(round(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+
+
+def progress_line(step: int, total: int, loss: float, tau: Optional[float], elapsed: float, done: int) -> str:
+    """`step 3/1000  loss 7.012  tau -  2.41 s/step  ETA 40m05s`: the mean time of this run's steps so far
+    (held-out evaluations included) times the steps left."""
+    per = elapsed / max(done, 1)
+    left = total - step
+    eta = f"ETA {_duration(per * left)}" if left else f"took {_duration(elapsed)}"
+    return (f"step {step}/{total}  loss {loss:.3f}  tau {'-' if tau is None else f'{tau:.2f}'}  "
+            f"{per:.2f} s/step  {eta}")
+
+
 def _progress(enabled: bool):
     from rich.progress import (
         BarColumn,
@@ -149,8 +171,9 @@ def run_training(s: Session, *, progress: bool = True, log: Optional[Callable[[s
                                   "tau": _round(tau) if last or (c.eval_every and (step + 1) % c.eval_every == 0)
                                   else None})
                 bar.update(task, advance=1, loss=f"{loss:.3f}", tau="-" if tau is None else f"{tau:.2f}")
-                if bar.disable and ((step + 1) % every_log == 0 or last):
-                    log(f"step {step + 1}/{c.steps}  loss {loss:.3f}  tau {'-' if tau is None else f'{tau:.2f}'}")
+                done = step + 1 - s.start_step
+                if bar.disable and ((step + 1) % every_log == 0 or last or done in FIRST_LOGS):
+                    log(progress_line(step + 1, c.steps, loss, tau, time.perf_counter() - started, done))
                 if c.checkpoint_every and (step + 1) % c.checkpoint_every == 0 and not last:
                     save_checkpoint(s.out, s.draft, s.optimizer, step + 1, s.draft_config, s.history)
         except KeyboardInterrupt:

@@ -1,0 +1,80 @@
+"""Download and unpack the engine releases the rules cite, for the tests that check every citation
+(tests/test_rule_provenance.py: each cited file:line exists at the pinned version; tests/test_rule_df009.py:
+the loaders named in data/draft_families.json exist).
+
+    python tools/engine_src.py engine-src
+    DFLASH_ENGINE_SRC=engine-src python -m pytest -q tests/test_rule_provenance.py tests/test_rule_df009.py
+
+Each engine of `contract.ENGINE_VERSIONS` is fetched with `pip download --no-deps NAME==VERSION` (only the
+wheel: nothing is installed; vLLM and SGLang are Linux x86-64 wheels, fetched for that platform wherever
+this runs) and its .py files unzipped into FOLDER/<package>-<version>/, the layout the tests read. An engine already
+unpacked there is skipped. `--find-links DIR --no-index` uses wheels already downloaded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from dflash_compat.contract import ENGINE_VERSIONS  # noqa: E402
+
+# engine name in reports -> (PyPI name, import package: the folder name the tests look for)
+PACKAGES = {"vllm": ("vllm", "vllm"), "sglang": ("sglang", "sglang"), "dflash": ("dflash", "dflash"),
+            "mlx-lm": ("mlx-lm", "mlx_lm"), "transformers": ("transformers", "transformers"),
+            "speculators": ("speculators", "speculators")}
+LINUX_ONLY = {"vllm", "sglang"}
+
+
+def unpack(wheel: Path, dest: Path) -> int:
+    """Unzip a wheel's Python sources (what the citations point at; vLLM's compiled kernels are most of
+    its 336 MB) into `dest`, a new folder; a member that would land outside it is refused. -> files."""
+    with zipfile.ZipFile(wheel) as zf:
+        names = [n for n in zf.namelist() if n.endswith(".py")]
+        for name in names:
+            target = (dest / name).resolve()
+            if dest.resolve() not in target.parents:
+                raise SystemExit(f"{wheel.name}: member {name!r} leaves the folder")
+        dest.mkdir(parents=True)
+        zf.extractall(dest, members=names)
+    return len(names)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("folder", type=Path)
+    ap.add_argument("--find-links", help="a folder of wheels to use (with --no-index: no network)")
+    ap.add_argument("--no-index", action="store_true")
+    args = ap.parse_args(argv)
+    args.folder.mkdir(parents=True, exist_ok=True)
+    for engine, version in ENGINE_VERSIONS.items():
+        pypi, package = PACKAGES[engine]
+        dest = args.folder / f"{package}-{version}"
+        if dest.is_dir():
+            print(f"{dest}: already there")
+            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary", ":all:",
+                   "-d", tmp, f"{pypi}=={version}"]
+            if engine in LINUX_ONLY:
+                cmd += ["--platform", "manylinux_2_28_x86_64", "--platform", "manylinux_2_34_x86_64",
+                        "--python-version", "3.11"]
+            if args.find_links:
+                cmd += ["--find-links", args.find_links]
+            if args.no_index:
+                cmd.append("--no-index")
+            subprocess.run(cmd, check=True)
+            (wheel,) = Path(tmp).glob("*.whl")
+            files = unpack(wheel, dest)
+        print(f"{dest}: {files} .py files from {wheel.name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
