@@ -9,6 +9,7 @@ from __future__ import annotations
 
 __all__ = [
     "ENGINE_VERSIONS",
+    "ENGINE_BUILDS",
     "BACKEND_ENGINES",
     "TEXT_CONFIG_KEYS",
     "DEFAULT_BLOCK_SIZE",
@@ -37,12 +38,19 @@ ENGINE_VERSIONS = {
     "speculators": "0.9.0",
 }
 
+# Engines that are not Python wheels, by the build their facts were read from (llama.cpp: a release
+# tag; the facts are bundled per build in data/llamacpp/<build>.json, dflash_compat/llamacpp.py).
+ENGINE_BUILDS = {
+    "llama.cpp": "b11434",
+}
+
 # The engines whose code speaks for each backend the checker judges (a backend's verdicts rest on them).
 BACKEND_ENGINES = {
     "transformers": ("dflash", "transformers"),
     "vllm": ("vllm", "speculators"),
     "sglang": ("sglang",),
     "mlx": ("dflash", "mlx-lm"),
+    "llama.cpp": ("llama.cpp",),
 }
 
 # Where multimodal wrappers keep the language model's config.

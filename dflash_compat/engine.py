@@ -36,7 +36,7 @@ __all__ = [
 ]
 
 # Every engine a rule can speak about; `common` applies to all of them.
-BACKENDS = ("transformers", "vllm", "sglang", "mlx")
+BACKENDS = ("transformers", "vllm", "sglang", "mlx", "llama.cpp")
 SEVERITIES = ("error", "warning", "info")
 _SEVERITY_ORDER = {s: i for i, s in enumerate(SEVERITIES)}
 

@@ -18,6 +18,7 @@ class EngineSource:
     note: str = ""  # what these lines decide, in a few words
 
     def cite(self) -> str:
-        from .contract import ENGINE_VERSIONS
+        from .contract import ENGINE_BUILDS, ENGINE_VERSIONS
 
-        return f"{self.engine} {ENGINE_VERSIONS[self.engine]} {self.path}:{self.lines}"
+        version = ENGINE_VERSIONS.get(self.engine) or ENGINE_BUILDS[self.engine]
+        return f"{self.engine} {version} {self.path}:{self.lines}"

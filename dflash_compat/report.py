@@ -103,11 +103,12 @@ def _plain(value: Any) -> Any:
 def judged_engines(runs: list[RuleRun], backends: list[str]) -> dict[str, str]:
     """The engines (name -> release) whose code the rules that ran cite, among those that speak for the
     selected backends (a common rule citing vLLM says nothing about an SGLang-only check), in contract order."""
-    from .contract import BACKEND_ENGINES, ENGINE_VERSIONS
+    from .contract import BACKEND_ENGINES, ENGINE_BUILDS, ENGINE_VERSIONS
 
     speaking = {engine for b in backends for engine in BACKEND_ENGINES.get(b, ())}
     cited = {src.engine for run in runs if run.status == "ran" and run.docs for src in run.docs.sources}
-    return {name: version for name, version in ENGINE_VERSIONS.items() if name in cited & speaking}
+    every = {**ENGINE_VERSIONS, **ENGINE_BUILDS}
+    return {name: version for name, version in every.items() if name in cited & speaking}
 
 
 def _verdict(counts: BackendCounts) -> Verdict:

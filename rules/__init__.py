@@ -110,6 +110,20 @@ from . import (
     df708_mlx_paths_unreachable,
     df709_layer_returns_tuple,
     df710_target_embedding_width_mismatch,
+    df801_llamacpp_target_without_layer_hook,
+    df802_llamacpp_target_not_convertible,
+    df803_llamacpp_target_layer_past_slots,
+    df804_llamacpp_target_layers_missing,
+    df805_llamacpp_target_layers_not_shifted,
+    df806_llamacpp_block_size_default,
+    df807_llamacpp_mask_token_invalid,
+    df808_llamacpp_sample_from_anchor_ignored,
+    df809_llamacpp_draft_mrope_missing,
+    df810_llamacpp_dflash2_metadata,
+    df811_llamacpp_hidden_activation,
+    df812_llamacpp_vocabulary_mismatch,
+    df813_llamacpp_fc_width_mismatch,
+    df814_llamacpp_draft_not_convertible,
 )
 
 __all__ = ["ALL_RULES", "RETIRED", "RULES_BY_CODE", "get_rule"]
@@ -237,6 +251,21 @@ ALL_RULES: list[Rule] = [
     df708_mlx_paths_unreachable.RULE,
     df709_layer_returns_tuple.RULE,
     df710_target_embedding_width_mismatch.RULE,
+    # --- DF8xx: llama.cpp (GGUF) ---
+    df801_llamacpp_target_without_layer_hook.RULE,
+    df802_llamacpp_target_not_convertible.RULE,
+    df803_llamacpp_target_layer_past_slots.RULE,
+    df804_llamacpp_target_layers_missing.RULE,
+    df805_llamacpp_target_layers_not_shifted.RULE,
+    df806_llamacpp_block_size_default.RULE,
+    df807_llamacpp_mask_token_invalid.RULE,
+    df808_llamacpp_sample_from_anchor_ignored.RULE,
+    df809_llamacpp_draft_mrope_missing.RULE,
+    df810_llamacpp_dflash2_metadata.RULE,
+    df811_llamacpp_hidden_activation.RULE,
+    df812_llamacpp_vocabulary_mismatch.RULE,
+    df813_llamacpp_fc_width_mismatch.RULE,
+    df814_llamacpp_draft_not_convertible.RULE,
 ]
 
 RULES_BY_CODE: dict[str, Rule] = {r.code: r for r in ALL_RULES}
