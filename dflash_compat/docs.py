@@ -29,9 +29,9 @@ def rule_doc(rule: Rule) -> dict:
 
 
 def _version(engine: str) -> str:
-    from .contract import ENGINE_VERSIONS
+    from .contract import ENGINE_BUILDS, ENGINE_VERSIONS
 
-    return ENGINE_VERSIONS[engine]
+    return ENGINE_VERSIONS.get(engine) or ENGINE_BUILDS[engine]
 
 
 def rules_json(rules: Sequence[Rule]) -> str:

