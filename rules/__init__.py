@@ -124,6 +124,7 @@ from . import (
     df812_llamacpp_vocabulary_mismatch,
     df813_llamacpp_fc_width_mismatch,
     df814_llamacpp_draft_not_convertible,
+    df815_llamacpp_draft_n_max_clamped,
 )
 
 __all__ = ["ALL_RULES", "RETIRED", "RULES_BY_CODE", "get_rule"]
@@ -266,6 +267,7 @@ ALL_RULES: list[Rule] = [
     df812_llamacpp_vocabulary_mismatch.RULE,
     df813_llamacpp_fc_width_mismatch.RULE,
     df814_llamacpp_draft_not_convertible.RULE,
+    df815_llamacpp_draft_n_max_clamped.RULE,
 ]
 
 RULES_BY_CODE: dict[str, Rule] = {r.code: r for r in ALL_RULES}
