@@ -112,3 +112,14 @@ def where(name: str, build: Optional[str] = None, *, kind: str = "where") -> dic
     """{"file", "line", "note"} of a located fact (kind "where") or a list entry (e.g. kind
     "layer_hook_architectures", name "qwen3"). KeyError when there is none."""
     return _load(choose_build(build).used)["sources"][kind][name]
+
+
+def register() -> bool:
+    """Register llama.cpp with the engine-version registry (`dflash_compat.engine_versions`, issue #21:
+    `--engine-version llama.cpp==b11434`), when this build of dflash-compat has one; True if it did."""
+    try:
+        from . import engine_versions as ev  # type: ignore[attr-defined]
+    except ImportError:
+        return False
+    ev.register_engine(ev.EngineInfo(ENGINE, None, None, key=llama_build_key, backends=(ENGINE,), label=ENGINE))
+    return True
