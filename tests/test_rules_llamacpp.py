@@ -253,3 +253,16 @@ def test_df813_catches_an_fc_for_another_width(tmp_path, good):
 
 def test_df813_passes_matching_width(good):
     assert gguf_findings("DF813", *good) == []
+
+
+def test_settings_file_selects_llamacpp_and_its_launch_option(tmp_path, good):
+    from click.testing import CliRunner
+
+    from dflash_compat.cli import cli
+
+    cfg = tmp_path / "dflash-check.toml"
+    cfg.write_text('backends = ["llama.cpp"]\nspec-draft-n-max = 12\n')
+    res = CliRunner().invoke(cli, [str(good[0]), "--draft", str(good[1]), "--config", str(cfg), "-f", "json"])
+    doc = __import__("json").loads(res.output)
+    assert res.exit_code == 0 and doc["backends"] == ["llama.cpp"]
+    assert [f["code"] for f in doc["findings"]] == ["DF815"]
