@@ -60,8 +60,12 @@ def run_server(target: Path, draft: Optional[Path], prompts: list[list[int]], wo
                     continue
                 outputs.append(res.get("tokens"))
                 timings.append(res.get("timings") or {})
+            time.sleep(0.2)  # an abort after the last answer shows here
             if srv.alive():
-                out["metrics"] = h.metrics(srv)
+                try:
+                    out["metrics"] = h.metrics(srv)
+                except OSError as exc:  # it died between the check and the read
+                    errors.append(f"{type(exc).__name__}: {exc}")
     finally:
         srv.stop()
     log = srv.log()

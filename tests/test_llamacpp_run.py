@@ -57,7 +57,7 @@ def test_dflash_output_equals_plain_greedy_and_drafts_are_accepted(pair, good_ru
 
 
 FAILS = {  # rule -> how llama.cpp fails
-    "DF801": "abort", "DF803-last": "abort", "DF803-past": "abort", "DF804": "load", "DF807": "batch",
+    "DF801": "abort", "DF803-last": "abort", "DF803-past": "abort", "DF804": "load", "DF807": "abort",
     "DF810": "load", "DF811": "load",
 }
 
@@ -72,19 +72,18 @@ def test_catch_case_fails_in_llama_cpp_and_is_reported(pair, case):
         assert not res["started"] or res["exit_code"] not in (None, 0), res["log_tail"]
     elif how == "abort":
         assert res["aborted"] or not res["started"], res["log_tail"]
-    else:  # every draft batch fails validation: nothing is accepted
-        assert any("invalid token" in ln for ln in res["log_tail"]), res["log_tail"]
-        assert not (res.get("metrics") or {}).get("accepted")
     found = demo.check(t, d)
     assert found["exit"] == 1 and any(c.startswith(case.split("-")[0] + " error") for c in found["codes"]), found
 
 
-def test_unshifted_layers_run_but_accept_less(pair, good_run):
+def test_unshifted_layers_run_silently_but_accept_less(pair, good_run):
+    """HF ids [1, 4] written as dflash.target_layers: llama.cpp runs, reads every feature one layer early, and
+    accepts less. DF805 cannot tell this list from a valid one (no 0, not the default ids): the check is silent."""
     work, tgt, dft, prompts = pair
     t, d, _, _ = demo._cases(work, tgt, dft)["DF805"]
     res = demo.run_server(t, d, prompts, work, max_tokens=TOKENS)
     assert res["n_errors"] == 0 and res["mean_acceptance"] < good_run["mean_acceptance"]
-    assert "DF805 warning" in demo.check(t, d)["codes"]
+    assert demo.check(t, d)["codes"] == []
 
 
 def test_draft_length_past_the_block_is_clamped(pair):

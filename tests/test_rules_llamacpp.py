@@ -124,8 +124,17 @@ def test_df805_catches_unshifted_ids(tmp_path, good):
     assert f.severity == "warning" and "one layer early" in f.message
 
 
-def test_df805_passes_converted_ids(good):
+def test_df805_catches_the_reference_default_ids_unshifted(tmp_path):
+    t = target_gguf(tmp_path / "t36.gguf", n_layer=36)
+    # build_target_layer_ids(36, 5) = [1, 9, 17, 25, 33]: the converter would have written [2, 10, 18, 26, 34]
+    [f] = gguf_findings("DF805", t, draft_gguf(tmp_path / "d.gguf", layers=[1, 9, 17, 25, 33], fc_in=80))
+    assert "reference's default HF ids" in f.message
+
+
+def test_df805_passes_converted_ids(tmp_path, good):
     assert gguf_findings("DF805", *good) == []
+    t = target_gguf(tmp_path / "t36.gguf", n_layer=36)
+    assert gguf_findings("DF805", t, draft_gguf(tmp_path / "d.gguf", layers=[2, 10, 18, 26, 34], fc_in=80)) == []
 
 
 # DF806 ---------------------------------------------------------------------------------------------
@@ -145,7 +154,7 @@ def test_df806_passes_a_set_block_size(good):
 
 def test_df807_catches_a_missing_or_outside_mask(tmp_path, good):
     [f] = gguf_findings("DF807", good[0], draft_gguf(tmp_path / "m.gguf", tokenizer__ggml__mask_token_id=GDELETE))
-    assert "uses -1" in f.message and "llama-batch.cpp" in f.message
+    assert "uses -1" in f.message and "common/common.cpp:2225" in f.message
     [g] = gguf_findings("DF807", good[0], draft_gguf(tmp_path / "m2.gguf", tokenizer__ggml__mask_token_id=len(TOKENS)))
     assert "outside the draft's vocabulary" in g.message
 
