@@ -1,7 +1,7 @@
 """Run a DFlash pair through a llama.cpp built here: convert with llama.cpp's own converter, start
 llama-server (plain and with the draft), send greedy completions as token ids, read its /metrics.
 
-Used by benchmarks/llamacpp_demo.py (numbers for docs/llamacpp.md) and the slow tests
+Used by benchmarks/bench_llamacpp_demo.py (numbers for docs/llamacpp.md) and the slow tests
 (tests/test_llamacpp_run.py). Nothing here is imported by dflash_compat.
 
 Where things are (environment overrides):

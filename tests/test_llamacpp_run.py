@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-import llamacpp_demo as demo  # noqa: E402
+import bench_llamacpp_demo as demo  # noqa: E402
 import llamacpp_harness as h  # noqa: E402
 
 pytestmark = [pytest.mark.slow,

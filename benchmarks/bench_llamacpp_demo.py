@@ -1,7 +1,7 @@
 """The demo pair under a llama.cpp built here: converted with llama.cpp's own converter, served by
 llama-server plain and with DFlash; then each llama.cpp rule's catch case, run for real.
 
-    python benchmarks/llamacpp_demo.py [--out results.json] [--cases all|none|DF801,...]
+    python benchmarks/bench_llamacpp_demo.py [--out results.json] [--cases all|none|DF801,...]
 
 Writes one JSON document: conversion, losslessness (DFlash output vs the server's plain greedy
 output, token for token), acceptance from llama-server's own /metrics, tokens/s, and per catch case
@@ -114,6 +114,14 @@ def main(argv: Optional[list[str]] = None) -> int:
     doc["lossless"] = bool(same) and all(same) and len(same) == len(prompts)
     doc["outputs"] = {"plain": plain["outputs"], "dflash": spec["outputs"]}
 
+    # a quantised draft KV cache (upstream #25725): no rule (a launch flag serve never prints), measured
+    if args.cases in ("all", "ctkd"):
+        q8 = run_server(tgt, dft, prompts, work, extra=("-ctkd", "q8_0", "-ctvd", "q8_0", "-fa", "on"))
+        f16 = run_server(tgt, dft, prompts, work, extra=("-fa", "on"))
+        doc["draft_kv_q8_0"] = {"mean_acceptance": q8.get("mean_acceptance"), "metrics": q8.get("metrics"),
+                                "n_errors": q8["n_errors"], "lossless": q8["outputs"] == plain["outputs"],
+                                "same_flags_f16_mean_acceptance": f16.get("mean_acceptance"),
+                                "log_tail": q8.get("log_tail")}
     cases = _cases(work, tgt, dft)
     wanted = None if args.cases == "all" else set(args.cases.split(","))
     doc["cases"] = {}
