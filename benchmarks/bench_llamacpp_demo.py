@@ -167,7 +167,16 @@ def _cases(work: Path, tgt: Path, dft: Path) -> dict[str, tuple[Path, Path, str,
         "DF811": (tgt, rw(dft, w / "d-relu.gguf", set_kv={"dflash.hidden_activation": "relu"}),
                   "dflash.hidden_activation = relu", 7),
         "DF815": (tgt, dft, "--spec-draft-n-max 12 with block_size 8", 12),
+        "DF812": (tgt, rw(dft, w / "d-vocab-reversed.gguf", set_kv={"tokenizer.ggml.tokens": _tokens(dft)[::-1]}),
+                  "the draft's vocabulary reversed (same count)", 7),
     }
+
+
+def _tokens(path: Path) -> list[str]:
+    import gguf
+
+    field = gguf.GGUFReader(str(path)).fields["tokenizer.ggml.tokens"]
+    return [bytes(field.parts[i]).decode("utf-8") for i in field.data]
 
 
 if __name__ == "__main__":

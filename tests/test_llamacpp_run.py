@@ -86,6 +86,17 @@ def test_unshifted_layers_run_silently_but_accept_less(pair, good_run):
     assert demo.check(t, d)["codes"] == []
 
 
+def test_vocabulary_metadata_alone_changes_nothing_in_llama_cpp(pair):
+    """DF812 warns; llama.cpp runs the draft with the target's embeddings and head, so a reversed draft
+    vocabulary (same count) gives the same acceptance as the right one."""
+    work, tgt, dft, prompts = pair
+    t, d, _, _ = demo._cases(work, tgt, dft)["DF812"]
+    good = demo.run_server(tgt, dft, prompts[:2], work, max_tokens=TOKENS)
+    res = demo.run_server(t, d, prompts[:2], work, max_tokens=TOKENS)
+    assert res["n_errors"] == 0 and res["mean_acceptance"] == good["mean_acceptance"]
+    assert "DF812 warning" in demo.check(t, d)["codes"]
+
+
 def test_draft_length_past_the_block_is_clamped(pair):
     work, tgt, dft, prompts = pair
     res = demo.run_server(tgt, dft, prompts[:1], work, n_max=12, max_tokens=8)
