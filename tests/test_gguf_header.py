@@ -136,3 +136,15 @@ def test_hub_gguf_header_is_read_through_ranged_reads(tmp_path):
     assert gguf_files("org/d", revision=None, token=None, who="draft org/d", api=Api()) == ["d-Q8_0.gguf"]
     h = read_hub_gguf_header("org/d", "d-Q8_0.gguf", revision="main", token=None, fs=FS())
     assert h.architecture == "dflash" and opened == [("org/d@main/d-Q8_0.gguf", 1 << 20)]
+
+
+def test_hostile_strings_from_a_gguf_never_reach_the_terminal_raw(tmp_path):
+    t = target_gguf(tmp_path / "t.gguf", arch="qw\x1b[31men\nX; rm -rf")
+    d = draft_gguf(tmp_path / "d.gguf", dflash__hidden_activation="re\x1b[2Jlu\n#")
+    for extra in ([], ["serve", "-e", "llama.cpp"]):
+        run = [sys.executable, "-m", "dflash_compat", *extra[:1], str(t), "--draft", str(d), *extra[1:]]
+        if not extra:
+            run.append("--no-config")
+        proc = subprocess.run(run, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 1 and "\x1b" not in proc.stdout and "DF811" in proc.stdout
+        assert "\nX; rm -rf" not in proc.stdout
