@@ -148,3 +148,15 @@ def test_hostile_strings_from_a_gguf_never_reach_the_terminal_raw(tmp_path):
         proc = subprocess.run(run, capture_output=True, text=True, timeout=300)
         assert proc.returncode == 1 and "\x1b" not in proc.stdout and "DF811" in proc.stdout
         assert "\nX; rm -rf" not in proc.stdout
+
+
+def test_report_shows_the_gguf_header_facts(tmp_path):
+    t, d = target_gguf(tmp_path / "t.gguf"), draft_gguf(tmp_path / "d.gguf")
+    run = [sys.executable, "-m", "dflash_compat", "check", str(t), "--draft", str(d), "--no-config"]
+    doc = __import__("json").loads(subprocess.run(run + ["-f", "json"], capture_output=True, text=True,
+                                                  timeout=300).stdout)
+    g = doc["draft"]["gguf"]
+    assert g["architecture"] == "dflash" and g["keys"]["dflash.target_layers"] == [2, 5] and g["vocab_count"] == 64
+    assert doc["target"]["gguf"]["architecture"] == "qwen3" and doc["backends"] == ["llama.cpp"]
+    text = subprocess.run(run, capture_output=True, text=True, timeout=300).stdout
+    assert "layer ids [1, 4] (GGUF dflash.target_layers [2, 5])" in " ".join(text.split())

@@ -41,6 +41,16 @@ class GGUFInfo(BaseModel):
             key = key.replace("{arch}", self.architecture)
         return self.kv.get(key, default)
 
+    def summary(self) -> dict[str, Any]:
+        """What a report shows of the header: the file, architecture, the dflash.* and tokenizer scalars, the
+        vocabulary's size and digest, and the tensor count (never the long arrays or templates)."""
+        keep = {k: v for k, v in self.kv.items()
+                if (k.startswith("dflash.") or k.startswith("tokenizer.ggml.") or k.startswith("general.architecture"))
+                and not isinstance(v, dict) and not (isinstance(v, str) and len(v) > 200)
+                and not (isinstance(v, list) and len(v) > 64)}
+        return {"file": self.file, "version": self.version, "architecture": self.architecture, "keys": keep,
+                "vocab_count": self.vocab_count, "vocab_sha256": self.vocab_sha256, "tensor_count": len(self.tensors)}
+
     def shape(self, tensor: str) -> Optional[list[int]]:
         entry = self.tensors.get(tensor)
         return list(entry[1]) if entry else None
