@@ -256,13 +256,15 @@ def converter_architectures(tree: LlamaTree) -> dict[str, Any]:
         return None
 
     out: dict[str, Any] = {}
-    for cls, (registered, _, _, path, line) in sorted(classes.items()):
+    # ModelBase.register files a class under MMPROJ when its model_arch is MODEL_ARCH.MMPROJ (the vision
+    # projector of a VLM), else under TEXT, a later registration replacing an earlier one (conversion/base.py)
+    for cls, (registered, _, _, path, line) in sorted(classes.items(), key=lambda kv: (kv[1][3], kv[1][4])):
         arch = arch_of(cls)
-        if arch is None or arch not in arch_names:
+        if arch is None or arch not in arch_names or arch == "MMPROJ":
             continue
         for hf in registered:
-            out.setdefault(hf, _loc(path, line, f"{cls} writes general.architecture = {arch_names[arch]}")
-                           | {"arch": arch_names[arch]})
+            out[hf] = _loc(path, line, f"{cls} writes general.architecture = {arch_names[arch]}") | \
+                {"arch": arch_names[arch]}
     if out.get("Qwen3ForCausalLM", {}).get("arch") != "qwen3" or out.get("DFlashDraftModel", {}).get("arch") != \
             "dflash":
         raise LayoutError("conversion/: Qwen3ForCausalLM -> qwen3 / DFlashDraftModel -> dflash not found")
