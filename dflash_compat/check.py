@@ -40,7 +40,38 @@ class CheckRequest:
     versions: Optional["Versions"] = None
 
 
-def load_target(resolved: Resolved) -> TargetSpec:
+def _gguf_header(resolved: Resolved, token: Optional[str] = None):
+    from .gguf_header import read_gguf_header
+
+    if resolved.is_hub:
+        from .hub import read_hub_gguf_header
+
+        return read_hub_gguf_header(resolved.repo_id, resolved.gguf, revision=resolved.revision, token=token)
+    return read_gguf_header(resolved.gguf)
+
+
+def load_gguf_target(resolved: Resolved, token: Optional[str] = None) -> TargetSpec:
+    """A GGUF target's spec: its header read (bounded), as the config a checkpoint would hold."""
+    from .specs.gguf import TARGET_SOURCES, gguf_info, gguf_target_config, sources_for
+
+    info = gguf_info(_gguf_header(resolved, token))
+    spec = parse_target_config(gguf_target_config(info, f"target {resolved.ref}"), resolved.ref,
+                               config_file=info.file)
+    return spec.model_copy(update={"gguf": info, "sources": {**spec.sources, **sources_for(info, TARGET_SOURCES)}})
+
+
+def load_gguf_draft(resolved: Resolved, token: Optional[str] = None) -> DraftSpec:
+    """A DFlash draft GGUF's spec (layer ids in the z-lab convention: dflash.target_layers - 1)."""
+    from .specs.gguf import DRAFT_SOURCES, gguf_draft_config, gguf_info, sources_for
+
+    info = gguf_info(_gguf_header(resolved, token))
+    spec = parse_draft_config(gguf_draft_config(info, f"draft {resolved.ref}"), resolved.ref, config_file=info.file)
+    return spec.model_copy(update={"gguf": info, "sources": {**spec.sources, **sources_for(info, DRAFT_SOURCES)}})
+
+
+def load_target(resolved: Resolved, token: Optional[str] = None) -> TargetSpec:
+    if resolved.is_gguf:
+        return load_gguf_target(resolved, token)
     raw = resolved.json("config.json")
     if raw is None:
         raise ConfigError(f"target {resolved.ref}: no config.json")
@@ -58,7 +89,9 @@ def _optional_json(resolved: Resolved, name: str) -> Optional[dict]:
     return value if isinstance(value, dict) else None
 
 
-def load_draft(resolved: Resolved) -> DraftSpec:
+def load_draft(resolved: Resolved, token: Optional[str] = None) -> DraftSpec:
+    if resolved.is_gguf:
+        return load_gguf_draft(resolved, token)
     raw = resolved.json("config.json")
     if raw is None:
         raise ConfigError(f"draft {resolved.ref}: no config.json")
@@ -78,13 +111,24 @@ def run_check(req: CheckRequest, rules: Optional[Sequence[Rule]] = None) -> Repo
     versions = req.versions if req.versions is not None else select_versions()
     t_res = resolve(req.target, "target", revision=req.revision, token=req.token)
     d_res = resolve(req.draft, "draft", revision=req.draft_revision, token=req.token)
-    target, draft = load_target(t_res), load_draft(d_res)
+    backends = list(req.backends)
+    if t_res.is_gguf or d_res.is_gguf:  # only llama.cpp serves GGUF files
+        if "llama.cpp" not in backends:
+            from .exceptions import InputError
+
+            raise InputError("GGUF models are checked for the llama.cpp backend only; add --backend llama.cpp or "
+                             "pass the safetensors checkpoints")
+        backends = ["llama.cpp"]
+    target, draft = load_target(t_res, req.token), load_draft(d_res, req.token)
     ctx = CheckContext(target=target, draft=draft, options=req.options, versions=versions)
     if req.options.deep:
+        from .facts import Skipped
         from .probe import inspect_draft, inspect_target
 
+        gguf = Skipped("gguf", "a GGUF file: its header is read, it is not built as a checkpoint")
         ctx = CheckContext(target=target, draft=draft, options=req.options,
-                           weights=inspect_draft(d_res, token=req.options.token),
-                           modules=inspect_target(t_res, target, req.options, req.framework), versions=versions)
-    results = check_rules(ctx, chosen, req.backends, severity=req.severity)
+                           weights=gguf if d_res.is_gguf else inspect_draft(d_res, token=req.options.token),
+                           modules=gguf if t_res.is_gguf else inspect_target(t_res, target, req.options,
+                                                                             req.framework))
+    results = check_rules(ctx, chosen, backends, severity=req.severity)
     return build_report(target, draft, ctx.modules, ctx.weights, results, strict=req.strict, versions=versions)

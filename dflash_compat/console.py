@@ -166,7 +166,8 @@ def _engines(backends: Sequence[str]) -> str:
         return "each engine"
     if len(missing) == 1 and len(backends) == len(BACKENDS) - 1:
         return f"all but {missing[0]}"
-    return ", ".join(backends)
+    listed = ", ".join(backends)
+    return listed if len(listed) <= 17 else f"{len(backends)} engines"
 
 
 def render_rule(rule: "Rule", console: "Console", versions: Optional[Mapping[str, Any]] = None) -> None:

@@ -13,6 +13,7 @@ __all__ = [
     "ENGINE_VERSIONS",  # noqa: F822 (module __getattr__, read on first use)
     "SOURCE_ENGINE_VERSIONS",
     "cited_version",
+    "ENGINE_BUILDS",
     "BACKEND_ENGINES",
     "TEXT_CONFIG_KEYS",
     "DEFAULT_BLOCK_SIZE",
@@ -44,13 +45,18 @@ def cited_version(engine: str) -> str:
 
     return engine_versions().get(engine) or SOURCE_ENGINE_VERSIONS[engine]
 
+# Engines that are not Python wheels, by the build their facts were read from (llama.cpp: a release
+# tag; the facts are bundled per build in data/llamacpp/<build>.json, dflash_compat/llamacpp.py). One copy:
+# the same dict as SOURCE_ENGINE_VERSIONS, which citations of those source trees are resolved with.
+ENGINE_BUILDS = SOURCE_ENGINE_VERSIONS
+
 # The engines whose code speaks for each backend the checker judges (a backend's verdicts rest on them).
 BACKEND_ENGINES = {
     "transformers": ("dflash", "transformers"),
     "vllm": ("vllm", "speculators"),
     "sglang": ("sglang",),
     "mlx": ("dflash", "mlx-lm"),
-    "llama.cpp": ("llama.cpp",),  # a backend of `dflash-check launch` (not yet of `check`)
+    "llama.cpp": ("llama.cpp",),
 }
 
 # Where multimodal wrappers keep the language model's config.

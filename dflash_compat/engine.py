@@ -22,7 +22,6 @@ if TYPE_CHECKING:  # the fact classes load only where facts were gathered (confi
 __all__ = [
     "BACKENDS",
     "COMMON",
-    "LAUNCH_ONLY_BACKENDS",
     "FACTS",
     "SEVERITIES",
     "CheckContext",
@@ -38,9 +37,7 @@ __all__ = [
 ]
 
 # Every engine a rule can speak about; `common` applies to all of them.
-BACKENDS = ("transformers", "vllm", "sglang", "mlx")
-# Engines only `dflash-check launch` judges so far (its launch rules), until they are check backends too.
-LAUNCH_ONLY_BACKENDS = ("llama.cpp",)
+BACKENDS = ("transformers", "vllm", "sglang", "mlx", "llama.cpp")
 SEVERITIES = ("error", "warning", "info")
 _SEVERITY_ORDER = {s: i for i, s in enumerate(SEVERITIES)}
 

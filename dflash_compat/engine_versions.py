@@ -118,7 +118,8 @@ for _info in (
     EngineInfo("transformers", "transformers", "transformers", backends=("transformers", "dflash"),
                label="transformers"),
     EngineInfo("speculators", "speculators", "speculators", backends=("vllm",), label="speculators"),
-    # llama.cpp (`bNNNN`, key=llama_build_key) is registered by its backend's module.
+    # llama.cpp: a C++ engine, versions are builds (`bNNNN`); its facts are per build in data/llamacpp/
+    EngineInfo("llama.cpp", None, None, key=llama_build_key, backends=("llama.cpp",), label="llama.cpp"),
 ):
     ENGINES[_info.name] = _info
 
@@ -163,6 +164,8 @@ def _index() -> dict:
 def bundled_versions(engine: str) -> tuple[str, ...]:
     """The versions whose facts ship with dflash-compat, oldest first."""
     versions = _index().get("engines", {}).get(engine, {}).get("versions", [])
+    if not versions and engine in SOURCE_ENGINE_VERSIONS:  # a source-tree engine: the build it was read from
+        versions = [SOURCE_ENGINE_VERSIONS[engine]]
     return tuple(sorted(versions, key=ENGINES[engine].key)) if engine in ENGINES else tuple(versions)
 
 

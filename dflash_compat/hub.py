@@ -17,7 +17,8 @@ from typing import Any, Iterator, Optional, Sequence
 
 from .exceptions import InputError, ResolutionError, error_line
 
-__all__ = ["HUB_TIMEOUT_S", "check_revision", "is_repo_id", "quiet", "fetch_files", "offline"]
+__all__ = ["HUB_TIMEOUT_S", "MissingOnHub", "check_revision", "is_repo_id", "quiet", "fetch_files", "offline",
+           "gguf_files", "read_hub_gguf_header"]
 
 # Seconds one Hub request may take (connect, then each read); DFLASH_CHECK_HUB_TIMEOUT overrides it.
 HUB_TIMEOUT_S = 5.0
@@ -25,6 +26,10 @@ _COMMIT = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
 _REF_CHARS = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]")
 _PART = r"[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,94}[A-Za-z0-9_])?"
 _REPO_ID = re.compile(rf"^{_PART}/{_PART}$")
+
+
+class MissingOnHub(ResolutionError):
+    """The Hub repo exists but has no such file (e.g. a GGUF-only repo has no config.json)."""
 
 
 def check_revision(revision: str, what: str) -> str:
@@ -190,7 +195,7 @@ def fetch_files(repo_id: str, names: Sequence[str], *, revision: Optional[str], 
                 unreachable = _why_unreachable(exc)
         if sizes is not None:
             if required not in sizes:
-                raise ResolutionError(f"{who}: the Hub repo {repo_id} has no {required}")
+                raise MissingOnHub(f"{who}: the Hub repo {repo_id} has no {required}")
             for name, size in sizes.items():
                 if size > limit:
                     raise ResolutionError(f"{who}: {name} on the Hub is {size} bytes, more than the {limit} a "
@@ -207,3 +212,39 @@ def fetch_files(repo_id: str, names: Sequence[str], *, revision: Optional[str], 
                               f"({unreachable or 'the download failed'}); "
                               "download it first or pass a folder")
     return files
+
+
+def gguf_files(repo_id: str, *, revision: Optional[str], token: Optional[str], who: str, api: Any = None) -> list[str]:
+    """The GGUF files of a Hub repo (a split model's first shard only), sorted."""
+    if api is None:
+        from huggingface_hub import HfApi
+
+        api = HfApi()
+    try:
+        with quiet():
+            names = api.list_repo_files(repo_id, revision=revision, token=token)
+    except Exception as exc:  # noqa: BLE001 - HTTP errors, timeouts, offline
+        raise ResolutionError(f"{who}: cannot list the Hub repo {repo_id} ({error_line(exc)})") from None
+    out = []
+    for name in names:
+        low = name.lower()
+        if not low.endswith(".gguf") or re.search(r"-0*(?:[2-9]|\d{2,})-of-\d+\.gguf$", low):
+            continue  # a split GGUF's later shards hold no metadata of their own
+        out.append(name)
+    return sorted(out)
+
+
+def read_hub_gguf_header(repo_id: str, filename: str, *, revision: Optional[str], token: Optional[str],
+                         fs: Any = None) -> Any:
+    """The header of a GGUF file on the Hub, read front to back by HTTP range requests (1 MiB blocks)
+    through huggingface_hub's file system, never the whole file; GGUFHeader (gguf_header.py bounds)."""
+    from .gguf_header import parse_gguf_header
+
+    if fs is None:
+        from huggingface_hub import HfFileSystem
+
+        fs = HfFileSystem(token=token)
+    rev = f"@{revision}" if revision else ""
+    with quiet():
+        with fs.open(f"{repo_id}{rev}/{filename}", "rb", block_size=1 << 20) as fh:
+            return parse_gguf_header(fh, filename)

@@ -28,6 +28,7 @@ class CheckOptions:
     sglang_quantization: Optional[str] = None  # --quantization
     sglang_draft_quantization: Optional[str] = None  # --speculative-draft-model-quantization
     pp_size: int = 1  # pipeline-parallel size
+    llamacpp_draft_n_max: Optional[int] = None  # llama.cpp --spec-draft-n-max
     deep: bool = True
     trust_remote_code: bool = False
     # --adapter FILE_OR_NAME: the deep inspection wraps the target in it, so module rules see the

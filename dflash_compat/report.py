@@ -140,9 +140,11 @@ def build_report(
     """The report of one check: the specs and deep facts as plain dicts, and the engine's `RuleResults`."""
     from .facts.report_fields import module_fields, weights_field
 
+    gguf_t = {"gguf": target.gguf.summary()} if getattr(target, "gguf", None) is not None else {}
+    gguf_d = {"gguf": draft.gguf.summary()} if getattr(draft, "gguf", None) is not None else {}
     return Report(
-        target={**target.model_dump(mode="json", exclude={"sources"}), **module_fields(modules)},
-        draft={**draft.model_dump(mode="json", exclude={"sources"}), "weights": weights_field(weights)},
+        target={**target.model_dump(mode="json", exclude={"sources"}), **module_fields(modules), **gguf_t},
+        draft={**draft.model_dump(mode="json", exclude={"sources"}), "weights": weights_field(weights), **gguf_d},
         backends=list(results.counts),
         findings=list(results.findings),
         summary=summarize(results.findings, results.counts),

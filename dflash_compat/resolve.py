@@ -29,6 +29,12 @@ class Resolved:
     repo_id: Optional[str] = None
     revision: Optional[str] = None
     files: dict[str, Path] = field(default_factory=dict)
+    # A GGUF model (llama.cpp): the local file, or the file name in the Hub repo; None for a checkpoint
+    gguf: Optional[str] = None
+
+    @property
+    def is_gguf(self) -> bool:
+        return self.gguf is not None
 
     @property
     def is_hub(self) -> bool:
@@ -86,15 +92,27 @@ def looks_local(ref: str) -> bool:
 
 def _resolve_local(ref: str, path: Path, role: str) -> Resolved:
     who = _who(role, ref)
+    if path.name.lower().endswith(".gguf") and not path.is_dir():
+        if not is_regular_file(path):
+            raise ResolutionError(f"{who}: not a regular file")
+        return Resolved(ref=ref, folder=path.parent, gguf=str(path))
     if path.is_file():
         if path.name != "config.json":
-            raise ResolutionError(f"{who}: is a file; pass the model's folder (the one holding config.json)")
+            raise ResolutionError(f"{who}: is a file; pass the model's folder (the one holding config.json) or a "
+                                  ".gguf file")
         path = path.parent
     if not path.is_dir():
         raise ResolutionError(f"{who}: not a folder; pass the model's folder (the one holding config.json)")
     try:
         os.lstat(path / "config.json")
     except FileNotFoundError:
+        ggufs = _local_ggufs(path)
+        if len(ggufs) == 1:
+            return Resolved(ref=ref, folder=path, gguf=str(path / ggufs[0]))
+        if ggufs:
+            shown = ", ".join(ggufs[:4]) + (", ..." if len(ggufs) > 4 else "")
+            raise ResolutionError(f"{who}: folder has no config.json and {len(ggufs)} GGUF files ({shown}); "
+                                  "pass one of them") from None
         raise ResolutionError(f"{who}: folder has no config.json") from None
     except OSError as exc:  # a folder without read/search permission, a name too long
         raise ResolutionError(f"{who}: cannot read the folder ({exc.strerror or exc})") from None
@@ -102,6 +120,17 @@ def _resolve_local(ref: str, path: Path, role: str) -> Resolved:
     # files only when they are regular files (stat, never open: a FIFO would block the reader).
     files = {name: path / name for name in SMALL_FILES if name == "config.json" or is_regular_file(path / name)}
     return Resolved(ref=ref, folder=path, files=files)
+
+
+def _local_ggufs(folder: Path) -> list[str]:
+    """The regular *.gguf files of a folder (a split model's first shard only), sorted."""
+    import re
+
+    try:
+        names = sorted(p.name for p in folder.iterdir() if p.name.lower().endswith(".gguf") and is_regular_file(p))
+    except OSError:
+        return []
+    return [n for n in names if not re.search(r"-0*(?:[2-9]|\d{2,})-of-\d+\.gguf$", n.lower())]
 
 
 def resolve(ref: str, role: str, *, revision: Optional[str] = None, token: Optional[str] = None) -> Resolved:
@@ -133,10 +162,20 @@ def check_hub_ref(ref: str, role: str, *, revision: Optional[str] = None) -> tup
 
 
 def _resolve_hub(ref: str, repo_id: str, revision: Optional[str], role: str, token: Optional[str]) -> Resolved:
-    from .hub import fetch_files
+    from .hub import MissingOnHub, fetch_files, gguf_files
 
-    files = fetch_files(repo_id, SMALL_FILES, revision=revision, token=token, limit=MAX_CONFIG_BYTES,
-                        who=f"{_who(role, ref)}", required="config.json")
+    try:
+        files = fetch_files(repo_id, SMALL_FILES, revision=revision, token=token, limit=MAX_CONFIG_BYTES,
+                            who=f"{_who(role, ref)}", required="config.json")
+    except MissingOnHub:  # a GGUF-only repo (llama.cpp): its header is read remotely, never the file
+        found = gguf_files(repo_id, revision=revision, token=token, who=_who(role, ref))
+        if not found:
+            raise
+        if len(found) > 1:
+            shown = ", ".join(found[:4]) + (", ..." if len(found) > 4 else "")
+            raise ResolutionError(f"{_who(role, ref)}: the Hub repo has no config.json and {len(found)} GGUF files "
+                                  f"({shown}); download the one you serve and pass its path") from None
+        return Resolved(ref=ref, folder=Path("."), repo_id=repo_id, revision=revision, gguf=found[0])
     folder = files["config.json"].parent
     return Resolved(ref=ref, folder=folder, repo_id=repo_id, revision=revision, files=files)
 

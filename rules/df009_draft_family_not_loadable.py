@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from typing import Callable
 
-from dflash_compat.engine import BACKENDS, CheckContext, Rule, Violation
+from dflash_compat.engine import CheckContext, Rule, Violation
 from dflash_compat.family_support import ENGINE_NAMES, engines_loading, family_support
 
 from ._sources import DRAFT_REGISTRIES
+
+# The backends data/draft_families.json judges (llama.cpp's converter decides for llama.cpp: DF814).
+FAMILY_BACKENDS = ("transformers", "vllm", "sglang", "mlx")
 
 # The engine needs data/draft_families.json names as "checks": predicate(ctx) -> True when unmet.
 PREDICATES: dict[str, Callable[[CheckContext], bool]] = {
@@ -27,7 +30,7 @@ CONVERT_FIX = ("Convert it to the z-lab layout the dflash reference and the MLX 
 
 def check(ctx: CheckContext):
     d = ctx.draft
-    for engine in BACKENDS:
+    for engine in FAMILY_BACKENDS:
         support = family_support(d.format, engine)
         if support is None:
             continue  # an unknown family: DF005
@@ -56,7 +59,7 @@ RULE = Rule(
     code="DF009",
     name="draft-family-not-loadable",
     severity="error",
-    backends=BACKENDS,
+    backends=FAMILY_BACKENDS,
     check=check,
     what="The engine registers a loader for the draft's family (z-lab DFlash v1/v2, DFlash2-Beam, MiniMax DFlash2, "
     "Muse-Glimmer assistant, Qwen3-XPress, LiLiCorr, Laguna DFlash, Domino, speculators dflash/dflash2), and the "

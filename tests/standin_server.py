@@ -20,7 +20,13 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-MODES = ("vllm", "sglang", "vllm-lossy", "vllm-nospec", "plain", "hang", "garbage")
+MODES = ("vllm", "sglang", "vllm-lossy", "vllm-nospec", "plain", "hang", "garbage", "llamacpp", "llamacpp-nometrics")
+# llama-server b11434's counters, in the order and format tools/server/server-task.cpp:1565-1623 writes them
+LLAMACPP_COUNTERS = (("spec_decode_num_draft_tokens_total", "draft_tokens", "Speculative: Total draft tokens generated"),
+                     ("spec_decode_num_accepted_tokens_total", "accepted",
+                      "Speculative: Total draft tokens accepted by the target model"),
+                     ("spec_decode_num_drafts_total", "drafts", "Speculative: Total speculative decoding verification "
+                      "steps"))
 
 
 class StandIn:
@@ -71,6 +77,9 @@ class StandIn:
         from prometheus_client import CollectorRegistry, Counter
 
         self.registry = CollectorRegistry()
+        self.llama = {"drafts": 0, "draft_tokens": 0, "accepted": 0, "per_pos": [0] * (self.block_size - 1)}
+        if self.mode.startswith("llamacpp"):
+            return  # llama-server writes its metrics text by hand (metrics_text)
         if self.mode == "sglang":
             labels = {"model_name": self.model, "engine_type": "unified"}
             self.verify_calls = Counter("sglang:spec_verify_calls_total", "Number of speculative decoding verification calls.",
@@ -95,6 +104,17 @@ class StandIn:
     def metrics_text(self) -> bytes:
         from prometheus_client import generate_latest
 
+        if self.mode.startswith("llamacpp"):
+            out = [f"# HELP llamacpp:n_decode_total Total number of llama_decode() calls\n"
+                   f"# TYPE llamacpp:n_decode_total counter\nllamacpp:n_decode_total {self.requests}\n"]
+            for name, key, doc in LLAMACPP_COUNTERS:
+                out.append(f"# HELP llamacpp:{name} {doc}\n# TYPE llamacpp:{name} counter\n"
+                           f"llamacpp:{name} {self.llama[key]}\n")
+            if any(self.llama["per_pos"]):
+                name = "llamacpp:spec_decode_num_accepted_tokens_per_pos_total"
+                out.append(f"# HELP {name} Accepted tokens per draft position\n# TYPE {name} counter\n")
+                out += [f'{name}{{position="{i}"}} {n}\n' for i, n in enumerate(self.llama["per_pos"])]
+            return "".join(out).encode()
         return generate_latest(self.registry)
 
     # ---------------------------------------------------------------- generation
@@ -136,6 +156,13 @@ class StandIn:
         if self.mode == "sglang":
             self.verify_calls.inc(len(s.accepted))
             self.gen_tokens.inc(n)
+        elif self.mode.startswith("llamacpp"):
+            self.llama["drafts"] += sum(1 for d in s.drafted if d)
+            self.llama["draft_tokens"] += sum(s.drafted)
+            self.llama["accepted"] += sum(s.accepted)
+            for p in range(self.block_size - 1):
+                self.llama["per_pos"][p] += sum(1 for a in s.accepted if a > p)
+            return {"draft_n": sum(s.drafted), "draft_n_accepted": sum(s.accepted)}
         else:
             self.drafts.inc(sum(1 for d in s.drafted if d))
             self.draft_tokens.inc(sum(s.drafted))
@@ -189,8 +216,14 @@ def _handler(server: StandIn):
         def do_GET(self) -> None:
             if not self._gate():
                 return
-            if self.path == "/metrics" and server.mode != "plain" and (server.mode != "sglang" or server.sglang_metrics):
+            if self.path == "/metrics" and server.mode == "llamacpp-nometrics":
+                self._json(501, {"error": {"code": 501, "message": "This server does not support metrics endpoint. "
+                                           "Start it with `--metrics`", "type": "not_supported_error"}})
+            elif self.path == "/metrics" and server.mode != "plain" and (server.mode != "sglang" or server.sglang_metrics):
                 self._send(200, server.metrics_text(), "text/plain; version=0.0.4; charset=utf-8")
+            elif self.path == "/props" and server.mode.startswith("llamacpp"):
+                self._json(200, {"default_generation_settings": {"n_ctx": 4096}, "total_slots": 1,
+                                 "model_path": "t.gguf", "build_info": "b11434-0000000"})
             elif self.path == "/v1/models":
                 self._json(200, {"object": "list", "data": [{"id": server.model, "object": "model"}]})
             elif self.path == "/server_info" and server.mode == "sglang":
@@ -204,6 +237,15 @@ def _handler(server: StandIn):
             length = int(self.headers.get("Content-Length") or 0)
             body = json.loads(self.rfile.read(length) or b"{}")
             if not self._gate():
+                return
+            if self.path == "/completion" and server.mode.startswith("llamacpp"):
+                ids, out, timings = server.generate(body["prompt"], int(body.get("n_predict", 16)))
+                data = {"index": 0, "content": " ".join(f"w{t}" for t in out), "tokens_predicted": len(out),
+                        "tokens_evaluated": len(ids), "stop": True, "model": server.model,
+                        "timings": {"prompt_n": len(ids), "predicted_n": len(out), **timings}}
+                if body.get("return_tokens"):
+                    data["tokens"] = out
+                self._json(200, data)
                 return
             if self.path != "/v1/completions":
                 self._json(404, {"detail": "Not Found"})

@@ -146,14 +146,14 @@ def test_json_report_shape():
                             "summary", "strict", "rules"]
     assert report["schema_version"] == 1 and report["tool"]["name"] == "dflash-check"
     # the releases the verdicts rest on: every backend is selected, and their rules cite every engine
-    speaking = ["vllm", "sglang", "dflash", "mlx-lm", "transformers", "speculators"]
+    speaking = ["vllm", "sglang", "dflash", "mlx-lm", "transformers", "speculators", "llama.cpp"]
     assert report["engines"] == default_versions().as_json(speaking)
     assert all(e["origin"] == "default" for e in report["engines"].values())
     for key in ("source", "model_type", "architectures", "hidden_size", "num_hidden_layers", "vocab_size"):
         assert key in report["target"]
     for key in ("source", "format", "hidden_size", "block_size", "target_layer_ids", "mask_token_id"):
         assert key in report["draft"]
-    assert report["backends"] == ["transformers", "vllm", "sglang", "mlx"]
+    assert report["backends"] == ["transformers", "vllm", "sglang", "mlx", "llama.cpp"]
     assert report["findings"], "the bad example must produce findings"
     for f in report["findings"]:
         assert list(f) == ["code", "name", "severity", "backend", "message", "fix", "locations", "judged_for"]

@@ -30,7 +30,7 @@ LAYERS = {
              "dflash_compat.mlx_layout", "dflash_compat.provenance",
              "dflash_compat.family_support", "dflash_compat.safe_read", "dflash_compat.safe_write",
              "dflash_compat.quoting", "dflash_compat.foreign", "dflash_compat.inputs", "dflash_compat.launch",
-             "dflash_compat.launch.flagfacts"),
+             "dflash_compat.launch.flagfacts", "dflash_compat.gguf_header", "dflash_compat.llamacpp"),
     "resolve": ("dflash_compat.resolve", "dflash_compat.weightfiles", "dflash_compat.hub"),
     # launch: reading launch files is input parsing, like the specs; the launch rules' context sits with the
     # engine's, running them with the pipeline, their output with the commands

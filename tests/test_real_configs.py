@@ -14,15 +14,20 @@ PAIRS = Path(__file__).resolve().parent / "fixtures" / "pairs"
 
 # pair -> (verdict per backend, error/warning codes that must be among the findings)
 EXPECTED = {
-    "qwen3-8b": ({"transformers": "pass", "vllm": "pass", "sglang": "pass", "mlx": "pass"}, set()),
-    "llama-3.1-8b": ({"transformers": "pass", "vllm": "pass", "sglang": "pass", "mlx": "pass"}, set()),
+    "qwen3-8b": ({"transformers": "pass", "vllm": "pass", "sglang": "pass", "mlx": "pass", "llama.cpp": "pass"}, set()),
+    "llama-3.1-8b": ({"transformers": "pass", "vllm": "pass", "sglang": "pass", "mlx": "pass", "llama.cpp": "pass"},
+                     set()),
     # sliding-window layers: MLX ports that trim via trim_prompt_cache corrupt output once the window wraps;
     # transformers must not crop past the window. SGLang leaves the draft unquantised without --quantization.
-    "gpt-oss-20b": ({"transformers": "warn", "vllm": "pass", "sglang": "pass", "mlx": "warn"}, {"DF504", "DF202"}),
+    "gpt-oss-20b": ({"transformers": "warn", "vllm": "pass", "sglang": "pass", "mlx": "warn", "llama.cpp": "pass"},
+                    {"DF504", "DF202"}),
     # GatedDeltaNet hybrid: cropping cannot roll it back; SGLang's DFLASH commits the recurrent state itself
-    "qwen3.5-35b-a3b": ({"transformers": "fail", "vllm": "pass", "sglang": "pass", "mlx": "pass"}, {"DF201"}),
-    # SGLang 0.5.23's dense Qwen3-VL wrapper hands the DFlash hook to Qwen3LLMModel, which lacks it (qwen3_vl.py:1688)
-    "qwen3-vl-8b": ({"transformers": "pass", "vllm": "pass", "sglang": "fail", "mlx": "pass"}, {"DF402"}),
+    "qwen3.5-35b-a3b": ({"transformers": "fail", "vllm": "pass", "sglang": "pass", "mlx": "pass", "llama.cpp": "pass"},
+                        {"DF201"}),
+    # SGLang 0.5.23's dense Qwen3-VL wrapper hands the DFlash hook to Qwen3LLMModel, which lacks it (qwen3_vl.py:1688);
+    # llama.cpp b11434's qwen3vl graph does not fill t_layer_inp either (DF801: abort at the first decode)
+    "qwen3-vl-8b": ({"transformers": "pass", "vllm": "pass", "sglang": "fail", "mlx": "pass", "llama.cpp": "fail"},
+                    {"DF402", "DF801"}),
 }
 
 

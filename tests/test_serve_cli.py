@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -31,7 +32,8 @@ CHECK_FLAGS = {"num_speculative_tokens": "--num-speculative-tokens", "sglang_num
                "max_num_batched_tokens": "--max-num-batched-tokens", "sglang_attn_dp_size": "--attn-dp-size",
                "sglang_enable_dp_lm_head": "--enable-dp-lm-head", "pp_size": "--pp-size",
                "sglang_dflash_block_size": "--dflash-block-size", "sglang_draft_window_size": "--draft-window-size",
-               "sglang_quantization": "--quantization", "sglang_draft_quantization": "--draft-quantization"}
+               "sglang_quantization": "--quantization", "sglang_draft_quantization": "--draft-quantization",
+               "llamacpp_draft_n_max": "--spec-draft-n-max"}
 
 
 @pytest.fixture(autouse=True)
@@ -84,7 +86,7 @@ ROUND_TRIPS = [
     ("sglang", ("--attn-dp-size", 2, "--enable-dp-lm-head")), ("sglang", ("--pp-size", 1)),
     ("sglang", ("--dflash-block-size", 16, "--draft-window-size", 64)),
     ("sglang", ("--quantization", "fp8", "--draft-quantization", "unquant")),
-    ("mlx", ()), ("transformers", ()),
+    ("mlx", ()), ("transformers", ()), ("llama.cpp", ()), ("llama.cpp", ("--spec-draft-n-max", 5)),
 ]
 
 
@@ -143,15 +145,19 @@ def test_hostile_paths_stay_single_arguments(tmp_path):
         shutil.copytree(ROOT / "examples/qwen3-8b" / role, evil / role)
     for engine in ENGINES:
         pair = (evil / "target", "--draft", evil / "draft")
-        argv = json.loads(_serve(engine, pair=pair).output)["argv"]
-        assert str(evil / "target") in argv
+        doc = json.loads(_serve(engine, pair=pair).output)
+        argvs = [*doc.get("prepare", []), doc["argv"]]  # llama.cpp converts the pair first
+        assert any(str(evil / "target") in argv for argv in argvs)
         text = _serve(engine, pair=pair, fmt="text").output
-        command = "\n".join(line for line in text.splitlines() if not line.startswith("#"))
-        # run the printed command with its program replaced by printf: the shell's own word splitting
-        script = "printf '%s\\0' " + command
-        out = subprocess.run(["bash", "-c", script], cwd=tmp_path, capture_output=True, timeout=30)
-        assert out.returncode == 0, out.stderr
-        assert out.stdout.decode().split("\0")[:-1] == argv
+        commands = "\n".join(line for line in text.splitlines() if not line.startswith("#"))
+        commands = [c for c in re.split(r"(?<!\\)\n(?=[a-z])", commands) if c.strip()]
+        assert len(commands) == len(argvs)
+        for command, argv in zip(commands, argvs):
+            # run the printed command with its program replaced by printf: the shell's own word splitting
+            script = "printf '%s\\0' " + command
+            out = subprocess.run(["bash", "-c", script], cwd=tmp_path, capture_output=True, timeout=30)
+            assert out.returncode == 0, out.stderr
+            assert out.stdout.decode().split("\0")[:-1] == argv
         assert not list(tmp_path.glob("pwned*"))
 
 

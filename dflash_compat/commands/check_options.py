@@ -10,7 +10,7 @@ import click
 
 __all__ = ["BACKEND_CHOICES", "FORMAT_CHOICES", "pair_options", "check_options", "build_request"]
 
-BACKEND_CHOICES = ("transformers", "vllm", "sglang", "mlx")
+BACKEND_CHOICES = ("transformers", "vllm", "sglang", "mlx", "llama.cpp")
 FORMAT_CHOICES = ("text", "json", "sarif", "junit", "github", "markdown")
 
 
@@ -71,6 +71,8 @@ _ENGINE_OPTIONS = [
     click.option("--quantization", "quantization", metavar="METHOD",
                  help="SGLang --quantization you will launch with (the draft follows it unless --draft-quantization "
                  "is given)."),
+    click.option("--spec-draft-n-max", type=click.IntRange(min=0),
+                 help="llama.cpp --spec-draft-n-max you will launch with (llama.cpp clamps it to block_size - 1)."),
     click.option("--draft-quantization", metavar="METHOD",
                  help="SGLang --speculative-draft-model-quantization you will launch with (unquant keeps the draft "
                  "unquantised)."),
@@ -161,6 +163,7 @@ def build_request(params: dict[str, Any], file_severity: Optional[dict[str, str]
         sglang_quantization=params["quantization"],
         sglang_draft_quantization=params["draft_quantization"],
         pp_size=params["pp_size"],
+        llamacpp_draft_n_max=params.get("spec_draft_n_max"),
         deep=not params["no_deep"],
         trust_remote_code=params["trust_remote_code"],
         adapter=params["adapter"],

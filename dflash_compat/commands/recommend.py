@@ -23,6 +23,7 @@ def engine_flags(k: int, draft: str) -> dict[str, str]:
         "vllm": " ".join(shell_quote(a) for a in spec),
         "sglang": f"--speculative-num-draft-tokens {k + 1}",
         "dflash (mlx, transformers)": f"--block-size {k + 1}",
+        "llama.cpp": f"--spec-type draft-dflash --spec-draft-n-max {k}",
     }
 
 

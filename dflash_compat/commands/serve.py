@@ -19,7 +19,7 @@ __all__ = ["serve_cmd", "serve_payload", "render_serve_text"]
 
 def serve_payload(plan, report, errors) -> dict:
     """The JSON document: the command as argv (never a shell string), its environment, the findings."""
-    return {
+    doc = {
         "engine": plan.engine,
         "servable": not errors,
         "argv": list(plan.argv) if not errors else [],
@@ -28,6 +28,9 @@ def serve_payload(plan, report, errors) -> dict:
         "notes": list(plan.notes),
         "findings": [dataclasses.asdict(f) for f in report.findings],
     }
+    if plan.engine == "llama.cpp":  # the conversion commands to run before the server (each an argv)
+        doc["prepare"] = [list(a) for a in plan.prepare] if not errors else []
+    return doc
 
 
 def _comment(text: str, width: int) -> list[str]:
@@ -55,14 +58,25 @@ def render_serve_text(plan, report, errors, width: int = 80) -> str:
     if errors:
         return "\n".join(lines) + "\n"
     lines += [_c for note in plan.notes for _c in _comment(note, width)]
-    return "\n".join(lines + [shell_command(plan)]) + "\n"
+    prepare = [shell_command(plan, width, argv) for argv in plan.prepare]
+    return "\n".join(lines + prepare + [shell_command(plan)]) + "\n"
+
+
+def _profile(path):
+    if path is None:
+        return None
+    from ..serving.profile import read_profile
+
+    return read_profile(path)
 
 
 @click.command("serve", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("target")
 @click.option("--draft", "-d", required=True, help="The DFlash draft: a local folder or a Hub repo id.")
-@click.option("--engine", "-e", required=True, type=click.Choice(("vllm", "sglang", "mlx", "transformers")),
-              help="The engine: vLLM, SGLang, or a one-shot run of the dflash reference on MLX / transformers.")
+@click.option("--engine", "-e", required=True,
+              type=click.Choice(("vllm", "sglang", "mlx", "transformers", "llama.cpp")),
+              help="The engine to launch: vLLM, SGLang, llama.cpp (llama-server; a checkpoint pair is converted to "
+              "GGUF first), or the dflash package's MLX / transformers entry point.")
 @click.option("--num-speculative-tokens", type=click.IntRange(min=1),
               help="vLLM num_speculative_tokens K (default: the draft's block_size - 1).")
 @click.option("--num-draft-tokens", type=click.IntRange(min=1),
@@ -92,15 +106,19 @@ def render_serve_text(plan, report, errors, width: int = 80) -> str:
 @click.option("--served-model-name", help="The model name the server answers to (vLLM / SGLang).")
 @click.option("--port", type=click.IntRange(min=1, max=65535),
               help="The server's port (vLLM default 8000, SGLang 30000).")
-@click.option("--prompt", default=None, help="MLX / transformers: the prompt the one-shot run answers.")
+@click.option("--spec-draft-n-max", type=click.IntRange(min=1),
+              help="llama.cpp --spec-draft-n-max (default: from --profile, else the draft's block_size - 1).")
+@click.option("--profile", "profile_path", type=click.Path(dir_okay=False),
+              help="llama.cpp: an acceptance profile (smoke/probe --profile-out); the draft length is its best K.")
+@click.option("--prompt", default=None, help="MLX / transformers: the prompt the dflash command generates from.")
 @pair_options(trust_help="Allow the target repo's own Python code (checks and the launched engine).")
 @click.option("--format", "-f", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True,
               help="text: a shell script (comments + the command); json: engine, argv, env, findings.")
 @engine_version_option()
 def serve_cmd(target, draft, engine, num_speculative_tokens, num_draft_tokens, tp, draft_tp, max_num_seqs,
               max_num_batched_tokens, attn_dp_size, enable_dp_lm_head, pp_size, dflash_block_size, draft_window_size,
-              quantization, draft_quantization, served_model_name, port, prompt, revision, draft_revision, token,
-              no_deep, trust_remote_code, framework, fmt, engine_versions) -> None:
+              quantization, draft_quantization, served_model_name, port, spec_draft_n_max, profile_path, prompt,
+              revision, draft_revision, token, no_deep, trust_remote_code, framework, fmt, engine_versions) -> None:
     """Print the command that serves TARGET with DRAFT on one engine, with every value derived from
     the draft (K = block_size - 1 for vLLM, block_size draft tokens for SGLang, the token budget, TP).
     The command's options are read back and checked by the same rules as `dflash-check`; a pairing
@@ -132,7 +150,8 @@ def serve_cmd(target, draft, engine, num_speculative_tokens, num_draft_tokens, t
         enable_dp_lm_head=enable_dp_lm_head, pp_size=pp_size, dflash_block_size=dflash_block_size,
         draft_window_size=draft_window_size, quantization=quantization, draft_quantization=draft_quantization,
         served_model_name=served_model_name, port=port,
-        trust_remote_code=trust_remote_code, prompt=prompt or DEFAULT_PROMPT,
+        trust_remote_code=trust_remote_code, prompt=prompt or DEFAULT_PROMPT, spec_draft_n_max=spec_draft_n_max,
+        profile=_profile(profile_path),
     )
     pair = pipeline.PairRef(target=target, draft=draft, revision=revision, draft_revision=draft_revision, token=token,
                             framework=framework, deep=not no_deep, trust_remote_code=trust_remote_code)

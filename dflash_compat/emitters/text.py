@@ -154,8 +154,11 @@ def _lines(report: Report, width: int) -> Iterator["Text"]:
     t, d = report.target, report.draft
     yield from _header("target", t.get("source"), f"{t.get('model_type')}, {t.get('num_hidden_layers')} layers, "
                        f"hidden {t.get('hidden_size')}, vocab {t.get('vocab_size')}", width)
+    gguf_layers = ((d.get("gguf") or {}).get("keys") or {}).get("dflash.target_layers")
+    gguf_note = f" (GGUF dflash.target_layers {quote(gguf_layers)})" if gguf_layers is not None else ""
     yield from _header("draft", d.get("source"), f"{d.get('format')}, block {d.get('block_size')}, "
-                       f"layer ids {quote(d.get('target_layer_ids'))}, mask {d.get('mask_token_id')}", width)
+                       f"layer ids {quote(d.get('target_layer_ids'))}{gguf_note}, mask {d.get('mask_token_id')}",
+                       width)
     yield from _inherited(d.get("inherited") or (), width)
     if report.engines:
         line = ", ".join(f"{n} {e['version']}" + (f" ({e['origin']}, asked {e['requested']})"

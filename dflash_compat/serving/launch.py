@@ -17,7 +17,7 @@ from ..exceptions import InputError
 __all__ = ["ENGINES", "OPTION_FLAGS", "LaunchRequest", "LaunchPlan", "build_plan", "for_release", "options_from_argv",
            "shell_command", "DEFAULT_PROMPT", "DEFAULT_BLOCK_SIZE"]
 
-ENGINES = ("vllm", "sglang", "mlx", "transformers")
+ENGINES = ("vllm", "sglang", "mlx", "transformers", "llama.cpp")
 # The reference's default when a draft states no block_size (dflash/model.py; our DF115 says so too).
 DEFAULT_BLOCK_SIZE = 16
 DEFAULT_PROMPT = "Write a short story about a robot who learns to paint."
@@ -37,7 +37,12 @@ OPTION_FLAGS = {
     "sglang_enable_dp_lm_head": "--enable-dp-lm-head", "pp_size": "--pp-size",
     "sglang_dflash_block_size": "--dflash-block-size", "sglang_draft_window_size": "--draft-window-size",
     "sglang_quantization": "--quantization", "sglang_draft_quantization": "--draft-quantization",
+    "llamacpp_draft_n_max": "--spec-draft-n-max",
 }
+# llama.cpp b11434: the flags `serve --engine llama.cpp` prints, each read from common/arg.cpp (cited by
+# the bundled facts: data/llamacpp/b11434.json, flag_*), and the converter's entry point.
+LLAMA_SERVER = "llama-server"
+LLAMA_CONVERT = "convert_hf_to_gguf.py"
 
 
 @dataclass(frozen=True)
@@ -66,6 +71,8 @@ class LaunchRequest:
     port: Optional[int] = None
     trust_remote_code: bool = False
     prompt: str = DEFAULT_PROMPT
+    spec_draft_n_max: Optional[int] = None  # llama.cpp --spec-draft-n-max
+    profile: Optional[dict[str, Any]] = None  # an acceptance profile (serving/profile.py): K from it
 
 
 @dataclass
@@ -75,6 +82,8 @@ class LaunchPlan:
     env: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     block_size: int = DEFAULT_BLOCK_SIZE
+    # commands to run first (llama.cpp: convert a checkpoint pair to GGUF), each an argv
+    prepare: list[list[str]] = field(default_factory=list)
 
 
 def _split(ref: str, revision: Optional[str]) -> tuple[str, Optional[str]]:
@@ -95,6 +104,7 @@ def _refuse(req: LaunchRequest, allowed: set[str]) -> None:
         "--dflash-block-size": req.dflash_block_size, "--draft-window-size": req.draft_window_size,
         "--tp": req.tp if req.tp != 1 else None, "--port": req.port, "--served-model-name": req.served_model_name,
         "--quantization": req.quantization, "--draft-quantization": req.draft_quantization,
+        "--spec-draft-n-max": req.spec_draft_n_max, "--profile": req.profile,
     }
     bad = [flag for flag, value in given.items() if value is not None and flag not in allowed]
     if bad:
@@ -105,7 +115,8 @@ def build_plan(req: LaunchRequest, draft: dict[str, Any]) -> LaunchPlan:
     """The launch command for `req.engine`, from the draft's config facts (a DraftSpec dump)."""
     block = draft.get("block_size")
     bs = block if isinstance(block, int) and block >= 1 else DEFAULT_BLOCK_SIZE
-    builder = {"vllm": _vllm, "sglang": _sglang, "mlx": _dflash_cli, "transformers": _dflash_cli}[req.engine]
+    builder = {"vllm": _vllm, "sglang": _sglang, "mlx": _dflash_cli, "transformers": _dflash_cli,
+               "llama.cpp": _llamacpp}[req.engine]
     plan = builder(req, bs)
     plan.block_size = bs
     if not isinstance(block, int):
@@ -273,20 +284,91 @@ def _dflash_cli(req: LaunchRequest, bs: int) -> LaunchPlan:
     return LaunchPlan(req.engine, argv, notes=notes)
 
 
-def shell_command(plan: LaunchPlan, width: int = 80) -> str:
+def _gguf_name(ref: str) -> str:
+    """A GGUF file name for a checkpoint ref: its last path part, made of safe characters only."""
+    import re
+
+    base = ref.rstrip("/").rsplit("/", 1)[-1] or "model"
+    return re.sub(r"[^A-Za-z0-9._-]", "_", base)[:80].lstrip(".-") + ".gguf"
+
+
+def _llamacpp(req: LaunchRequest, bs: int) -> LaunchPlan:
+    """`llama-server -m TARGET.gguf -md DRAFT.gguf --spec-type draft-dflash --spec-draft-n-max N` (llama.cpp
+    b11434 common/arg.cpp: --spec-draft-n-max :4150, -md :4266, --spec-type :4274, --metrics :3602;
+    draft-dflash common/speculative.cpp:77). A checkpoint pair is converted first with llama.cpp's own
+    convert_hf_to_gguf.py (the draft with --target-model-dir, conversion/qwen.py)."""
+    _refuse(req, {"--spec-draft-n-max", "--profile", "--port"})
+    if _split(req.target, req.revision)[1] or _split(req.draft, req.draft_revision)[1]:
+        raise InputError("llama.cpp reads local GGUF files: download that revision (hf download REPO --revision REV "
+                         "--local-dir DIR) and pass DIR")
+    notes: list[str] = []
+    prepare: list[list[str]] = []
+    files = {}
+    for role, ref in (("target", req.target), ("draft", req.draft)):
+        if ref.lower().endswith(".gguf"):
+            files[role] = ref
+            continue
+        local = ref
+        if not (ref.startswith((".", "/", "~")) or "/" not in ref or ref.count("/") > 1):
+            from ..resolve import local_path
+
+            if local_path(ref) is None:  # a Hub repo: the converter reads a local folder
+                local = _gguf_name(ref)[:-5]
+                prepare.append(["hf", "download", ref, "--local-dir", local])
+        files[role] = _gguf_name(ref)
+        if role == "draft" and files[role] == files.get("target"):
+            files[role] = files[role][:-5] + "-draft.gguf"
+        files[role + "_dir"] = local
+    if "target_dir" in files:
+        prepare.append(["python", LLAMA_CONVERT, files["target_dir"], "--outfile", files["target"], "--outtype",
+                        "bf16"])
+    if "draft_dir" in files:
+        target_dir = files.get("target_dir")
+        if target_dir is None:
+            raise InputError("converting a DFlash draft needs the target's checkpoint folder (the converter's "
+                             "--target-model-dir): pass the target as a folder or Hub repo, not a .gguf file")
+        prepare.append(["python", LLAMA_CONVERT, files["draft_dir"], "--target-model-dir", target_dir, "--outfile",
+                        files["draft"], "--outtype", "bf16"])
+        notes.append("the converter writes dflash.target_layers = target_layer_ids + 1 (llama.cpp captures layer "
+                     "inputs) and takes the draft's vocabulary from --target-model-dir")
+    limit = max(bs - 1, 1)
+    if req.spec_draft_n_max is not None:
+        n = req.spec_draft_n_max
+    elif req.profile is not None:
+        from .profile import DEFAULT_COST, recommend_k
+
+        n = recommend_k(req.profile["per_position_acceptance"], req.profile.get("cost") or DEFAULT_COST) or 1
+        n = min(n, limit)
+        notes.append(f"--spec-draft-n-max {n}: the best K of the acceptance profile (`dflash-check recommend`)")
+    else:
+        n = limit
+    if req.spec_draft_n_max is None and req.profile is None:
+        notes.append(f"--spec-draft-n-max {n} = block_size - 1 (llama.cpp drafts the anchor plus N mask tokens; "
+                     "its default is 3)")
+    argv = [LLAMA_SERVER, "-m", files["target"], "-md", files["draft"], "--spec-type", "draft-dflash",
+            "--spec-draft-n-max", str(n), "--metrics"]
+    if req.port is not None:
+        argv += ["--port", str(req.port)]
+    notes.append("keep the draft's KV cache unquantised (no -ctkd/-ctvd q8_0): a quantised draft cache collapses "
+                 "acceptance (llama.cpp issue #25725)")
+    return LaunchPlan("llama.cpp", argv, notes=notes, prepare=prepare)
+
+
+def shell_command(plan: LaunchPlan, width: int = 80, argv: Optional[list[str]] = None) -> str:
     """The argv as one shell command, every argument quoted by shlex (a hostile path stays one
     argument), broken with backslash-newlines before each flag when it would pass `width`, and before
     any other argument that would take a line past `width`."""
     from ..emitters._safe import shell_quote
 
     # shell_quote: shlex, or $'...' showing control / bidi characters as escapes (never raw in a script)
-    env = [f"{shell_quote(k)}={shell_quote(v)}" for k, v in sorted(plan.env.items())]
-    words = env + [shell_quote(a) for a in plan.argv]
+    env = [f"{shell_quote(k)}={shell_quote(v)}" for k, v in sorted(plan.env.items())] if argv is None else []
+    argv = plan.argv if argv is None else argv
+    words = env + [shell_quote(a) for a in argv]
     line = " ".join(words)
     if len(line) <= width:
         return line
     lines, current = [], ""
-    for word, raw in zip(words, [None] * len(env) + plan.argv):
+    for word, raw in zip(words, [None] * len(env) + argv):
         overflow = raw is not None and current.strip() and len(current) + 1 + len(word) + 2 > width
         if current and raw is not None and (raw.startswith("--") or overflow):
             lines.append(current)
@@ -337,6 +419,17 @@ def _sglang_parser() -> _Parser:
     return p
 
 
+def _llamacpp_parser() -> _Parser:
+    p = _Parser(prog="llama-server", add_help=False)
+    p.add_argument("-m", "--model", required=True)
+    p.add_argument("-md", "--spec-draft-model", "--model-draft", required=True)
+    p.add_argument("--spec-type", required=True)
+    p.add_argument("--spec-draft-n-max", type=int)
+    p.add_argument("--port", type=int)
+    p.add_argument("--metrics", action="store_true")
+    return p
+
+
 def options_from_argv(engine: str, argv: list[str]) -> dict[str, Any]:
     """Read a launch command back into the checker's option names (what the rules will judge)."""
     if engine == "vllm":
@@ -363,6 +456,13 @@ def options_from_argv(engine: str, argv: list[str]) -> dict[str, Any]:
                 "sglang_draft_window_size": ns.speculative_draft_window_size,
                 "sglang_quantization": ns.quantization,
                 "sglang_draft_quantization": ns.speculative_draft_model_quantization}
+    if engine == "llama.cpp":
+        if argv[:1] != [LLAMA_SERVER]:
+            raise InputError("a llama.cpp command starts with `llama-server`")
+        ns = _llamacpp_parser().parse_args(argv[1:])
+        if ns.spec_type != "draft-dflash":
+            raise InputError("--spec-type must be draft-dflash")
+        return {"llamacpp_draft_n_max": ns.spec_draft_n_max}
     if engine in ("mlx", "transformers"):
         if argv[:4] != [*RUNNER_ARGV, engine]:
             raise InputError(f"a {engine} command starts with `python -m {RUNNER_MODULE} {engine}`")
@@ -388,4 +488,4 @@ def for_release(plan: LaunchPlan, accepted: Optional[frozenset], release: str) -
         names = {"sglang": "SGLang", "vllm": "vLLM"}.get(plan.engine, plan.engine)
         raise InputError(f"{names} {release} does not accept {', '.join(unknown)} (its launch flags, read from its "
                          f"code); choose another release with --engine-version, or drop the option that sets it")
-    return LaunchPlan(plan.engine, argv, dict(plan.env), notes, plan.block_size)
+    return LaunchPlan(plan.engine, argv, dict(plan.env), notes, plan.block_size, [list(p) for p in plan.prepare])

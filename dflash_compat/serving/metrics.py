@@ -17,6 +17,12 @@ completion (srt/entrypoints/openai/protocol.py:393,455-481) with `spec_verify_ct
 (srt/managers/tokenizer_manager.py:3165-3168). Server-wide with `--enable-metrics`: counters
 `sglang:spec_verify_calls_total` and `sglang:generation_tokens_total`
 (srt/observability/metrics_collector.py:1855-1869, 2109-2112).
+
+llama.cpp b11434 (llama-server with `--metrics`): counters `llamacpp:spec_decode_num_drafts_total` (verify
+steps), `..._num_draft_tokens_total`, `..._num_accepted_tokens_total` and
+`..._num_accepted_tokens_per_pos_total{position="i"}` (tools/server/server-task.cpp:1565-1573, 1618-1623);
+per response `timings.draft_n` / `timings.draft_n_accepted` (tools/server/server-common.cpp:99-102).
+Mean acceptance length = 1 + accepted / drafts, as vLLM counts it.
 """
 
 from __future__ import annotations
@@ -28,7 +34,8 @@ from typing import Any, Iterable, Optional
 
 __all__ = [
     "parse_prometheus", "Counters", "vllm_counters", "sglang_counters", "sglang_request_counters",
-    "summarize_acceptance", "VLLM_NAMES", "SGLANG_NAMES", "CONVENTIONS",
+    "summarize_acceptance", "VLLM_NAMES", "SGLANG_NAMES", "LLAMACPP_NAMES", "CONVENTIONS", "llamacpp_counters",
+    "llamacpp_request_counters",
 ]
 
 Samples = dict[str, list[tuple[dict[str, str], float]]]
@@ -44,11 +51,21 @@ SGLANG_NAMES = {
     "verify_calls": "sglang:spec_verify_calls",
     "generation_tokens": "sglang:generation_tokens",
 }
+LLAMACPP_NAMES = {
+    "drafts": "llamacpp:spec_decode_num_drafts",
+    "draft_tokens": "llamacpp:spec_decode_num_draft_tokens",
+    "accepted": "llamacpp:spec_decode_num_accepted_tokens",
+    "accepted_per_pos": "llamacpp:spec_decode_num_accepted_tokens_per_pos",
+}
 CONVENTIONS = {
     "vllm": "tau = 1 + accepted draft tokens / drafts: tokens per target verify step, bonus included "
             "(vllm/v1/spec_decode/metrics.py:113-114)",
     "sglang": "tau = completion tokens / verify steps, bonus and the prefill's first token included "
               "(sglang srt/managers/tokenizer_manager.py:3165-3168)",
+    "llama.cpp": "tau = 1 + accepted draft tokens / drafts (verify steps): tokens per target verify step, bonus "
+                 "included (llama.cpp b11434 tools/server/server-task.cpp:1565-1573)",
+    "llama.cpp-timings": "no verify-step count without /metrics: acceptance rate = timings.draft_n_accepted / "
+                         "timings.draft_n (llama.cpp b11434 tools/server/server-common.cpp:99-102)",
 }
 
 _LINE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)(\{.*\})?\s+(\S+)(\s+-?\d+)?\s*$")
@@ -140,6 +157,41 @@ def vllm_counters(samples: Samples, model: Optional[str] = None) -> Optional[Cou
     return Counters("vllm", values, per_pos)
 
 
+def llamacpp_counters(samples: Samples, model: Optional[str] = None) -> Optional[Counters]:
+    """llama-server's spec-decode counters (needs --metrics); None when it exports none."""
+    values = {}
+    for key in ("drafts", "draft_tokens", "accepted"):
+        total = _total(samples, LLAMACPP_NAMES[key], model)
+        if total is not None:
+            values[key] = total
+    if "drafts" not in values:
+        return None
+    by_pos: dict[int, float] = {}
+    for labels, value in _series(samples, LLAMACPP_NAMES["accepted_per_pos"], model):
+        try:
+            pos = int(labels.get("position", ""))
+        except ValueError:
+            continue
+        if 0 <= pos < 4096:
+            by_pos[pos] = by_pos.get(pos, 0.0) + value
+    per_pos = [by_pos.get(i, 0.0) for i in range(max(by_pos) + 1)] if by_pos else []
+    return Counters("llama.cpp", values, per_pos)
+
+
+def llamacpp_request_counters(items: Iterable[dict[str, Any]]) -> Optional[Counters]:
+    """Sum of per-response timings.draft_n / draft_n_accepted; None when no response carried them
+    (llama-server omits both when nothing was drafted)."""
+    values = {"draft_tokens": 0.0, "accepted": 0.0}
+    seen = False
+    for t in items:
+        if not isinstance(t, dict) or not isinstance(t.get("draft_n"), (int, float)):
+            continue
+        seen = True
+        values["draft_tokens"] += float(t["draft_n"])
+        values["accepted"] += float(t.get("draft_n_accepted") or 0)
+    return Counters("llama.cpp-timings", values) if seen else None
+
+
 def sglang_counters(samples: Samples, model: Optional[str] = None) -> Optional[Counters]:
     """SGLang's server-wide counters (needs `--enable-metrics`); None when the server exports none."""
     verify = _total(samples, SGLANG_NAMES["verify_calls"], model)
@@ -182,7 +234,13 @@ def summarize_acceptance(delta: Optional[Counters]) -> dict[str, Any]:
         return {"speculation_active": False, "steps": 0, "mean_acceptance": 0.0, "mean_accepted_drafts": 0.0,
                 "per_position_acceptance": [], "convention": "no speculative-decoding counters"}
     v = delta.values
-    if delta.engine == "vllm":
+    if delta.engine == "llama.cpp-timings":
+        drafted, accepted = v.get("draft_tokens", 0.0), v.get("accepted", 0.0)
+        return {"speculation_active": drafted > 0, "steps": 0, "mean_acceptance": 0.0,
+                "mean_accepted_drafts": None, "per_position_acceptance": [],
+                "acceptance_rate": accepted / drafted if drafted > 0 else 0.0,
+                "convention": CONVENTIONS[delta.engine]}
+    if delta.engine in ("vllm", "llama.cpp"):
         steps = v.get("drafts", 0.0)
         accepted = v.get("accepted", 0.0)
         tau = 1.0 + accepted / steps if steps > 0 else 0.0

@@ -79,11 +79,22 @@ def _prompt_item(item: Any, where: str) -> dict[str, Any]:
 
 
 def detect_engine(client: Client) -> tuple[str, dict[str, Any]]:
-    """("vllm" | "sglang" | "unknown", SGLang's /server_info or {}). vLLM is known by its `vllm:`
-    metrics; SGLang by /server_info (srt/entrypoints/http_server.py:863-894)."""
+    """("vllm" | "sglang" | "llama.cpp" | "unknown", SGLang's /server_info or {}). vLLM and llama.cpp are
+    known by their `vllm:` / `llamacpp:` metrics (llama-server without --metrics by its /props);
+    SGLang by /server_info (srt/entrypoints/http_server.py:863-894)."""
     resp = client.get("/metrics")
     if resp.ok and "vllm:" in resp.text():
         return "vllm", {}
+    if resp.ok and "llamacpp:" in resp.text():
+        return "llama.cpp", {}
+    props = client.get("/props")  # llama-server without --metrics (tools/server/server-context.cpp:4969-4989)
+    if props.ok:
+        try:
+            data = props.json()
+        except ServerError:
+            data = None
+        if isinstance(data, dict) and "default_generation_settings" in data and "build_info" in data:
+            return "llama.cpp", {}
     info = client.get("/server_info")
     if info.ok:
         try:
@@ -104,6 +115,8 @@ def _read_counters(client: Client, engine: str, model: str) -> Optional[m.Counte
         return m.vllm_counters(samples, model)
     if engine == "sglang":
         return m.sglang_counters(samples, model)
+    if engine == "llama.cpp":
+        return m.llamacpp_counters(samples, None)  # one model per llama-server: no model label
     return None
 
 
@@ -130,7 +143,29 @@ def _payload(req: ProbeRequest, engine: str, prompt: Any, max_tokens: int) -> di
     return body
 
 
+def _complete_llamacpp(client: Client, prompt: Any, max_tokens: int) -> dict[str, Any]:
+    """llama-server's native /completion: greedy (top_k 1, temperature 0), EOS ignored, the generated
+    token ids returned (return_tokens: tools/server/server-schema.cpp), and `timings` with draft_n /
+    draft_n_accepted when it speculated (tools/server/server-common.cpp:99-102)."""
+    body = {"prompt": prompt, "n_predict": max_tokens, "temperature": 0.0, "top_k": 1, "ignore_eos": True,
+            "return_tokens": True, "cache_prompt": False, "stream": False}
+    start = time.monotonic()
+    data = client.post_json("/completion", body)
+    seconds = time.monotonic() - start
+    if not isinstance(data, dict) or not isinstance(data.get("content", ""), str):
+        raise ServerError(f"{client.endpoint.url('/completion')}: not a llama-server completion answer")
+    ids = data.get("tokens")
+    ids = ids if isinstance(ids, list) and all(isinstance(i, int) and not isinstance(i, bool) for i in ids) else None
+    n = data.get("tokens_predicted")
+    n = n if isinstance(n, int) and not isinstance(n, bool) else (len(ids) if ids else 0)
+    timings = data.get("timings") if isinstance(data.get("timings"), dict) else None
+    return {"text": data.get("content") or "", "token_ids": ids, "completion_tokens": n, "seconds": seconds,
+            "spec_details": timings}
+
+
 def _complete(client: Client, req: ProbeRequest, engine: str, prompt: Any, max_tokens: int) -> dict[str, Any]:
+    if engine == "llama.cpp":
+        return _complete_llamacpp(client, prompt, max_tokens)
     start = time.monotonic()
     data = client.post_json("/v1/completions", _payload(req, engine, prompt, max_tokens))
     seconds = time.monotonic() - start
@@ -265,6 +300,8 @@ _NO_COUNTERS = {
             "Prometheus stat logger off (vllm/v1/engine/async_llm.py:205)",
     "sglang": "no spec_tokens_details in the answers and no sglang:spec_verify_calls counter at /metrics "
               "(launch with --enable-metrics, srt/arg_groups/fields/observability.py:70)",
+    "llama.cpp": "no llamacpp:spec_decode_* counters and no timings.draft_n in the answers: launch llama-server "
+                 "with --metrics and a draft (-md DRAFT.gguf --spec-type draft-dflash)",
     "unknown": "the server exports no speculative-decoding counters (neither vLLM's /metrics nor SGLang's "
                "/server_info answered as those engines do)",
 }
@@ -275,6 +312,9 @@ def _report(req, client, engine, info, served, before, after, results) -> dict[s
     source = "none"
     if engine == "sglang" and details:
         delta, source = m.sglang_request_counters(details), "per-request spec_tokens_details"
+    elif engine == "llama.cpp" and (before is None or after is None) and details:
+        delta = m.llamacpp_request_counters(d for d, _ in details)
+        source = "per-response timings.draft_n / draft_n_accepted (no /metrics: launch with --metrics)"
     elif before is not None and after is not None:
         delta, source = after.minus(before), "/metrics counters (server-wide: other traffic counts too)"
     else:
@@ -305,7 +345,7 @@ def _spec_config(engine: str, info: dict[str, Any], counters: Optional[m.Counter
         keys = ("speculative_algorithm", "speculative_draft_model_path", "speculative_num_draft_tokens",
                 "speculative_dflash_block_size", "max_running_requests")
         return {k: info.get(k) for k in keys if k in info}
-    if engine == "vllm" and counters is not None and counters.per_pos:
+    if engine in ("vllm", "llama.cpp") and counters is not None and counters.per_pos:
         return {"num_speculative_tokens": len(counters.per_pos)}
     return {}
 

@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
 from .common import Number, RopeInfo, SizeInt
 from .families import FAMILIES, SPECULATORS_FORMATS, DraftFormat
+from .gguf import GGUFInfo
 
 __all__ = ["DraftSpec", "DraftFormat", "InheritedValue", "build_target_layer_ids", "XPressSettings",
            "LiLiCorrSettings", "DominoSettings", "SpeculatorsSettings", "FAMILY_SETTINGS"]
@@ -171,6 +172,8 @@ class DraftSpec(BaseModel):
 
     sources: dict[str, str] = Field(default_factory=dict, description="Field name -> dotted config key.")
     raw: dict[str, Any] = Field(default_factory=dict, exclude=True, repr=False)
+    gguf: Optional[GGUFInfo] = Field(None, exclude=True, repr=False,
+                                     description="The GGUF header when the draft is a GGUF file (llama.cpp).")
 
     @property
     def uses_causal_attention(self) -> bool:

@@ -11,6 +11,7 @@ from ..exceptions import ConfigError
 from ._reader import MISSING, ConfigReader, get_dotted
 from .common import Number, RopeInfo, SizeInt, read_rope, validate_spec
 from .families import detect_format
+from .gguf import GGUFInfo
 
 __all__ = ["TargetSpec", "parse_target_config"]
 
@@ -19,6 +20,10 @@ ENCODER_DECODER_MODEL_TYPES = {
     "t5", "mt5", "umt5", "bart", "mbart", "pegasus", "pegasus_x", "marian", "blenderbot", "blenderbot-small",
     "m2m_100", "nllb-moe", "whisper", "led", "prophetnet", "fsmt", "bigbird_pegasus", "longt5", "switch_transformers",
 }
+
+# GGUF architectures (llama.cpp general.architecture) of encoder-only or encoder-decoder models.
+GGUF_ENCODER_ARCHITECTURES = frozenset({"bert", "nomic-bert", "nomic-bert-moe", "neo-bert", "modern-bert",
+                                        "jina-bert-v2", "jina-bert-v3", "t5", "t5encoder", "clip", "eurobert"})
 
 CAUSAL_LM_SUFFIXES = ("ForCausalLM", "ForConditionalGeneration", "LMHeadModel", "ForImageTextToText")
 
@@ -78,6 +83,8 @@ class TargetSpec(BaseModel):
 
     sources: dict[str, str] = Field(default_factory=dict)
     raw: dict[str, Any] = Field(default_factory=dict, exclude=True, repr=False)
+    gguf: Optional[GGUFInfo] = Field(None, exclude=True, repr=False,
+                                     description="The GGUF header when the target is a GGUF file (llama.cpp).")
 
     def key(self, field: str, default: Optional[str] = None) -> str:
         if field in self.sources:
@@ -90,6 +97,8 @@ class TargetSpec(BaseModel):
         """A generative class by name, or an auto_map that registers one (e.g. ChatGLMModel repos)."""
         if (self.text_model_type or self.model_type) in ENCODER_DECODER_MODEL_TYPES:
             return False
+        if self.gguf is not None:  # llama.cpp's architectures: the encoders among them are not targets
+            return self.model_type not in GGUF_ENCODER_ARCHITECTURES
         if any(isinstance(a, str) and a.endswith(CAUSAL_LM_SUFFIXES) for a in self.architectures):
             return True
         return any(k in (self.auto_map or {}) for k in ("AutoModelForCausalLM", "AutoModelForImageTextToText"))
