@@ -26,6 +26,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "Summary",
     "build_report",
+    "engines_text",
     "judged_engines",
     "json_schema",
     "summarize",
@@ -100,6 +101,14 @@ def _plain(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _plain(v) for k, v in value.items()}
     return value
+
+
+def engines_text(engines: dict[str, dict[str, str]]) -> str:
+    """The report's `engines` as one line: `vllm 0.34.0 (option), transformers 5.25.0 (installed)`, with the
+    release asked for where its facts came from another (`vllm 0.34.0 (option, asked 0.34.1)`)."""
+    return ", ".join(f"{n} {e['version']}" + (f" ({e['origin']}, asked {e['requested']})"
+                                               if e["requested"] != e["version"] else f" ({e['origin']})")
+                     for n, e in engines.items())
 
 
 def judged_engines(runs: list[RuleRun], backends: list[str], versions: "Optional[Versions]" = None

@@ -64,7 +64,8 @@ def test_precedence_option_launch_config_installed_default(monkeypatch):
     assert {n: (s.used, s.origin) for n, s in v.items()} == {
         "vllm": ("0.33.0", "option"), "sglang": ("0.5.21", "launch-file"), "dflash": ("0.1.0", "default"),
         "mlx-lm": ("0.31.1", "config"), "transformers": ("5.24.0", "installed"),
-        "speculators": (bundled_versions("speculators")[-1], "default")}
+        "speculators": (bundled_versions("speculators")[-1], "default"),
+        "llama.cpp": (bundled_versions("llama.cpp")[-1], "default")}
 
 
 def test_outside_the_window_falls_back_and_says_so(nothing_installed):

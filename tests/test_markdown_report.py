@@ -25,7 +25,7 @@ def test_layout_verdict_table_findings_and_collapsed_details():
     assert "| transformers | ❌ **fail** | 2 | 1 | 1 | 2 |" in out
     assert "**DF101**" in out and "at draft:config.json:hidden\\_size" in out and "**fix:** Use 15." in out
     details = out[out.index("<details>"):out.index("</details>")]
-    assert "DF113" in details and "DF251" in details and "vllm 0.33.0" in details  # infos, skipped, versions
+    assert "DF113" in details and "DF251" in details and "vllm 0.34.0 (option)" in details  # infos, skipped, versions
     assert "DF101" not in details
 
 

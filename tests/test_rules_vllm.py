@@ -216,7 +216,7 @@ def test_df313_passes_the_published_dflash2_config_and_v1_drafts():
 def _speculators_v2():
     """What `convert --to speculators` writes for the published DFlash 2 draft (the DFlash 2 keys at the top)."""
     from dflash_compat.conversion import plan_conversion
-    from dflash_compat.specs.draft import parse_draft_config
+    from dflash_compat.specs import parse_draft_config
     dropped = ("output_multiplier", "final_logit_softcapping", "input_embedding_scale")  # no speculators equivalent
     plain = merge(DFLASH2, **{f"dflash_config.{k}": DELETE for k in dropped}, **{k: DELETE for k in dropped})
     return plan_conversion(parse_draft_config(plain, "d"), [], "speculators").config

@@ -222,6 +222,24 @@ def test_tokenising_long_documents_does_not_warn(caplog):
     tok = AutoTokenizer.from_pretrained(str(root / "examples" / "demo" / "target"))
     tok.model_max_length = 16
     text = "a long document about painting robots " * 40
+    # transformers' own logger, listened to directly: another test in this worker may have changed its
+    # verbosity or propagation
+    hf = logging.getLogger("transformers")
+    old_level = hf.level
+    hf.addHandler(caplog.handler)
+    hf.setLevel(logging.WARNING)
+    try:
+        _tokenise_twice(tok, text, root, caplog, tokenize_documents)
+    finally:
+        hf.removeHandler(caplog.handler)
+        hf.setLevel(old_level)
+
+
+def _tokenise_twice(tok, text, root, caplog, tokenize_documents):
+    import logging
+
+    from transformers import AutoTokenizer
+
     with caplog.at_level(logging.WARNING):
         data = tokenize_documents([text, text], tok, held_out=0.5, seed=0, eos=None)
     assert data.total_tokens > 16

@@ -54,6 +54,8 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     args.folder.mkdir(parents=True, exist_ok=True)
     for engine, version in ENGINE_VERSIONS.items():
+        if engine not in PACKAGES:  # not a wheel (llama.cpp: a source package, docs/llamacpp.md)
+            continue
         pypi, package = PACKAGES[engine]
         dest = args.folder / f"{package}-{version}"
         if dest.is_dir():

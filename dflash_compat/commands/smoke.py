@@ -535,12 +535,10 @@ def smoke_cmd(target, draft, prompts, prompts_file, prompt_ids, max_new_tokens, 
     Before loading any weights, smoke runs the checker's config rules for its engine (transformers for
     torch, mlx for MLX) and refuses the pair in one line where `dflash-check` reports an error.
 
-    \b
     Verdicts (temperature 0): lossless (token-identical to greedy decoding); near-tie (the first
     difference is where the target's top two logits are within the dtype's rounding, measured in
     the block and the one-token forward: not a failure unless --strict); differs (a bug).
 
-    \b
     Exit codes: 0 passed; 1 output differs from the greedy baseline (temperature 0; a near-tie only
     with --strict) or the mean acceptance is under --min-acceptance; 2 bad input, a pairing the check
     calls an error, or one the runtime cannot run.

@@ -99,7 +99,9 @@ def _details(report: Report, infos: list[Finding]) -> list[str]:
         body += [f"- {md(reason)}: {md(', '.join(codes))}" for reason, codes in by_reason.items()]
         body.append("")
     if report.engines:
-        body.append("**Judged against** " + md(", ".join(f"{e} {v}" for e, v in report.engines.items())))
+        from ..report import engines_text
+
+        body.append("**Judged against** " + md(engines_text(report.engines)))
         body.append("")
     if not body:
         return []

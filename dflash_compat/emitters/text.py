@@ -161,10 +161,10 @@ def _lines(report: Report, width: int) -> Iterator["Text"]:
                        width)
     yield from _inherited(d.get("inherited") or (), width)
     if report.engines:
-        line = ", ".join(f"{n} {e['version']}" + (f" ({e['origin']}, asked {e['requested']})"
-                                                   if e["requested"] != e["version"] else f" ({e['origin']})")
-                         for n, e in report.engines.items())
-        yield from _paragraph(Text.assemble(("engines ", "bold")), printable(line), width, indent=8)
+        from ..report import engines_text
+
+        yield from _paragraph(Text.assemble(("engines ", "bold")), printable(engines_text(report.engines)), width,
+                              indent=8)
     for group in ["common", *report.backends]:
         rows = [f for f in report.findings if f.backend == group]
         if not rows:

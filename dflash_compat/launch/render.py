@@ -142,11 +142,13 @@ def _sarif(results: Sequence[FileResult]) -> str:
     from ..emitters.sarif import _rule
 
     runs_by_code = {}
+    engines_by_code: dict = {}  # the releases a rule was judged at (its first launch's), for its citations
     sarif_results = []
     for fr in results:
         for lr in fr.launches:
             for run in lr.report.rules:
                 runs_by_code.setdefault(run.code, run)
+                engines_by_code.setdefault(run.code, lr.report.engines)
             for f in lr.report.findings:
                 locations = []
                 for loc in f.locations:
@@ -169,7 +171,7 @@ def _sarif(results: Sequence[FileResult]) -> str:
                                    "launch": f"{lr.launch.file}:{lr.launch.line}"},
                 })
     used = sorted({r["ruleId"] for r in sarif_results})
-    driver_rules = [_rule(runs_by_code[c]) for c in used if c in runs_by_code]
+    driver_rules = [_rule(runs_by_code[c], engines_by_code[c]) for c in used if c in runs_by_code]
     index = {r["id"]: i for i, r in enumerate(driver_rules)}
     for r in sarif_results:
         if r["ruleId"] in index:

@@ -190,6 +190,18 @@ def _pair(launch: Launch, settings: LaunchSettings, version: LaunchVersion
     return report, target, draft, None
 
 
+def _engine_entry(engine: str, version: str, origin: str) -> dict[str, str]:
+    """The report's `engines` entry (engine_versions.Selected.as_json's shape) of the release a launch pins."""
+    from ..engine_versions import select_versions
+    from ..exceptions import DFlashCompatError
+
+    try:
+        sel = select_versions(launch={engine: version}, engines=[engine], installed=False)[engine]
+        return {**sel.as_json(), "origin": origin}
+    except (DFlashCompatError, KeyError, ValueError):  # a release the registry cannot order: as pinned
+        return {"version": version, "requested": version, "origin": origin, "status": "unknown"}
+
+
 def _str(value: Any) -> Optional[str]:
     return value if isinstance(value, str) and value else None
 
@@ -208,7 +220,7 @@ def _judge(launch: Launch, earlier: Sequence[Launch], pins: Mapping[str, tuple[s
     counts = {backend: backend_counts(findings, all_runs, backend)}
     engines = dict(pair.engines) if pair else {}
     if version.version and launch.engine not in engines:
-        engines[launch.engine] = version.version
+        engines[launch.engine] = _engine_entry(launch.engine, version.version, version.origin)
     report = Report(
         target=pair.target if pair else {"source": launch.settings.get("target")},
         draft=pair.draft if pair else {"source": launch.settings.get("draft")},

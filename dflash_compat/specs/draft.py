@@ -69,7 +69,8 @@ class DominoSettings(_FamilySettings):
 
     gru_hidden_dim: Optional[StrictInt] = None
     emb_dim: Optional[StrictInt] = None
-    shift_label: Optional[StrictBool] = None
+    # any JSON value: a non-bool is SGLang's own start-up refusal, which DF416 reports with its source
+    shift_label: Optional[Any] = None
     pure_draft_prefix_len: Optional[StrictInt] = None
 
 
