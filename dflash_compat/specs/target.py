@@ -118,10 +118,10 @@ def _as_id_list(value: Any) -> list[int]:
 
 # Field -> the keys configs spell it with, in the order they are tried.
 _FIELDS = {
-    "hidden_size": ("hidden_size", "n_embd", "d_model", "dim"),
+    "hidden_size": ("hidden_size", "n_embd", "d_model", "dim", "emb_dim"),
     "num_hidden_layers": ("num_hidden_layers", "n_layer", "num_layers", "n_layers"),
     "vocab_size": ("vocab_size", "padded_vocab_size"),
-    "num_attention_heads": ("num_attention_heads", "n_head", "num_heads"),
+    "num_attention_heads": ("num_attention_heads", "n_head", "num_heads", "n_heads"),
     "num_key_value_heads": ("num_key_value_heads", "num_kv_heads", "n_kv_heads"),
     "head_dim": ("head_dim",),
     "intermediate_size": ("intermediate_size", "ffn_dim", "n_inner"),
