@@ -7,7 +7,41 @@ from typing import Any
 from dflash_compat.engine import CheckContext
 from dflash_compat.findings import Location
 
-__all__ = ["is_int", "model_type_loc", "disagreeing_locations"]
+__all__ = ["is_int", "model_type_loc", "disagreeing_locations", "transformers_version", "version_key",
+           "NATIVE_RECURRENT_ROLLBACK"]
+
+# transformers' native DFlash rolls a recurrent target back from this release on: 5.24.0 refuses stateful
+# models in assisted generation (generation/utils.py:1885-1890); 5.25.0 drops that check and restores
+# recurrent states from a per-step history (cache_utils.py:1162-1207, generation/utils.py:4002).
+NATIVE_RECURRENT_ROLLBACK = "5.25.0"
+
+
+def version_key(version: str) -> tuple[int, ...]:
+    """(5, 25, 0) for "5.25.0" / "5.25.0.dev0"; the leading numeric parts only."""
+    out = []
+    for part in version.split(".")[:3]:
+        digits = "".join(ch for ch in part if ch.isdigit()) if part[:1].isdigit() else ""
+        if not digits:
+            break
+        out.append(int(digits))
+    return tuple(out)
+
+
+def transformers_version(ctx: CheckContext) -> str:
+    """The transformers release this check judges the `transformers` and `dflash` backends at: the one the
+    deep check built the target with, else the installed one (read without importing it), else the
+    contract's. One function, so that the engine-version selection (--engine-version) can replace it."""
+    if ctx.modules is not None and ctx.module_skip is None and ctx.tree.framework == "torch" \
+            and ctx.tree.transformers_version:
+        return ctx.tree.transformers_version
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("transformers")
+    except PackageNotFoundError:
+        from dflash_compat.contract import ENGINE_VERSIONS
+
+        return ENGINE_VERSIONS["transformers"]
 
 
 def is_int(value: Any) -> bool:

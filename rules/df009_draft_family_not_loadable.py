@@ -18,6 +18,9 @@ PREDICATES: dict[str, Callable[[CheckContext], bool]] = {
 }
 
 
+# The two runtimes on transformers: native generate (`transformers`) and the dflash reference (`dflash`).
+SIBLING = {"transformers": "dflash", "dflash": "transformers"}
+
 # The way out for the engines that load z-lab drafts only: dflash-check's converter writes the z-lab layout.
 CONVERT_FIX = ("Convert it to the z-lab layout the dflash reference and the MLX port load: "
                "`dflash-check convert DRAFT --to zlab -o OUT`, then use OUT.")
@@ -30,15 +33,21 @@ def check(ctx: CheckContext):
         if support is None:
             continue  # an unknown family: DF005
         if not support.loads:
-            others = [ENGINE_NAMES[e] for e in engines_loading(d.format)]
+            loading = engines_loading(d.format)
+            others = [ENGINE_NAMES[e] for e in loading]
             names = ", ".join(others[:-1]) + (" and " if len(others) > 1 else "") + (others[-1] if others else "")
             elsewhere = f"{names} load{'s' if len(others) == 1 else ''} it" if others else "no engine we check does"
+            sibling = SIBLING.get(engine)
+            # The two transformers runtimes take different draft formats (native: the Muse-Glimmer assistant;
+            # the reference: z-lab): a draft made for one is not a bad pair for the other, only another runtime.
+            other_runtime = sibling in loading
             yield Violation(
                 f"{ENGINE_NAMES[engine]} does not load {d.family} drafts: {support.reason}; {elsewhere} "
-                f"({support.cite()})",
+                f"({support.cite()})" + (f"; on transformers, run it with backend `{sibling}`" if other_runtime
+                                         else ""),
                 [ctx.dloc("architectures", "architectures")],
-                fix=CONVERT_FIX if d.is_speculators and engine in ("transformers", "mlx") else None,
-                backends=(engine,),
+                fix=CONVERT_FIX if d.is_speculators and engine in ("dflash", "mlx") else None,
+                backends=(engine,), severity="info" if other_runtime else None,
             )
             continue
         for need in support.checks:

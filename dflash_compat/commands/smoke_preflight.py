@@ -15,9 +15,9 @@ from ..specs import DraftSpec, TargetSpec
 
 __all__ = ["ENGINE_OF", "RUNTIME_LIMITS", "RUNTIME_READS_ITSELF", "Preflight", "preflight", "refusal_line"]
 
-# The engine whose rules a smoke backend answers to: the torch runtime mirrors the dflash reference
-# (transformers), the MLX runtime the MLX port (mlx-lm).
-ENGINE_OF = {"torch": "transformers", "mlx": "mlx"}
+# The backend whose rules a smoke runtime answers to: the torch runtime mirrors the dflash reference
+# (`dflash`), the MLX runtime the MLX port (`mlx`).
+ENGINE_OF = {"torch": "dflash", "mlx": "mlx"}
 # Rules about the reference runtime's own limits: a warning for the check (no engine is concerned),
 # a refusal for smoke, which cannot run what they find.
 RUNTIME_LIMITS = frozenset({"DF205"})

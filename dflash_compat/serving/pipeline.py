@@ -73,9 +73,12 @@ def check_for_engine(pair: PairRef, engine: str, options: Any) -> Any:
     """Run every rule for one engine (plus the common ones) on the pair with these options -> Report."""
     from ..check import CheckRequest, run_check
 
-    # options.deep (from make_options) decides whether the module tree and weight headers are read
+    # options.deep (from make_options) decides whether the module tree and weight headers are read.
+    # `serve --engine transformers` prints the dflash package's CLI (`dflash generate transformers`): the
+    # reference runtime, judged by the `dflash` backend's rules.
+    backend = {"transformers": "dflash"}.get(engine, engine)
     req = CheckRequest(
-        target=pair.target, draft=pair.draft, backends=[engine], options=options, revision=pair.revision,
+        target=pair.target, draft=pair.draft, backends=[backend], options=options, revision=pair.revision,
         draft_revision=pair.draft_revision, token=pair.token, framework=pair.framework,
     )
     return run_check(req)
