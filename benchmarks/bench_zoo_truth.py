@@ -138,7 +138,49 @@ def run_transformers(folder: Path) -> dict[str, Any]:
     with torch.no_grad():
         out = target.generate(ids, assistant_model=assistant, speculation_type="dflash", max_new_tokens=NEW_TOKENS,
                               min_new_tokens=NEW_TOKENS, do_sample=False)
-    return _compare(out[0, len(PROMPT):].tolist(), want)
+    first = _compare(out[0, len(PROMPT):].tolist(), want)
+    if first["outcome"] != "lossless":
+        return first
+    # A random tiny draft is rejected at its first token; a trained one is accepted in part. The partial case
+    # (accept j of the block, roll the rest back) is what tests a recurrent rollback: replay it with the draft's
+    # blocks rewritten to agree with greedy for j = 0, 1, 2, ... tokens, then disagree.
+    with torch.no_grad():
+        partial = _compare(_partially_accepted(target, assistant, want), want)
+    if partial["outcome"] != "lossless":
+        partial["detail"] = "with partial acceptance: " + partial.get("detail", "")
+    return partial
+
+
+def _partially_accepted(target, assistant, want: list[int]) -> list[int]:
+    """transformers' native DFlash generation with each draft block's first j tokens replaced by the greedy
+    continuation (j cycling 0 .. block) and the next one made wrong: verification then accepts exactly j."""
+    import torch
+    from transformers.generation import candidate_generator as cg
+
+    original = cg.DFlashTokenCandidateGenerator.get_candidates
+    state = {"step": 0}
+    vocab = int(target.get_output_embeddings().weight.shape[0])
+
+    def get_candidates(self, input_ids, *args, **kwargs):
+        cand, logits = original(self, input_ids, *args, **kwargs)
+        n_new = cand.shape[1] - input_ids.shape[1]
+        if n_new <= 0:
+            return cand, logits
+        done = input_ids.shape[1] - len(PROMPT)
+        j = state["step"] % (n_new + 1)
+        state["step"] += 1
+        block = want[done:done + n_new] + [0] * n_new
+        tokens = block[:n_new] if j == n_new else (
+            block[:j] + [(block[j] + 1) % vocab] + cand[0, input_ids.shape[1] + j + 1:].tolist())
+        return torch.cat([input_ids, torch.tensor([tokens[:n_new]], dtype=cand.dtype)], dim=1), logits
+
+    cg.DFlashTokenCandidateGenerator.get_candidates = get_candidates
+    try:
+        out = target.generate(torch.tensor([PROMPT]), assistant_model=assistant, speculation_type="dflash",
+                              max_new_tokens=NEW_TOKENS, min_new_tokens=NEW_TOKENS, do_sample=False)
+    finally:
+        cg.DFlashTokenCandidateGenerator.get_candidates = original
+    return out[0, len(PROMPT):].tolist()
 
 
 def run_dflash(folder: Path) -> dict[str, Any]:
@@ -157,6 +199,30 @@ def run_dflash(folder: Path) -> dict[str, Any]:
     return _compare(out[0, len(PROMPT):].tolist(), want)
 
 
+def mlx_conversion(folder: Path) -> Path:
+    """The target as mlx-lm reads it: the same weights, the config with transformers 5's rope_parameters
+    also spelled at the top level (rope_theta, partial_rotary_factor), where mlx-lm's ModelArgs look."""
+    out = folder / "mlx"
+    if (out / "config.json").is_file():
+        return out
+    out.mkdir(exist_ok=True)
+    cfg = json.loads((folder / "target" / "config.json").read_text())
+    for scope in (cfg, cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else {}):
+        rope = scope.get("rope_parameters") if isinstance(scope.get("rope_parameters"), dict) else {}
+        for key in ("rope_theta", "partial_rotary_factor"):
+            if key in rope and key not in scope:
+                scope[key] = rope[key]
+        if rope.get("rope_type") not in (None, "default") and "rope_scaling" not in scope:
+            scope["rope_scaling"] = rope
+        if "n_positions" in scope and "n_ctx" not in scope:  # GPT-2: transformers 5 dropped n_ctx
+            scope["n_ctx"] = scope["n_positions"]
+    for item in (folder / "target").iterdir():
+        if item.name != "config.json" and not (out / item.name).exists():
+            (out / item.name).symlink_to(item.resolve())
+    (out / "config.json").write_text(json.dumps(cfg))
+    return out
+
+
 def run_mlx(folder: Path) -> dict[str, Any]:
     import mlx.core as mx
     from dflash import model_mlx
@@ -164,7 +230,7 @@ def run_mlx(folder: Path) -> dict[str, Any]:
     from mlx_lm.utils import load as mlx_load
 
     try:
-        model, tok = mlx_load(str(folder / "target"))
+        model, tok = mlx_load(str(mlx_conversion(folder)))
     except Exception as exc:  # noqa: BLE001 - mlx-lm has no such model type: not an mlx-lm type
         return {"outcome": "n/a", "detail": "mlx-lm cannot load it: " + _short(exc)}
     want = [int(t) for t, _ in generate_step(mx.array(PROMPT), model, max_tokens=NEW_TOKENS,
@@ -182,6 +248,8 @@ def run_smoke(folder: Path) -> dict[str, Any]:
            "--format", "json"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     err = proc.stderr.strip().splitlines()
+    if "Traceback (most recent call last)" in proc.stderr:
+        return {"outcome": "crashed", "detail": (err[-1] if err else "")[:200]}
     if proc.returncode == 0:
         return {"outcome": "lossless"}
     if proc.returncode == 1:
@@ -203,8 +271,9 @@ def verdict(folder: Path, backend: str) -> dict[str, Any]:
     checked = {"smoke": "dflash"}.get(backend, backend)
     draft = folder / ("assistant" if backend == "transformers" else "zlab")
     framework = "mlx" if backend == "mlx" else "torch"
+    target = folder / ("mlx" if backend == "mlx" else "target")
     try:
-        report = run_check(CheckRequest(target=str(folder / "target"), draft=str(draft), backends=(checked,),
+        report = run_check(CheckRequest(target=str(target), draft=str(draft), backends=(checked,),
                                         framework=framework))
     except Exception as exc:  # noqa: BLE001 - the checker refusing its input is a verdict too
         return {"verdict": "fail", "why": _short(exc)}
@@ -224,7 +293,8 @@ def case(model_type: str, backends: list[str], cache: Path) -> dict[str, Any]:
 
     hf_logging.set_verbosity_error()
     info = build(model_type, cache)
-    out: dict[str, Any] = {"type": model_type, "transformers": transformers_version(), "built": info["built"]}
+    out: dict[str, Any] = {"type": model_type, "transformers_version": transformers_version(),
+                           "built": info["built"]}
     if not info["built"]:
         out["error"] = info["error"]
         return out
@@ -259,7 +329,7 @@ def _done(results: Path, tv: str) -> dict[str, dict[str, Any]]:
                 row = json.loads(line)
             except json.JSONDecodeError:
                 continue
-            if row.get("transformers") == tv:
+            if row.get("transformers_version") == tv:
                 found[row["type"]] = row
     return found
 
@@ -271,14 +341,14 @@ def _one(model_type: str, backends: list[str], cache: Path, timeout: int) -> dic
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
-        return {"type": model_type, "transformers": transformers_version(), "built": None,
+        return {"type": model_type, "transformers_version": transformers_version(), "built": None,
                 "error": f"timed out after {timeout}s"}
     last = proc.stdout.strip().splitlines()[-1:] if proc.stdout.strip() else []
     try:
         return json.loads(last[0])
     except (IndexError, json.JSONDecodeError):
         tail = " ".join(proc.stderr.strip().splitlines()[-1:])[:200]
-        return {"type": model_type, "transformers": transformers_version(), "built": None,
+        return {"type": model_type, "transformers_version": transformers_version(), "built": None,
                 "error": f"the case process failed (exit {proc.returncode}): {tail}"}
 
 

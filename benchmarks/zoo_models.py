@@ -52,7 +52,8 @@ SAMPLE = ("qwen3", "llama", "gpt2", "ctrl", "dbrx", "bert", "xlm", "qwen3_5_text
 # Per-type constraints the generic cut breaks (each config class's own validation says so).
 _FIXES: dict[str, dict[str, Any]] = {
     "mamba2": {"num_heads": 8, "head_dim": 16, "expand": 2, "n_groups": 1},  # hidden * expand == heads * head_dim
-    "glm5_next": {"num_key_value_heads": 4},  # num_attention_heads == num_key_value_heads
+    "glm5_next": {"num_key_value_heads": 4},
+    "jamba": {"attn_layer_period": 2, "attn_layer_offset": 1, "expert_layer_period": 2, "expert_layer_offset": 1},  # num_attention_heads == num_key_value_heads
     "dbrx": {"ffn_config": {"hidden_size": 64, "ffn_hidden_size": 128, "moe_num_experts": 4, "moe_top_k": 2},
              "attn_config": {"kv_n_heads": 2, "rope_theta": 10000.0, "clip_qkv": 8.0}},  # clip_qkv None crashes
 }

@@ -114,3 +114,25 @@ def test_xlm_layer_norm2_outputs_are_the_hidden_states():
         h.remove()
     for i, out in enumerate(outs):
         torch.testing.assert_close(out, ref[i + 1])
+
+
+def test_df206_catches_an_output_without_cache_and_passes_a_causal_lm():
+    # XLMWithLMHeadModel returns MaskedLMOutput: transformers' native DFlash reads outputs.cache and crashes
+    from dflash_compat.engine import CheckContext, run_rules
+    from dflash_compat.options import CheckOptions
+    from dflash_compat.rules import RULES_BY_CODE
+    from dflash_compat.specs import parse_draft_config
+    from tests.deep_helpers import TINY, tiny_draft
+
+    xlm = {"architectures": ["XLMWithLMHeadModel"], "model_type": "xlm", "emb_dim": 64, "n_layers": 4, "n_heads": 4,
+           "vocab_size": 1000}
+    draft = parse_draft_config(tiny_draft(TINY["qwen3"]), "d")
+
+    def df206(cfg):
+        ctx = CheckContext(target=parse_target_config(cfg, "t"), draft=draft, options=CheckOptions(),
+                           modules=probe(cfg))
+        return run_rules(ctx, [RULES_BY_CODE["DF206"]], ("transformers",))
+
+    [f] = df206(xlm)
+    assert f.severity == "error" and "MaskedLMOutput" in f.message
+    assert df206(TINY["qwen3"]) == []
