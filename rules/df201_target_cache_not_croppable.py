@@ -62,9 +62,15 @@ def check(ctx: CheckContext):
         which = f"model_type {quote(model_type)} has recurrent / state-space layers"
         locs = []
     locs = [*locs, model_type_loc(ctx)]
+    if version_key(transformers_version(ctx)) >= version_key(NATIVE_RECURRENT_ROLLBACK):
+        how = ("on transformers 5.25.0 and later the reference's activate_past_recording() leaves "
+               "recurrent_states_to_keep at None, which the model's recurrent update cannot take (TypeError: dflash "
+               "0.1.0 dflash/model.py:146-149, transformers cache_utils.py:1944-1950)")
+    else:
+        how = "rejected draft tokens stay in that state and output is not lossless"
     yield Violation(
         f"target cannot be rolled back by cropping its cache: {which}; the dflash reference records no "
-        "recurrent-state history, so rejected draft tokens stay in that state and output is not lossless",
+        f"recurrent-state history: {how}",
         locs, backends=("dflash",),
     )
     yield from _native(ctx, cache, which, locs)
