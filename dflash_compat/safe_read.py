@@ -144,8 +144,8 @@ def load_json_file(path: PathLike, *, what: str = "", error: type[DFlashCompatEr
 
 
 # transformers writes a non-finite float in a config as {"__float__": "Infinity"} (JSON has no such
-# literal) and decodes the tag when it reads the config back: transformers 5.24.0 and 5.25.0
-# configuration_utils.py:62-63 (the tag and its values) and :1172-1190 (_decode_special_floats); mlx-lm
+# literal) and decodes the tag when it reads the config back: transformers configuration_utils.py:62-63 (the
+# tag and its values, both releases), _decode_special_floats at 5.24.0 :1166-1184 / 5.25.0 :1172-1190; mlx-lm
 # 0.32.2 reads the same tag (mlx_lm/utils.py:340-347, load_config :363-365).
 FLOAT_TAG_KEY = "__float__"
 _FLOAT_TAGS = {"Infinity": float("inf"), "-Infinity": float("-inf"), "NaN": float("nan")}

@@ -136,3 +136,23 @@ def test_df206_catches_an_output_without_cache_and_passes_a_causal_lm():
     [f] = df206(xlm)
     assert f.severity == "error" and "MaskedLMOutput" in f.message
     assert df206(TINY["qwen3"]) == []
+
+
+def test_df207_catches_a_forward_without_position_ids_and_passes_llama():
+    # generate() makes position_ids only for a forward that names them; the native DFlash generator reads them
+    from dflash_compat.engine import CheckContext, run_rules
+    from dflash_compat.options import CheckOptions
+    from dflash_compat.rules import RULES_BY_CODE
+    from dflash_compat.specs import parse_draft_config
+    from tests.deep_helpers import TINY, tiny_draft
+
+    draft = parse_draft_config(tiny_draft(TINY["qwen3"]), "d")
+
+    def df207(cfg):
+        ctx = CheckContext(target=parse_target_config(cfg, "t"), draft=draft, options=CheckOptions(),
+                           modules=probe(cfg))
+        return run_rules(ctx, [RULES_BY_CODE["DF207"]], ("transformers",))
+
+    [f] = df207(TINY["mamba"])
+    assert f.severity == "error" and "KeyError: 'position_ids'" in f.message
+    assert df207(TINY["llama"]) == []
