@@ -80,8 +80,9 @@ def build(model_type: str, cache: Path) -> dict[str, Any]:
     try:
         z.build_target(model_type, folder / "target")
         hidden, layers, vocab = z.text_sizes(folder / "target")
-        z.save_zlab_draft(folder / "zlab", hidden, layers, vocab)
-        z.save_assistant_draft(folder / "assistant", hidden, layers, vocab)
+        theta = z.rope_theta(folder / "target")
+        z.save_zlab_draft(folder / "zlab", hidden, layers, vocab, theta=theta)
+        z.save_assistant_draft(folder / "assistant", hidden, layers, vocab, theta=theta)
         _tokenizer(folder / "target", vocab)
         info = {"built": True, "hidden": hidden, "layers": layers, "vocab": vocab}
     except Exception as exc:  # noqa: BLE001 - a type that does not build at a tiny size is listed, not forced

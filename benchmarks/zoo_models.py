@@ -134,6 +134,17 @@ def build_target(model_type: str, folder: Path, seed: int = 0) -> dict[str, Any]
     return json.loads((folder / "config.json").read_text())
 
 
+def rope_theta(folder: Path) -> float:
+    """The target's RoPE base (the draft is given the same one: a different base is DF117, an acceptance loss)."""
+    from transformers import AutoConfig
+
+    cfg = AutoConfig.from_pretrained(str(folder)).get_text_config(decoder=True)
+    rope = getattr(cfg, "rope_parameters", None) or {}
+    theta = rope.get("rope_theta") if isinstance(rope, dict) else None
+    theta = theta or getattr(cfg, "rope_theta", None)
+    return float(theta) if isinstance(theta, (int, float)) else 10000.0
+
+
 def text_sizes(folder: Path) -> tuple[int, int, int]:
     """(hidden size, layers, vocab) of a saved target (the text config's, for a wrapper)."""
     from transformers import AutoConfig
@@ -146,13 +157,14 @@ def text_sizes(folder: Path) -> tuple[int, int, int]:
     return hidden, layers, int(cfg.vocab_size)
 
 
-def _draft_base(hidden: int, layers: int, vocab: int, layer_ids: tuple[int, ...]) -> dict[str, Any]:
+def _draft_base(hidden: int, layers: int, vocab: int, layer_ids: tuple[int, ...],
+                theta: float = 10000.0) -> dict[str, Any]:
     from dflash_compat.runtime.tiny_pair import draft_config
 
     heads = 4
     tgt = {"vocab_size": vocab, "hidden_size": hidden, "intermediate_size": 2 * hidden, "num_attention_heads": heads,
            "num_key_value_heads": 2, "head_dim": hidden // heads, "max_position_embeddings": 512,
-           "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "hidden_act": "silu", "num_hidden_layers": layers}
+           "rms_norm_eps": 1e-6, "rope_theta": theta, "hidden_act": "silu", "num_hidden_layers": layers}
     return draft_config(tgt, block_size=4, layers=1, target_layer_ids=layer_ids, mask_token_id=vocab - 1)
 
 
@@ -160,20 +172,21 @@ def layer_ids(layers: int) -> tuple[int, ...]:
     return (0, layers - 2) if layers >= 3 else (0,)
 
 
-def save_zlab_draft(folder: Path, hidden: int, layers: int, vocab: int, seed: int = 1) -> Path:
+def save_zlab_draft(folder: Path, hidden: int, layers: int, vocab: int, seed: int = 1,
+                    theta: float = 10000.0) -> Path:
     """A z-lab v1 draft (the dflash reference's format) for a target of these sizes."""
     from dflash_compat.runtime.tiny_pair import draft_state, save_draft
 
-    cfg = _draft_base(hidden, layers, vocab, layer_ids(layers))
+    cfg = _draft_base(hidden, layers, vocab, layer_ids(layers), theta)
     return save_draft(folder, cfg, draft_state(cfg, seed))
 
 
 def save_assistant_draft(folder: Path, hidden: int, layers: int, vocab: int, seed: int = 1,
-                         mask_token_id: Optional[int] = None) -> Path:
+                         mask_token_id: Optional[int] = None, theta: float = 10000.0) -> Path:
     """A Muse-Glimmer assistant (transformers' native DFlash format) for a target of these sizes."""
     from dflash_compat.runtime.tiny_pair import draft_state, save_draft
 
-    zlab = _draft_base(hidden, layers, vocab, layer_ids(layers))
+    zlab = _draft_base(hidden, layers, vocab, layer_ids(layers), theta)
     dflash = zlab.pop("dflash_config")
     cfg = {k: v for k, v in zlab.items() if k not in ("vocab_size", "num_target_layers", "attention_bias",
                                                        "rope_theta")}
@@ -181,7 +194,7 @@ def save_assistant_draft(folder: Path, hidden: int, layers: int, vocab: int, see
                block_size=dflash["block_size"], mask_token_id=dflash["mask_token_id"] if mask_token_id is None
                else mask_token_id, target_layer_ids=dflash["target_layer_ids"],
                layer_types=["sliding_attention"] * cfg["num_hidden_layers"], sliding_window=2048,
-               rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+               rope_parameters={"rope_type": "default", "rope_theta": theta})
     names = {"fc.weight": "encoder.fc.weight", "hidden_norm.weight": "encoder.output_norm_enc.weight"}
     state = {names.get(k, k): v for k, v in draft_state(dict(zlab, dflash_config=dflash), seed).items()}
     return save_draft(folder, cfg, state)

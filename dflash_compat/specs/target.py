@@ -192,6 +192,13 @@ def _read_fields(r: ConfigReader, raw: dict[str, Any], prefix: str) -> RopeInfo:
         r.take(field, *keys)
         if field not in r.values and prefix:
             r.take(field, *keys, absolute=True)
+    if "num_hidden_layers" not in r.values:
+        # Nemotron-H in transformers 5.25.0 saves one `layers_block_type` entry per layer and derives
+        # num_hidden_layers from it (a property), so its config.json has no layer count of its own.
+        scope = raw.get(prefix) if prefix else raw
+        kinds = scope.get("layers_block_type") if isinstance(scope, dict) else None
+        if isinstance(kinds, list) and kinds and all(isinstance(k, str) for k in kinds):
+            r.set("num_hidden_layers", len(kinds), f"{prefix}.layers_block_type" if prefix else "layers_block_type")
     # VLMs often keep these at the top level; the text config's own value wins.
     r.take("tie_word_embeddings", "tie_word_embeddings")
     if "tie_word_embeddings" not in r.values:
