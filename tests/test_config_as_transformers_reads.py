@@ -156,3 +156,12 @@ def test_df207_catches_a_forward_without_position_ids_and_passes_llama():
     [f] = df207(TINY["mamba"])
     assert f.severity == "error" and "KeyError: 'position_ids'" in f.message
     assert df207(TINY["llama"]) == []
+
+
+def test_nemotron_h_layer_count_comes_from_its_block_types():
+    # transformers 5.25.0 saves layers_block_type and derives num_hidden_layers from it
+    raw = {"model_type": "nemotron_h", "hidden_size": 64, "vocab_size": 128,
+           "layers_block_type": ["linear_attention", "moe", "full_attention", "mlp"]}
+    t = parse_target_config(raw, "target")
+    assert t.num_hidden_layers == 4 and t.key("num_hidden_layers") == "layers_block_type"
+    assert parse_target_config(dict(raw, num_hidden_layers=6), "target").num_hidden_layers == 6
