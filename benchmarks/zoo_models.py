@@ -53,6 +53,9 @@ SAMPLE = ("qwen3", "llama", "gpt2", "ctrl", "dbrx", "bert", "xlm", "qwen3_5_text
 _FIXES: dict[str, dict[str, Any]] = {
     "mamba2": {"num_heads": 8, "head_dim": 16, "expand": 2, "n_groups": 1},  # hidden * expand == heads * head_dim
     "glm5_next": {"num_key_value_heads": 4},
+    # the default configs have no attention layer at all (published Bamba / Granite-4.0-H have some)
+    "bamba": {"attn_layer_indices": [1, 3]},
+    "granitemoehybrid": {"layer_types": ["linear_attention", "full_attention"] * 2},
     "jamba": {"attn_layer_period": 2, "attn_layer_offset": 1, "expert_layer_period": 2, "expert_layer_offset": 1},  # num_attention_heads == num_key_value_heads
     "dbrx": {"ffn_config": {"hidden_size": 64, "ffn_hidden_size": 128, "moe_num_experts": 4, "moe_top_k": 2},
              "attn_config": {"kv_n_heads": 2, "rope_theta": 10000.0, "clip_qkv": 8.0}},  # clip_qkv None crashes
@@ -140,6 +143,8 @@ def rope_theta(folder: Path) -> float:
 
     cfg = AutoConfig.from_pretrained(str(folder)).get_text_config(decoder=True)
     rope = getattr(cfg, "rope_parameters", None) or {}
+    if isinstance(rope, dict) and isinstance(rope.get("full_attention"), dict):  # per layer type (Gemma 3)
+        rope = rope["full_attention"]
     theta = rope.get("rope_theta") if isinstance(rope, dict) else None
     theta = theta or getattr(cfg, "rope_theta", None)
     return float(theta) if isinstance(theta, (int, float)) else 10000.0

@@ -25,6 +25,8 @@ RUNTIME_LIMITS = frozenset({"DF205"})
 # The module and weight rules (the config rules run first, without a build): DF2xx module facts of the
 # transformers runtimes, DF5xx/DF7xx MLX and module paths, DF6xx the draft's tensors.
 DEEP_PREFIXES = ("DF25", "DF6", "DF7", "DF50", "DF51")
+# Config rules whose verdict the module facts can change (DF201: the built cache may crop exactly).
+DEEP_CLEARS = frozenset({"DF201"})
 # Rules whose error costs acceptance only: the target verifies every token, so the output stays the target's
 # own; the draft just guesses worse (a RoPE base the draft was not trained with, DF117; a target scaling the
 # draft does not mirror, DF121). `smoke --force` runs such a pair anyway to show the measured acceptance.
@@ -74,10 +76,13 @@ def preflight(target: str, draft: str, backend: str, *, token: Optional[str] = N
                 and f.code not in read_itself]
 
     refusals = refused(results.findings)
-    if not refusals and deep:
+    if deep and all(f.code in DEEP_CLEARS for f in refusals):
         # The module rules too (the target built on the meta device, the draft's weight headers read), so that
-        # smoke refuses exactly what `dflash-check` fails for this backend, with the same finding.
-        refusals = refused(_deep_findings(target, draft, backend, token, trust_remote_code, adapter))
+        # smoke refuses exactly what `dflash-check` fails for this backend, with the same finding; and a config
+        # verdict the module facts settle (DF201 on LFM2, whose conv-only cache crops exactly) as the check does.
+        deep_found = _deep_findings(target, draft, backend, token, trust_remote_code, adapter)
+        refusals = [f for f in refused(deep_found) if f.code.startswith(DEEP_PREFIXES) or f.code in DEEP_CLEARS] + [
+            f for f in refusals if f.code not in DEEP_CLEARS]
     return Preflight(t_spec, d_spec, refusals)
 
 
@@ -103,7 +108,7 @@ def _deep_findings(target: str, draft: str, backend: str, token: Optional[str], 
     options = CheckOptions(trust_remote_code=trust_remote_code, adapter=adapter, token=token)
     report = run_check(CheckRequest(target=target, draft=draft, backends=(ENGINE_OF[backend],), options=options,
                                     token=token, framework="mlx" if backend == "mlx" else "torch"))
-    return [f for f in report.findings if f.code.startswith(DEEP_PREFIXES)]
+    return list(report.findings)
 
 
 def refusal_line(finding: Finding) -> str:
