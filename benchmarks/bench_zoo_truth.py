@@ -81,7 +81,8 @@ def build(model_type: str, cache: Path) -> dict[str, Any]:
         z.build_target(model_type, folder / "target")
         hidden, layers, vocab = z.text_sizes(folder / "target")
         theta = z.rope_theta(folder / "target")
-        z.save_zlab_draft(folder / "zlab", hidden, layers, vocab, theta=theta)
+        scale = hidden ** 0.5 if model_type.startswith(("gemma", "recurrent_gemma")) else None
+        z.save_zlab_draft(folder / "zlab", hidden, layers, vocab, theta=theta, embed_scale=scale)
         z.save_assistant_draft(folder / "assistant", hidden, layers, vocab, theta=theta)
         _tokenizer(folder / "target", vocab)
         info = {"built": True, "hidden": hidden, "layers": layers, "vocab": vocab}
@@ -105,7 +106,11 @@ def _load_target(folder: Path):
     from transformers import AutoModelForCausalLM
 
     torch.manual_seed(0)
-    return AutoModelForCausalLM.from_pretrained(str(folder), dtype=torch.float32).eval()
+    model = AutoModelForCausalLM.from_pretrained(str(folder), dtype=torch.float32).eval()
+    # decode exactly NEW_TOKENS: no stop token (min_new_tokens would suppress EOS in the baseline only, which
+    # the dflash reference, run without stop tokens, does not)
+    model.generation_config.eos_token_id = None
+    return model
 
 
 def _greedy(model, n: int = NEW_TOKENS) -> list[int]:
@@ -113,7 +118,7 @@ def _greedy(model, n: int = NEW_TOKENS) -> list[int]:
 
     ids = torch.tensor([PROMPT])
     with torch.no_grad():
-        out = model.generate(ids, max_new_tokens=n, do_sample=False, min_new_tokens=n)
+        out = model.generate(ids, max_new_tokens=n, do_sample=False)
     return out[0, len(PROMPT):].tolist()
 
 
@@ -138,7 +143,7 @@ def run_transformers(folder: Path) -> dict[str, Any]:
     ids = torch.tensor([PROMPT])
     with torch.no_grad():
         out = target.generate(ids, assistant_model=assistant, speculation_type="dflash", max_new_tokens=NEW_TOKENS,
-                              min_new_tokens=NEW_TOKENS, do_sample=False)
+                              do_sample=False)
     first = _compare(out[0, len(PROMPT):].tolist(), want)
     if first["outcome"] != "lossless":
         return first
@@ -178,7 +183,7 @@ def _partially_accepted(target, assistant, want: list[int]) -> list[int]:
     cg.DFlashTokenCandidateGenerator.get_candidates = get_candidates
     try:
         out = target.generate(torch.tensor([PROMPT]), assistant_model=assistant, speculation_type="dflash",
-                              max_new_tokens=NEW_TOKENS, min_new_tokens=NEW_TOKENS, do_sample=False)
+                              max_new_tokens=NEW_TOKENS, do_sample=False)
     finally:
         cg.DFlashTokenCandidateGenerator.get_candidates = original
     return out[0, len(PROMPT):].tolist()

@@ -178,11 +178,14 @@ def layer_ids(layers: int) -> tuple[int, ...]:
 
 
 def save_zlab_draft(folder: Path, hidden: int, layers: int, vocab: int, seed: int = 1,
-                    theta: float = 10000.0) -> Path:
-    """A z-lab v1 draft (the dflash reference's format) for a target of these sizes."""
+                    theta: float = 10000.0, embed_scale: Optional[float] = None) -> Path:
+    """A z-lab v1 draft (the dflash reference's format) for a target of these sizes; `embed_scale`: the
+    target's embedding scale the draft mirrors (Gemma: sqrt(hidden), DF121)."""
     from dflash_compat.runtime.tiny_pair import draft_state, save_draft
 
     cfg = _draft_base(hidden, layers, vocab, layer_ids(layers), theta)
+    if embed_scale is not None:
+        cfg["dflash_config"]["input_embedding_scale"] = embed_scale
     return save_draft(folder, cfg, draft_state(cfg, seed))
 
 
