@@ -118,7 +118,8 @@ def _greedy(model, n: int = NEW_TOKENS) -> list[int]:
 
     ids = torch.tensor([PROMPT])
     with torch.no_grad():
-        out = model.generate(ids, max_new_tokens=n, do_sample=False)
+        # an explicit mask: generate() would otherwise mask every prompt token equal to pad_token_id
+        out = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=n, do_sample=False)
     return out[0, len(PROMPT):].tolist()
 
 
@@ -142,7 +143,8 @@ def run_transformers(folder: Path) -> dict[str, Any]:
     assistant = AutoModel.from_pretrained(str(folder / "assistant"), dtype=torch.float32).eval()
     ids = torch.tensor([PROMPT])
     with torch.no_grad():
-        out = target.generate(ids, assistant_model=assistant, speculation_type="dflash", max_new_tokens=NEW_TOKENS,
+        out = target.generate(ids, attention_mask=torch.ones_like(ids), assistant_model=assistant,
+                              speculation_type="dflash", max_new_tokens=NEW_TOKENS,
                               do_sample=False)
     first = _compare(out[0, len(PROMPT):].tolist(), want)
     if first["outcome"] != "lossless":
@@ -182,7 +184,8 @@ def _partially_accepted(target, assistant, want: list[int]) -> list[int]:
 
     cg.DFlashTokenCandidateGenerator.get_candidates = get_candidates
     try:
-        out = target.generate(torch.tensor([PROMPT]), assistant_model=assistant, speculation_type="dflash",
+        ids = torch.tensor([PROMPT])
+        out = target.generate(ids, attention_mask=torch.ones_like(ids), assistant_model=assistant, speculation_type="dflash",
                               max_new_tokens=NEW_TOKENS, do_sample=False)
     finally:
         cg.DFlashTokenCandidateGenerator.get_candidates = original
