@@ -14,8 +14,10 @@ __all__ = ["TorchDefaultAdapter"]
 
 
 class TorchDefaultAdapter(TargetAdapter):
-    """Finds the pieces through the transformers API: get_input_embeddings(), lm_head or
-    get_output_embeddings(), get_decoder().layers; the text config via get_text_config()."""
+    """Finds the pieces with the one module locator the deep check uses (adapters/locate.py):
+    get_input_embeddings(), lm_head or get_output_embeddings(), the decoder's block list (Llama
+    `model.layers`, GPT-2/CTRL `transformer.h`, DBRX `transformer.blocks`, BERT `bert.encoder.layer`,
+    ...); the text config via get_text_config()."""
 
     name = "torch-default"
 
@@ -24,6 +26,16 @@ class TorchDefaultAdapter(TargetAdapter):
         if config is None:
             raise RuntimeUnsupportedError("target: not a transformers model (no .config); write an adapter for it")
         super().__init__(model, config)
+        self._located: Any = None
+
+    @property
+    def located(self) -> Any:
+        """The shared locator's answer for this model (computed once)."""
+        if self._located is None:
+            from .locate import locate_modules
+
+            self._located = locate_modules(self.model)
+        return self._located
 
     @property
     def text_config(self) -> Any:
@@ -35,21 +47,24 @@ class TorchDefaultAdapter(TargetAdapter):
 
     @property
     def embed_tokens(self) -> Optional[nn.Module]:
-        return self.model.get_input_embeddings()
+        return self.located.embed
 
     @property
     def lm_head(self) -> Optional[nn.Module]:
-        head = getattr(self.model, "lm_head", None)
-        return head if head is not None else self.model.get_output_embeddings()
+        head = getattr(self.model, "lm_head", None)  # the locator's first choice too (a path for layout_paths)
+        return head if head is not None else self.located.head
+
+    @property
+    def norm(self) -> Optional[nn.Module]:
+        path = self.located.norm_path
+        return self.model.get_submodule(path) if path else None
 
     @property
     def decoder_layers(self) -> nn.ModuleList:
-        decoder = self.model.get_decoder() if hasattr(self.model, "get_decoder") else None
-        for owner in (decoder, getattr(self.model, "model", None), self.model):
-            layers = getattr(owner, "layers", None) if owner is not None else None
-            if isinstance(layers, nn.ModuleList) and len(layers) > 0:
-                return layers
+        layers = self.located.layers
+        if isinstance(layers, nn.ModuleList) and len(layers) > 0:
+            return layers
         raise RuntimeUnsupportedError(
-            f"target ({type(self.model).__name__}): no decoder layers at get_decoder().layers; "
-            "this layout needs its own adapter (dflash-check adapt)"
+            f"target ({type(self.model).__name__}): no decoder layers found (no block list of the config's "
+            "layer count); this layout needs its own adapter (dflash-check adapt)"
         )

@@ -52,7 +52,8 @@ ENGINE_BUILDS = SOURCE_ENGINE_VERSIONS
 
 # The engines whose code speaks for each backend the checker judges (a backend's verdicts rest on them).
 BACKEND_ENGINES = {
-    "transformers": ("dflash", "transformers"),
+    "transformers": ("transformers",),  # transformers' native generate(..., speculation_type="dflash")
+    "dflash": ("dflash", "transformers"),  # z-lab's reference runtime (the dflash package) on transformers
     "vllm": ("vllm", "speculators"),
     "sglang": ("sglang",),
     "mlx": ("dflash", "mlx-lm"),

@@ -36,8 +36,11 @@ __all__ = [
     "severity_override",
 ]
 
-# Every engine a rule can speak about; `common` applies to all of them.
-BACKENDS = ("transformers", "vllm", "sglang", "mlx", "llama.cpp")
+# Every runtime a rule can speak about; `common` applies to all of them. `transformers`: transformers' own
+# DFlash generation (generate(..., speculation_type="dflash")); `dflash`: z-lab's reference runtime (the
+# dflash package on transformers), which smoke's torch runtime mirrors; `mlx`: the dflash MLX port on mlx-lm;
+# `llama.cpp`: llama-server with a GGUF DFlash draft.
+BACKENDS = ("transformers", "dflash", "vllm", "sglang", "mlx", "llama.cpp")
 SEVERITIES = ("error", "warning", "info")
 _SEVERITY_ORDER = {s: i for i, s in enumerate(SEVERITIES)}
 

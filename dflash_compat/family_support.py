@@ -14,7 +14,8 @@ __all__ = ["EngineCheck", "FamilySupport", "family_support", "engines_loading", 
 
 _DATA = Path(__file__).parent / "data" / "draft_families.json"
 # dflash-check backend -> the name we print
-ENGINE_NAMES = {"transformers": "transformers", "vllm": "vLLM", "sglang": "SGLang", "mlx": "MLX"}
+ENGINE_NAMES = {"transformers": "transformers", "dflash": "the dflash reference", "vllm": "vLLM", "sglang": "SGLang",
+                "mlx": "MLX"}
 
 
 @dataclass(frozen=True)

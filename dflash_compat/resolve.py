@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from .exceptions import ConfigError, ResolutionError, one_line
-from .safe_read import MAX_CONFIG_BYTES, is_regular_file, load_json_file
+from .safe_read import MAX_CONFIG_BYTES, decode_float_tags, is_regular_file, load_json_file
 
 __all__ = ["Resolved", "resolve", "check_hub_ref", "local_path", "looks_local", "load_json", "download_weights",
            "SMALL_FILES", "WEIGHT_PATTERNS"]
@@ -41,8 +41,13 @@ class Resolved:
         return self.repo_id is not None
 
     def json(self, name: str) -> Optional[dict[str, Any]]:
+        """A fetched JSON file; config.json as transformers and mlx-lm read it (non-finite floats
+        decoded from their {"__float__": ...} tags, safe_read.decode_float_tags)."""
         path = self.files.get(name)
-        return load_json(path) if path is not None else None
+        if path is None:
+            return None
+        value = load_json(path)
+        return decode_float_tags(value) if name == "config.json" else value
 
 
 def load_json(path: Path) -> Any:

@@ -24,6 +24,8 @@ __all__ = [
     "read_text",
     "parse_json",
     "load_json_file",
+    "decode_float_tags",
+    "FLOAT_TAG_KEY",
     "file_kind",
     "is_regular_file",
     "check_tokenizer_files",
@@ -141,6 +143,45 @@ def load_json_file(path: PathLike, *, what: str = "", error: type[DFlashCompatEr
     """A JSON file read with read_text's bounds and parsed with parse_json's."""
     what = what or str(path)
     return parse_json(read_text(path, limit, what=what, error=error), what=what, error=error)
+
+
+# transformers writes a non-finite float in a config as {"__float__": "Infinity"} (JSON has no such
+# literal) and decodes the tag when it reads the config back: transformers configuration_utils.py:62-63 (the
+# tag and its values, both releases), _decode_special_floats at 5.24.0 :1166-1184 / 5.25.0 :1172-1190; mlx-lm
+# 0.32.2 reads the same tag (mlx_lm/utils.py:340-347, load_config :363-365).
+FLOAT_TAG_KEY = "__float__"
+_FLOAT_TAGS = {"Infinity": float("inf"), "-Infinity": float("-inf"), "NaN": float("nan")}
+
+
+def decode_float_tags(value: Any) -> Any:
+    """`value` with every {"__float__": "Infinity" | "-Infinity" | "NaN"} object replaced by its float,
+    as transformers decodes a config: an object holding exactly that one key with one of those three
+    strings; any other object (an unknown tag, a tag beside other keys, a non-string) stays as it
+    is. Iterative; returns new containers, never changes `value`."""
+    def tag(node: Any) -> Any:
+        if isinstance(node, dict) and len(node) == 1 and isinstance(node.get(FLOAT_TAG_KEY), str):
+            return _FLOAT_TAGS.get(node[FLOAT_TAG_KEY], node)
+        return node
+
+    root = tag(value)
+    if not isinstance(root, (dict, list)):
+        return root
+    out = type(root)() if isinstance(root, dict) else []
+    stack: list[tuple[Any, Any]] = [(root, out)]
+    while stack:
+        src, dst = stack.pop()
+        items = src.items() if isinstance(src, dict) else enumerate(src)
+        for key, child in items:
+            child = tag(child)
+            if isinstance(child, (dict, list)) and child is not src:
+                new: Any = {} if isinstance(child, dict) else []
+                stack.append((child, new))
+                child = new
+            if isinstance(dst, dict):
+                dst[key] = child
+            else:
+                dst.append(child)
+    return out
 
 
 def is_regular_file(path: PathLike) -> bool:

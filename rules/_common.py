@@ -7,7 +7,24 @@ from typing import Any
 from dflash_compat.engine import CheckContext
 from dflash_compat.findings import Location
 
-__all__ = ["is_int", "model_type_loc", "disagreeing_locations"]
+__all__ = ["is_int", "model_type_loc", "disagreeing_locations", "version_key",
+           "NATIVE_RECURRENT_ROLLBACK"]
+
+# transformers' native DFlash rolls a recurrent target back from this release on: 5.24.0 refuses stateful
+# models in assisted generation (generation/utils.py:1885-1890); 5.25.0 drops that check and restores
+# recurrent states from a per-step history (cache_utils.py:1162-1207, generation/utils.py:4002).
+NATIVE_RECURRENT_ROLLBACK = "5.25.0"
+
+
+def version_key(version: str) -> tuple[int, ...]:
+    """(5, 25, 0) for "5.25.0" / "5.25.0.dev0"; the leading numeric parts only."""
+    out = []
+    for part in version.split(".")[:3]:
+        digits = "".join(ch for ch in part if ch.isdigit()) if part[:1].isdigit() else ""
+        if not digits:
+            break
+        out.append(int(digits))
+    return tuple(out)
 
 
 def is_int(value: Any) -> bool:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dflash_compat.engine import CheckContext, Rule, Violation
+from dflash_compat.engine import CheckContext, EngineSource, Rule, Violation
 
 from ._sources import REF_LOAD
 
@@ -18,11 +18,16 @@ def check(ctx: CheckContext):
         )
 
 
+# transformers' own generate loads the target with from_pretrained too: an unknown model type stops there.
+HF_UNKNOWN_TYPE = EngineSource("transformers", "transformers/models/auto/configuration_auto.py", "437-449",
+                               "AutoConfig: a model_type missing from CONFIG_MAPPING raises ValueError")
+
+
 RULE = Rule(
     code="DF008",
     name="target-not-buildable",
     severity="warning",
-    backends=("transformers",),
+    backends=("transformers", "dflash"),
     check=check,
     what="The target can be built by the installed transformers from its config (on the meta device, no weights).",
     why="The transformers runtime loads the target with AutoModelForCausalLM / AutoModelForImageTextToText; "
@@ -30,5 +35,5 @@ RULE = Rule(
     example='target {"model_type": "brand_new_arch"} with a transformers release that predates it',
     fix="Upgrade transformers to a release that supports the model type (or use --trust-remote-code if the repo "
     "ships its own code); vLLM/SGLang/MLX use their own model implementations and may still work.",
-    sources=(REF_LOAD,),
+    sources=(REF_LOAD, HF_UNKNOWN_TYPE),
 )

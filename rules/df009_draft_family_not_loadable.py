@@ -10,7 +10,7 @@ from dflash_compat.family_support import ENGINE_NAMES, engines_loading, family_s
 from ._sources import DRAFT_REGISTRIES
 
 # The backends data/draft_families.json judges (llama.cpp's converter decides for llama.cpp: DF814).
-FAMILY_BACKENDS = ("transformers", "vllm", "sglang", "mlx")
+FAMILY_BACKENDS = ("transformers", "dflash", "vllm", "sglang", "mlx")
 
 # The engine needs data/draft_families.json names as "checks": predicate(ctx) -> True when unmet.
 PREDICATES: dict[str, Callable[[CheckContext], bool]] = {
@@ -22,6 +22,9 @@ PREDICATES: dict[str, Callable[[CheckContext], bool]] = {
     "no_rope_layers_missing": lambda c: not isinstance(c.draft.raw.get("no_rope_layers"), list),
 }
 
+
+# The two runtimes on transformers: native generate (`transformers`) and the dflash reference (`dflash`).
+SIBLING = {"transformers": "dflash", "dflash": "transformers"}
 
 # The way out for the engines that load z-lab drafts only: dflash-check's converter writes the z-lab layout.
 CONVERT_FIX = ("Convert it to the z-lab layout the dflash reference and the MLX port load: "
@@ -35,15 +38,21 @@ def check(ctx: CheckContext):
         if support is None:
             continue  # an unknown family: DF005
         if not support.loads:
-            others = [ENGINE_NAMES[e] for e in engines_loading(d.format)]
+            loading = engines_loading(d.format)
+            others = [ENGINE_NAMES[e] for e in loading]
             names = ", ".join(others[:-1]) + (" and " if len(others) > 1 else "") + (others[-1] if others else "")
             elsewhere = f"{names} load{'s' if len(others) == 1 else ''} it" if others else "no engine we check does"
+            sibling = SIBLING.get(engine)
+            # The two transformers runtimes take different draft formats (native: the Muse-Glimmer assistant;
+            # the reference: z-lab): a draft made for one is not a bad pair for the other, only another runtime.
+            other_runtime = sibling in loading
             yield Violation(
                 f"{ENGINE_NAMES[engine]} does not load {d.family} drafts: {support.reason}; {elsewhere} "
-                f"({support.cite(ctx.engine_versions)})",
+                f"({support.cite(ctx.engine_versions)})" + (f"; on transformers, run it with backend `{sibling}`" if other_runtime
+                                         else ""),
                 [ctx.dloc("architectures", "architectures")],
-                fix=CONVERT_FIX if d.is_speculators and engine in ("transformers", "mlx") else None,
-                backends=(engine,),
+                fix=CONVERT_FIX if d.is_speculators and engine in ("dflash", "mlx") else None,
+                backends=(engine,), severity="info" if other_runtime else None,
             )
             continue
         for need in support.checks:

@@ -36,7 +36,7 @@ def check(ctx: CheckContext):
     yield Violation(
         f"{head}: the dflash reference builds its default ids from config.num_target_layers and fails with "
         "AttributeError when the draft is constructed",
-        locs, backends=("transformers",),
+        locs, backends=("dflash",),
     )
     yield Violation(
         f"{head}: vLLM falls back to the target's EAGLE-3 default layers (2, N//2, N-3) and sizes fc for "
@@ -54,7 +54,7 @@ RULE = Rule(
     code="DF103",
     name="layer-ids-missing",
     severity="error",
-    backends=("transformers", "vllm", "sglang"),
+    backends=("dflash", "vllm", "sglang"),
     check=check,
     what="The draft config gives `dflash_config.target_layer_ids` (speculators: `aux_hidden_state_layer_ids`), "
     "or at least `num_target_layers` to derive them from. (MLX requires both keys: DF501.)",

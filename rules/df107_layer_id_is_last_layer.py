@@ -24,7 +24,7 @@ RULE = Rule(
     code="DF107",
     name="layer-id-is-last-layer",
     severity="warning",
-    backends=("transformers", "vllm", "mlx"),
+    backends=("transformers", "dflash", "vllm", "mlx"),
     check=check,
     what="No target layer id equals N-1 (the last decoder layer); safe ids are 0..N-2. (SGLang's handling of N-1 "
     "is a separate SGLang rule.)",

@@ -45,7 +45,7 @@ def check(ctx: CheckContext):
         f"draft config gives no target layer ids; the dflash reference derives {quote(d.target_layer_ids)} from "
         f"num_target_layers {d.num_target_layers} and {d.num_hidden_layers} draft layers, which may not be the "
         "ids it was trained with",
-        locs, backends=("transformers",),
+        locs, backends=("dflash",),
     )
     message, severity = _vllm(ctx)
     yield Violation(f"draft config gives no target layer ids: {message}", locs, backends=("vllm",),
@@ -64,7 +64,7 @@ RULE = Rule(
     code="DF109",
     name="layer-ids-guessed",
     severity="warning",
-    backends=("transformers", "vllm", "sglang"),
+    backends=("dflash", "vllm", "sglang"),
     check=check,
     what="The draft config states its `dflash_config.target_layer_ids` instead of leaving them to be derived "
     "from `num_target_layers`. (MLX requires the ids: DF501.)",

@@ -52,7 +52,7 @@ def check(ctx: CheckContext):
         f"draft config has no `dflash_config.mask_token_id`{hint}: the dflash reference fills the block with "
         "None and fails, vLLM raises ValueError, the MLX loader KeyError",
         [ctx.dloc("mask_token_id", "dflash_config.mask_token_id")],
-        backends=("transformers", "vllm", "mlx"),
+        backends=("dflash", "vllm", "mlx"),
     )
     yield _sglang(ctx)
 
@@ -61,7 +61,7 @@ RULE = Rule(
     code="DF111",
     name="mask-token-missing",
     severity="error",
-    backends=("transformers", "vllm", "sglang", "mlx"),
+    backends=("dflash", "vllm", "sglang", "mlx"),
     check=check,
     what="The draft config gives `dflash_config.mask_token_id` (or a top-level `mask_token_id`; speculators: "
     "top-level `mask_token_id`).",

@@ -42,7 +42,7 @@ MLX_EMBED_SCALE_TYPES = frozenset({"gemma4", "gemma4_text", "gear"})
 SGL_SCALED_MODULE = EngineSource("sglang", "sglang/srt/models/gemma4_causal.py", "887-892",
                                  "Gemma 4 embed_tokens = Gemma3TextScaledWordEmbedding(embed_scale=sqrt(hidden))")
 
-ENGINES = ("transformers", "vllm", "sglang", "mlx")
+ENGINES = ("dflash", "vllm", "sglang", "mlx")
 LABEL = {"input_embedding_scale": "block embedding scale", "output_multiplier": "logit multiplier",
          "final_logit_softcapping": "logit soft-cap"}
 
@@ -77,19 +77,19 @@ def _values(ctx: CheckContext) -> dict[str, dict[str, Optional[float]]]:
     cap = either("final_logit_softcapping")
     return {
         "input_embedding_scale": {
-            "transformers": either("input_embedding_scale") or 1.0,
+            "dflash": either("input_embedding_scale") or 1.0,
             "vllm": (nested("input_embedding_scale") or 1.0) if v2 else 1.0,
             "sglang": _module_scale(ctx, SGLANG_SCALED_EMBEDDING_TYPES),
             "mlx": _module_scale(ctx, MLX_EMBED_SCALE_TYPES) * (nested("input_embedding_scale") or 1.0),
         },
         "output_multiplier": {
-            "transformers": either("output_multiplier") or 1.0,
+            "dflash": either("output_multiplier") or 1.0,
             "vllm": (nested("output_multiplier") or 1.0) if v2 else 1.0,
             "sglang": (nested("output_multiplier") or 1.0) if v2 else 1.0,
             "mlx": nested("output_multiplier") or 1.0,
         },
         "final_logit_softcapping": {
-            "transformers": cap if cap and cap > 0 else None,
+            "dflash": cap if cap and cap > 0 else None,
             "vllm": (nested("final_logit_softcapping") or None) if v2 else None,
             "sglang": (nested("final_logit_softcapping") or None) if v2 else None,
             "mlx": cap if cap and cap > 0 else None,
@@ -115,8 +115,8 @@ def check(ctx: CheckContext):
     # DFlash 2 adds its selector's edge scores to these logits, so there they change greedy drafts too.
     v2 = ctx.draft.format == "zlab-v2"
     for engine in ENGINES[1:]:
-        diffs = [(k, per[engine], per["transformers"]) for k, per in values.items()
-                 if not _same(per[engine], per["transformers"])]
+        diffs = [(k, per[engine], per["dflash"]) for k, per in values.items()
+                 if not _same(per[engine], per["dflash"])]
         if not diffs:
             continue
         listed = "; ".join(f"{LABEL[k]} {_show(got)} where the dflash reference uses {_show(ref)}"

@@ -41,7 +41,7 @@ RULE = Rule(
     code="DF129",
     name="dflash2-config-incomplete",
     severity="error",
-    backends=("transformers", "mlx"),
+    backends=("dflash", "mlx"),
     check=check,
     what="A DFlash 2 draft (`DFlash2DraftModel`) gives `conv_kernel_size`, `conv_group_size`, `selector_rank` and "
     "`selector_top_k` (in `dflash_config`), and its `conv_group_size` divides `hidden_size`. (vLLM's own reading "

@@ -22,7 +22,7 @@ RULE = Rule(
     code="DF202",
     name="target-sliding-window-cache",
     severity="warning",
-    backends=("transformers",),
+    backends=("dflash",),
     check=check,
     what="Notes a target with sliding-window attention layers (`layer_types` with `sliding_attention`, or a "
     "`sliding_window` that is in use).",

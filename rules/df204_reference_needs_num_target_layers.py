@@ -29,7 +29,7 @@ RULE = Rule(
     code="DF204",
     name="reference-needs-num-target-layers",
     severity="error",
-    backends=("transformers",),
+    backends=("dflash",),
     check=check,
     what="A z-lab DFlash v1 / v2 draft config has a top-level `num_target_layers`, which the dflash package's "
     "transformers draft model reads whether or not the layer ids are given.",

@@ -34,7 +34,7 @@ RULE = Rule(
     code="DF205",
     name="runtime-draft-rope-unsupported",
     severity="warning",
-    backends=("transformers", "mlx"),
+    backends=("dflash", "mlx"),
     check=check,
     what="The draft's rotary embedding is one the reference runtime (`dflash-check smoke`, PyTorch and MLX) "
     "implements: RoPE type default, linear, yarn, llama3 or proportional, no `mrope_section`, and a "

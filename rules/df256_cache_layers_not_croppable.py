@@ -28,7 +28,7 @@ RULE = Rule(
     code="DF256",
     name="cache-layers-not-croppable",
     severity="error",
-    backends=("transformers",),
+    backends=("dflash",),
     needs=("torch-modules",),
     check=check,
     what="Every layer of the cache the target builds (DynamicCache(config=...) or the model's own) can be rolled "

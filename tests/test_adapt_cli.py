@@ -46,7 +46,7 @@ def pairs(tmp_path_factory):
 def test_check_fails_then_adapt_then_check_and_smoke_pass(pairs, tmp_path, name):
     model, target, draft = pairs[name]
     # before: the module rules report what the layout breaks, and their fix is this command
-    _, before = report(target, "--draft", draft, "-b", "transformers")
+    _, before = report(target, "--draft", draft, "-b", "dflash")
     assert adapter_findings(before), before["findings"]
 
     shim = tmp_path / "adapter.py"
@@ -65,7 +65,7 @@ def test_check_fails_then_adapt_then_check_and_smoke_pass(pairs, tmp_path, name)
     assert wrapped.get_input_embeddings().weight.shape[1] == model.config.get_text_config().hidden_size
 
     # after: the checker sees the adapted model
-    code, after = report(target, "--draft", draft, "-b", "transformers", "--adapter", shim)
+    code, after = report(target, "--draft", draft, "-b", "dflash", "--adapter", shim)
     assert code == 0 and not adapter_findings(after), after["findings"]
     assert after["target"]["deep"]["adapter"] == str(shim)
 
@@ -80,7 +80,7 @@ def test_check_fails_then_adapt_then_check_and_smoke_pass(pairs, tmp_path, name)
 
 def test_builtin_adapter_by_name_for_check_and_smoke(pairs):
     model, target, draft = pairs["gpt2"]
-    code, rep = report(target, "--draft", draft, "-b", "transformers", "--adapter", "gpt2")
+    code, rep = report(target, "--draft", draft, "-b", "dflash", "--adapter", "gpt2")
     assert code == 0 and not adapter_findings(rep)
     res = run("smoke", target, "--draft", draft, "--adapter", "gpt2", "--prompt-ids", "1,2,3", "--max-new-tokens", 8,
               "-f", "json")

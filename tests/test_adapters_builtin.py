@@ -83,11 +83,25 @@ def test_opt_projections_are_part_of_embed_and_head():
     assert target.adapter.project_in is not None and torch_adapter_for(tiny_model("opt_plain")).project_in is None
 
 
-def test_default_adapter_refuses_a_gpt2_layout_and_names_the_fix():
+def test_default_adapter_reads_a_gpt2_layout_as_the_check_does():
+    # One locator (adapters/locate.py): the default adapter finds transformer.h, as the deep check does
     from dflash_compat.adapters.torch_default import TorchDefaultAdapter
 
+    model = tiny_model("gpt2")
+    default = TorchDefaultAdapter(model)
+    assert default.decoder_layers is model.transformer.h
+    assert default.embed_tokens is model.transformer.wte and default.norm is model.transformer.ln_f
+
+
+def test_default_adapter_refuses_a_model_without_block_list_and_names_the_fix():
+    from torch import nn
+
+    from dflash_compat.adapters.torch_default import TorchDefaultAdapter
+
+    model = tiny_model("gpt2")
+    model.transformer.h = nn.ModuleList()
     with pytest.raises(RuntimeUnsupportedError, match="dflash-check adapt"):
-        _ = TorchDefaultAdapter(tiny_model("gpt2")).decoder_layers
+        _ = TorchDefaultAdapter(model).decoder_layers
 
 
 def test_adapter_by_name_and_unknown_name():

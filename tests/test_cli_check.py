@@ -24,7 +24,8 @@ def test_good_example_passes_every_backend():
     res = invoke(GOOD / "target", "--draft", GOOD / "draft", "--no-deep", "-f", "json")
     assert res.exit_code == 0, res.output
     report = json.loads(res.output)
-    assert report["summary"]["verdict"] == {b: "pass" for b in ("transformers", "vllm", "sglang", "mlx", "llama.cpp")}
+    assert report["summary"]["verdict"] == {b: "pass" for b in ("transformers", "dflash", "vllm", "sglang", "mlx",
+                                                                "llama.cpp")}
 
 
 def test_bad_example_fails_with_findings():

@@ -153,7 +153,7 @@ def test_json_report_shape():
         assert key in report["target"]
     for key in ("source", "format", "hidden_size", "block_size", "target_layer_ids", "mask_token_id"):
         assert key in report["draft"]
-    assert report["backends"] == ["transformers", "vllm", "sglang", "mlx", "llama.cpp"]
+    assert report["backends"] == ["transformers", "dflash", "vllm", "sglang", "mlx", "llama.cpp"]
     assert report["findings"], "the bad example must produce findings"
     for f in report["findings"]:
         assert list(f) == ["code", "name", "severity", "backend", "message", "fix", "locations", "judged_for"]

@@ -14,20 +14,23 @@ PAIRS = Path(__file__).resolve().parent / "fixtures" / "pairs"
 
 # pair -> (verdict per backend, error/warning codes that must be among the findings)
 EXPECTED = {
-    "qwen3-8b": ({"transformers": "pass", "vllm": "pass", "sglang": "pass", "mlx": "pass", "llama.cpp": "pass"}, set()),
-    "llama-3.1-8b": ({"transformers": "pass", "vllm": "pass", "sglang": "pass", "mlx": "pass", "llama.cpp": "pass"},
-                     set()),
+    "qwen3-8b": ({"transformers": "pass", "dflash": "pass", "vllm": "pass", "sglang": "pass", "mlx": "pass",
+                  "llama.cpp": "pass"}, set()),
+    "llama-3.1-8b": ({"transformers": "pass", "dflash": "pass", "vllm": "pass", "sglang": "pass", "mlx": "pass",
+                      "llama.cpp": "pass"}, set()),
     # sliding-window layers: MLX ports that trim via trim_prompt_cache corrupt output once the window wraps;
-    # transformers must not crop past the window. SGLang leaves the draft unquantised without --quantization.
-    "gpt-oss-20b": ({"transformers": "warn", "vllm": "pass", "sglang": "pass", "mlx": "warn", "llama.cpp": "pass"},
-                    {"DF504", "DF202"}),
-    # GatedDeltaNet hybrid: cropping cannot roll it back; SGLang's DFLASH commits the recurrent state itself
-    "qwen3.5-35b-a3b": ({"transformers": "fail", "vllm": "pass", "sglang": "pass", "mlx": "pass", "llama.cpp": "pass"},
-                        {"DF201"}),
+    # the dflash reference must not crop past the window. SGLang leaves the draft unquantised without --quantization.
+    "gpt-oss-20b": ({"transformers": "pass", "dflash": "warn", "vllm": "pass", "sglang": "pass", "mlx": "warn",
+                     "llama.cpp": "pass"}, {"DF504", "DF202"}),
+    # GatedDeltaNet hybrid: cropping cannot roll it back in the reference; SGLang's DFLASH commits the recurrent
+    # state itself; transformers' native generate rolls it back from 5.25.0 where the model's code records the
+    # state, which --no-deep does not read (a warning)
+    "qwen3.5-35b-a3b": ({"transformers": "warn", "dflash": "fail", "vllm": "pass", "sglang": "pass", "mlx": "pass",
+                         "llama.cpp": "pass"}, {"DF201"}),
     # SGLang 0.5.23's dense Qwen3-VL wrapper hands the DFlash hook to Qwen3LLMModel, which lacks it (qwen3_vl.py:1688);
     # llama.cpp b11434's qwen3vl graph does not fill t_layer_inp either (DF801: abort at the first decode)
-    "qwen3-vl-8b": ({"transformers": "pass", "vllm": "pass", "sglang": "fail", "mlx": "pass", "llama.cpp": "fail"},
-                    {"DF402", "DF801"}),
+    "qwen3-vl-8b": ({"transformers": "pass", "dflash": "pass", "vllm": "pass", "sglang": "fail", "mlx": "pass",
+                     "llama.cpp": "fail"}, {"DF402", "DF801"}),
 }
 
 

@@ -26,10 +26,10 @@ def per_backend(findings):
 def test_df103_catches_no_ids_and_no_depth_per_engine():
     found = run_rule("DF103", target(), draft(num_target_layers=DELETE, **{IDS: DELETE}))
     # the reference cannot build the draft, vLLM fails on fc's width, SGLang guesses silently; MLX is DF501's
-    assert per_backend(found) == {"transformers": "error", "vllm": "error", "sglang": "warning"}
+    assert per_backend(found) == {"dflash": "error", "vllm": "error", "sglang": "warning"}
     assert all(keys([f]) == [[IDS, "num_target_layers"]] for f in found)
     by = {f.backend: f.message for f in found}
-    assert "AttributeError" in by["transformers"] and "EAGLE-3" in by["vllm"] and "running target" in by["sglang"]
+    assert "AttributeError" in by["dflash"] and "EAGLE-3" in by["vllm"] and "running target" in by["sglang"]
 
 
 def test_df103_catches_speculators_draft_without_aux_ids_for_vllm_only():
@@ -85,7 +85,8 @@ def test_df106_passes_increasing_ids():
 # --- DF107 last layer
 def test_df107_catches_last_layer_id_for_the_engines_that_differ():
     found = run_rule("DF107", target(), draft(**{IDS: [1, 12, 24, 35]}))
-    assert per_backend(found) == {"transformers": "warning", "vllm": "warning", "mlx": "warning"}  # SGLang: own rule
+    assert per_backend(found) == {"transformers": "warning", "dflash": "warning", "vllm": "warning",
+                                  "mlx": "warning"}  # SGLang: own rule
     assert "35" in found[0].message and "36" in found[0].message and "final norm" in found[0].message
 
 
@@ -113,9 +114,9 @@ def test_df108_passes_matching_or_absent_depth():
 # --- DF109 guessed ids
 def test_df109_catches_guessed_ids_per_engine():
     found = run_rule("DF109", target(), draft(**{IDS: DELETE}))
-    assert per_backend(found) == {"transformers": "warning", "vllm": "error", "sglang": "warning"}
+    assert per_backend(found) == {"dflash": "warning", "vllm": "error", "sglang": "warning"}
     by = {f.backend: f.message for f in found}
-    assert "[1, 9, 17, 25, 33]" in by["transformers"]
+    assert "[1, 9, 17, 25, 33]" in by["dflash"]
     # vLLM's EAGLE-3 defaults (2, 18, 33) in its numbering are these z-lab ids; fc wants 5 features
     assert "[1, 17, 32]" in by["vllm"] and "5 features" in by["vllm"]
 
@@ -152,7 +153,7 @@ def test_df110_passes_equal_or_unknown_vocab():
 def test_df111_catches_missing_mask_and_suggests_the_tokenizer_one():
     tok = {"mask_token": "<|mask|>", "added_tokens_decoder": {"151669": {"content": "<|mask|>"}}}
     found = run_rule("DF111", target(), draft(**{"dflash_config.mask_token_id": DELETE}), tokenizer_config=tok)
-    assert per_backend(found) == {"transformers": "error", "vllm": "error", "mlx": "error", "sglang": "warning"}
+    assert per_backend(found) == {"dflash": "error", "vllm": "error", "mlx": "error", "sglang": "warning"}
     f = next(x for x in found if x.backend == "vllm")
     assert "151669" in f.message and keys([f]) == [["dflash_config.mask_token_id"]]
     # SGLang looks up <|MASK|> (its default), not this tokenizer's <|mask|>: it may add a new token
@@ -536,7 +537,7 @@ V2 = {"architectures": ["DFlash2DraftModel"], "dflash_config.conv_kernel_size": 
 
 def test_df129_catches_missing_keys_and_an_odd_group():
     found = run_rule("DF129", target(), draft(**dict(V2, **{"dflash_config.selector_top_k": DELETE})))
-    assert {f.backend for f in found} == {"transformers", "mlx"} and "selector_top_k" in found[0].message
+    assert {f.backend for f in found} == {"dflash", "mlx"} and "selector_top_k" in found[0].message
     [f, _] = run_rule("DF129", target(), draft(**dict(V2, **{"dflash_config.conv_group_size": 7})))
     assert "does not divide hidden_size 4096" in f.message
 

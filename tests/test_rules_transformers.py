@@ -13,10 +13,50 @@ NEXT_TYPES = ["linear_attention", "linear_attention", "linear_attention", "full_
 
 
 def test_df201_catches_hybrid_layer_types():
-    [f] = run_rule("DF201", target(model_type="qwen3_next", layer_types=NEXT_TYPES), draft())
+    [f] = run_rule("DF201", target(model_type="qwen3_next", layer_types=NEXT_TYPES), draft(), backends=("dflash",))
     assert "27 of its 36 layers" in f.message
-    assert f.backend == "transformers"
+    assert f.backend == "dflash"
     assert [loc.key for loc in f.locations] == ["layer_types", "model_type"]
+
+
+# --- DF201 on transformers' native generate: refused before 5.25.0, rolled back from 5.25.0 where the
+# model's code records its recurrent state per step (the deep check reads that from the modeling code)
+def _native_df201(monkeypatch, version, cache=None):
+    import dataclasses
+
+    from dflash_compat.rules import df201_target_cache_not_croppable as df201
+
+    monkeypatch.setattr(df201, "transformers_version", lambda ctx: version)
+    if cache is None:
+        return run_rule("DF201", target(model_type="qwen3_next", layer_types=NEXT_TYPES), draft(),
+                        backends=("transformers",))
+    from dflash_compat.engine import CheckContext, run_rules
+    from dflash_compat.facts import ModuleFacts
+    from dflash_compat.options import CheckOptions
+    from dflash_compat.rules import RULES_BY_CODE
+    from dflash_compat.specs import parse_draft_config, parse_target_config
+
+    facts = dataclasses.replace(ModuleFacts(framework="torch"), cache=cache)
+    ctx = CheckContext(target=parse_target_config(target(model_type="qwen3_next", layer_types=NEXT_TYPES), "t"),
+                       draft=parse_draft_config(draft(), "d"), options=CheckOptions(), modules=facts)
+    return run_rules(ctx, [RULES_BY_CODE["DF201"]], ("transformers",))
+
+
+def test_df201_native_generate_refuses_recurrent_targets_before_5_25(monkeypatch):
+    [f] = _native_df201(monkeypatch, "5.24.0")
+    assert f.backend == "transformers" and f.severity == "error" and "stateful" in f.message
+
+
+def test_df201_native_generate_rolls_back_where_the_model_records_history(monkeypatch):
+    from dflash_compat.facts import CacheFacts
+
+    assert _native_df201(monkeypatch, "5.25.0", CacheFacts(rollback="none", non_croppable=(0,),
+                                                           recurrent_history=True)) == []
+    [f] = _native_df201(monkeypatch, "5.25.0", CacheFacts(rollback="none", non_croppable=(0,),
+                                                          recurrent_history=False))
+    assert f.severity == "error" and "get_recurrent_states_to_keep" in f.message
+    [f] = _native_df201(monkeypatch, "5.25.0")  # no module tree: not judged, a warning
+    assert f.severity == "warning"
 
 
 def test_df201_catches_recurrent_model_type_without_layer_list():
@@ -24,7 +64,7 @@ def test_df201_catches_recurrent_model_type_without_layer_list():
 
 
 def test_df201_fix_names_only_flags_that_exist():
-    [f] = run_rule("DF201", target(model_type="falcon_h1"), draft())
+    [f] = run_rule("DF201", target(model_type="falcon_h1"), draft(), backends=("dflash",))
     assert "--mamba-scheduler-strategy" not in f.fix  # SGLang 0.5.23 has no such flag; DFLASH commits the state
     assert "SGLang" in f.fix
 
@@ -58,7 +98,7 @@ def test_df201_points_at_the_text_model_type_of_a_wrapper():
 
     pair = Path(__file__).resolve().parent / "fixtures" / "pairs" / "qwen3.5-35b-a3b"
     cfg = json.loads((pair / "target" / "config.json").read_text())
-    [f] = run_rule("DF201", cfg, json.loads((pair / "draft" / "config.json").read_text()))
+    [f] = run_rule("DF201", cfg, json.loads((pair / "draft" / "config.json").read_text()), backends=("dflash",))
     assert ("target", "text_config.model_type") in {(loc.artifact, loc.key) for loc in f.locations}
 
 
@@ -104,7 +144,7 @@ def test_df203_passes_top_level_keys_and_other_engines():
 # --- DF204 num_target_layers for the dflash reference
 def test_df204_catches_ids_without_num_target_layers():
     [f] = run_rule("DF204", target(), draft(num_target_layers=DELETE))
-    assert f.backend == "transformers" and f.severity == "error" and "AttributeError" in f.message
+    assert f.backend == "dflash" and f.severity == "error" and "AttributeError" in f.message
 
 
 def test_df204_passes_published_drafts_and_leaves_no_ids_to_df103():
@@ -141,7 +181,7 @@ def test_df204_agrees_with_the_dflash_package():
 ])
 def test_df205_catches_rope_the_runtime_does_not_implement(changes, text):
     found = run_rule("DF205", target(), draft(**changes))
-    assert {f.backend for f in found} == {"transformers", "mlx"} and all(f.severity == "warning" for f in found)
+    assert {f.backend for f in found} == {"dflash", "mlx"} and all(f.severity == "warning" for f in found)
     assert text in found[0].message and "dflash-check smoke" in found[0].message
 
 

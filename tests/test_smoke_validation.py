@@ -53,7 +53,7 @@ def _smoke(root: Path, *args: str, target: str = "target", backend: str = "torch
     return res
 
 
-def _check(root: Path, backend: str = "transformers", target: str = "target"):
+def _check(root: Path, backend: str = "dflash", target: str = "target"):
     res = CliRunner().invoke(cli, [str(root / target), "--draft", str(root / "draft"), "--no-deep", "--backend",
                                    backend, "-f", "json"])
     assert res.exception is None or isinstance(res.exception, SystemExit), repr(res.exception)
@@ -77,7 +77,7 @@ def _one_line(res) -> str:
 @pytest.mark.parametrize("backend", ["torch", "mlx"])
 def test_block_size_one_is_an_error_for_both(tmp_path, no_load, backend):
     root = _pair(tmp_path, draft={"dflash_config.block_size": 1})
-    engine = {"torch": "transformers", "mlx": "mlx"}[backend]
+    engine = {"torch": "dflash", "mlx": "mlx"}[backend]
     [finding] = [f for f in _findings(_check(root, engine)) if f["severity"] == "error"]
     line = _one_line(_smoke(root, backend=backend))
     assert finding["code"] == "DF115" and f"DF115 block-size-invalid: {finding['message']}" in line
@@ -170,7 +170,7 @@ def _configs():
 
 
 @pytest.mark.parametrize("name", list(_configs()))
-@pytest.mark.parametrize("engine", ["transformers", "mlx"])
+@pytest.mark.parametrize("engine", ["dflash", "mlx"])
 def test_every_runtime_draft_refusal_is_a_refusing_finding(name, engine):
     from dflash_compat.commands.smoke_preflight import RUNTIME_LIMITS
     from dflash_compat.engine import CheckContext, check_rules

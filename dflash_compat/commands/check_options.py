@@ -10,7 +10,7 @@ import click
 
 __all__ = ["BACKEND_CHOICES", "FORMAT_CHOICES", "pair_options", "check_options", "build_request"]
 
-BACKEND_CHOICES = ("transformers", "vllm", "sglang", "mlx", "llama.cpp")
+BACKEND_CHOICES = ("transformers", "dflash", "vllm", "sglang", "mlx", "llama.cpp")
 FORMAT_CHOICES = ("text", "json", "sarif", "junit", "github", "markdown")
 
 

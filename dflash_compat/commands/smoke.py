@@ -22,7 +22,7 @@ from ..runtime.core import (
     first_difference,
     verdict_of,
 )
-from .smoke_preflight import preflight, refusal_line
+from .smoke_preflight import ACCEPTANCE_ONLY, preflight, refusal_line
 
 __all__ = ["smoke_cmd", "SmokeRequest", "SmokeRun", "PromptRun", "build_payload", "SCHEMA_VERSION"]
 
@@ -506,7 +506,9 @@ def _refuse(findings) -> None:
               "to this JSON file, for `dflash-check recommend` (never through a symlink, never into a model folder; "
               "an existing file only if it is a previous profile).")
 @click.option("--force", is_flag=True,
-              help="Let --profile-out replace a file or symlink that is not a previous profile.")
+              help="Run a pair the check fails only for low acceptance (DF117 RoPE base, DF121 scaling) to show the "
+              "measured acceptance (exit 1, the finding quoted); let --profile-out replace a file or symlink that is "
+              "not a previous profile.")
 @click.option("--adapter", metavar="FILE_OR_NAME",
               help="Run the target through this adapter: a shim file written by `dflash-check adapt` (it is imported, "
               "i.e. run) or a built-in adapter name such as gpt2. Default: chosen by the model_type.")
@@ -532,8 +534,9 @@ def smoke_cmd(target, draft, prompts, prompts_file, prompt_ids, max_new_tokens, 
     """Run DFlash speculative decoding of TARGET with DRAFT on a few prompts, next to plain greedy
     decoding of TARGET alone, and report losslessness, acceptance lengths and the speed-up.
 
-    Before loading any weights, smoke runs the checker's config rules for its engine (transformers for
-    torch, mlx for MLX) and refuses the pair in one line where `dflash-check` reports an error.
+    Before loading any weights, smoke runs the checker's rules for the backend its runtime mirrors
+    (dflash for torch, mlx for MLX) and refuses the pair in one line where `dflash-check` reports an
+    error (--force runs a pair refused only for low acceptance, and exits 1).
 
     Verdicts (temperature 0): lossless (token-identical to greedy decoding); near-tie (the first
     difference is where the target's top two logits are within the dtype's rounding, measured in
@@ -557,8 +560,10 @@ def smoke_cmd(target, draft, prompts, prompts_file, prompt_ids, max_new_tokens, 
         if not texts and not ids:
             texts = [DEFAULT_PROMPT]
         # the checker's config rules first: smoke refuses what `dflash-check` calls an error, before any load
-        pre = preflight(target, draft, backend, token=token, trust_remote_code=trust_remote_code)
-        if pre.refusals:
+        pre = preflight(target, draft, backend, token=token, trust_remote_code=trust_remote_code, adapter=adapter)
+        forced = list(pre.refusals) if force and pre.refusals and all(
+            f.code in ACCEPTANCE_ONLY for f in pre.refusals) else []
+        if pre.refusals and not forced:
             _refuse(pre.refusals)
             return
         if block_size is not None:
@@ -589,6 +594,13 @@ def smoke_cmd(target, draft, prompts, prompts_file, prompt_ids, max_new_tokens, 
 
         divergence = [first_divergence(r["output_tokens"], r["baseline_tokens"]) for r in payload["results"]]
         render_smoke(payload, make_console(), divergence=divergence, min_acceptance=min_acceptance)
+    if forced:  # the check fails this pair: say why, after the measured acceptance
+        from ..emitters._safe import printable
+
+        for f in forced:
+            click.echo(printable(f"dflash-check: ran anyway (--force); the check fails this pair: {refusal_line(f)}"),
+                       err=True)
+        sys.exit(1)
     sys.exit(exit_code(payload, min_acceptance))
 
 

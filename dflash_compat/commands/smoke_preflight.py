@@ -13,14 +13,24 @@ from ..findings import Finding
 from ..options import CheckOptions
 from ..specs import DraftSpec, TargetSpec
 
-__all__ = ["ENGINE_OF", "RUNTIME_LIMITS", "RUNTIME_READS_ITSELF", "Preflight", "preflight", "refusal_line"]
+__all__ = ["ACCEPTANCE_ONLY", "DEEP_PREFIXES", "ENGINE_OF", "RUNTIME_LIMITS", "RUNTIME_READS_ITSELF", "Preflight",
+           "preflight", "refusal_line"]
 
-# The engine whose rules a smoke backend answers to: the torch runtime mirrors the dflash reference
-# (transformers), the MLX runtime the MLX port (mlx-lm).
-ENGINE_OF = {"torch": "transformers", "mlx": "mlx"}
+# The backend whose rules a smoke runtime answers to: the torch runtime mirrors the dflash reference
+# (`dflash`), the MLX runtime the MLX port (`mlx`).
+ENGINE_OF = {"torch": "dflash", "mlx": "mlx"}
 # Rules about the reference runtime's own limits: a warning for the check (no engine is concerned),
 # a refusal for smoke, which cannot run what they find.
 RUNTIME_LIMITS = frozenset({"DF205"})
+# The module and weight rules (the config rules run first, without a build): DF2xx module facts of the
+# transformers runtimes, DF5xx/DF7xx MLX and module paths, DF6xx the draft's tensors.
+DEEP_PREFIXES = ("DF25", "DF6", "DF7", "DF50", "DF51")
+# Config rules whose verdict the module facts can change (DF201: the built cache may crop exactly).
+DEEP_CLEARS = frozenset({"DF201"})
+# Rules whose error costs acceptance only: the target verifies every token, so the output stays the target's
+# own; the draft just guesses worse (a RoPE base the draft was not trained with, DF117; a target scaling the
+# draft does not mirror, DF121). `smoke --force` runs such a pair anyway to show the measured acceptance.
+ACCEPTANCE_ONLY = frozenset({"DF117", "DF121"})
 # Rules about how an engine's own loader reads a draft family's config, for families whose config the
 # reference runtime reads itself (runtime/draft_config.py). The dflash MLX loader cannot read the
 # Muse-Glimmer assistant's layout (DF009, DF501: dflash 0.1.0 dflash/model_mlx.py:443-457); our MLX
@@ -42,7 +52,7 @@ class Preflight:
 
 
 def preflight(target: str, draft: str, backend: str, *, token: Optional[str] = None,
-              trust_remote_code: bool = False) -> Preflight:
+              trust_remote_code: bool = False, adapter: Optional[str] = None, deep: bool = True) -> Preflight:
     """Resolve both configs (no weights), describe them and run every config-only rule for the backend's
     engine. Raises a DFlashCompatError for a config the checker itself refuses, or a draft family the
     runtime does not implement (one line, exit 2)."""
@@ -60,9 +70,45 @@ def preflight(target: str, draft: str, backend: str, *, token: Optional[str] = N
                                                                           trust_remote_code=trust_remote_code))
     results = check_rules(ctx, [r for r in ALL_RULES if not r.needs], (ENGINE_OF[backend],))
     read_itself = RUNTIME_READS_ITSELF.get(d_spec.format, frozenset())
-    refusals = [f for f in results.findings
-                if (f.severity == "error" or f.code in RUNTIME_LIMITS) and f.code not in read_itself]
+
+    def refused(findings) -> list[Finding]:
+        return [f for f in findings if (f.severity == "error" or f.code in RUNTIME_LIMITS)
+                and f.code not in read_itself]
+
+    refusals = refused(results.findings)
+    if deep and all(f.code in DEEP_CLEARS for f in refusals):
+        # The module rules too (the target built on the meta device, the draft's weight headers read), so that
+        # smoke refuses exactly what `dflash-check` fails for this backend, with the same finding; and a config
+        # verdict the module facts settle (DF201 on LFM2, whose conv-only cache crops exactly) as the check does.
+        deep_found = _deep_findings(target, draft, backend, token, trust_remote_code, adapter)
+        refusals = [f for f in refused(deep_found) if f.code.startswith(DEEP_PREFIXES) or f.code in DEEP_CLEARS] + [
+            f for f in refusals if f.code not in DEEP_CLEARS]
     return Preflight(t_spec, d_spec, refusals)
+
+
+def _builtin_adapter(target: str, backend: str, token: Optional[str]) -> Optional[str]:
+    """The built-in adapter smoke's runtime picks for the target's model_type (adapters/registry.py), by name."""
+    from ..adapters.registry import adapter_ref
+    from ..check import load_target
+    from ..resolve import resolve
+
+    spec = load_target(resolve(target, "target", token=token))
+    framework = "mlx" if backend == "mlx" else "torch"
+    # chosen by the top-level model_type, as adapters/loading.py does for both runtimes
+    return spec.model_type if isinstance(spec.model_type, str) and adapter_ref(spec.model_type, framework) else None
+
+
+def _deep_findings(target: str, draft: str, backend: str, token: Optional[str], trust_remote_code: bool,
+                   adapter: Optional[str]) -> Sequence[Finding]:
+    """The deep rules' findings for the backend's engine (the config rules already passed)."""
+    from ..check import CheckRequest, run_check
+
+    if adapter is None:  # the runtime runs a listed layout through its built-in adapter: the check sees the same
+        adapter = _builtin_adapter(target, backend, token)
+    options = CheckOptions(trust_remote_code=trust_remote_code, adapter=adapter, token=token)
+    report = run_check(CheckRequest(target=target, draft=draft, backends=(ENGINE_OF[backend],), options=options,
+                                    token=token, framework="mlx" if backend == "mlx" else "torch"))
+    return list(report.findings)
 
 
 def refusal_line(finding: Finding) -> str:

@@ -117,6 +117,9 @@ class CacheFacts:
     conv_state: tuple[int, ...] = ()  # conv-only states, restored exactly by cropping with past recording
     past_recording: Optional[bool] = None  # the cache has activate_past_recording()
     sliding_window: Optional[int] = None
+    # The model's own code keeps a history of its recurrent states for a crop to restore (it asks the cache
+    # get_recurrent_states_to_keep(): transformers 5.25.0); None: not known (no recurrent layers, or 4.x/5.24)
+    recurrent_history: Optional[bool] = None
 
     @property
     def model_managed(self) -> bool:

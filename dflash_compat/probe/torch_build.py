@@ -9,6 +9,7 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any, Iterator, Optional, Union
 
+from ..adapters.locate import call_hook, text_config
 from ..exceptions import error_line
 from ..facts import Skipped
 from ..resolve import Resolved
@@ -124,23 +125,3 @@ def build(resolved: Resolved, target: TargetSpec, remote: bool) -> Union[BuiltMo
     except Exception as exc:  # noqa: BLE001 - a model transformers cannot build is a finding, not a crash
         return _skip("build-failed", f"{via}.from_config failed on the meta device: {error_line(exc)}")
     return BuiltModel(model, type(model).__name__, via)
-
-
-def call_hook(obj: Any, method: str) -> Any:
-    """`obj.method()` for transformers' accessor hooks; None where the model lacks or refuses it."""
-    fn = getattr(obj, method, None)
-    if fn is None:
-        return None
-    try:
-        return fn()
-    except Exception:  # noqa: BLE001 - NotImplementedError/AttributeError on models without the hook
-        return None
-
-
-def text_config(model: Any) -> Any:
-    """The language model's config (a VLM's text_config, else the config itself)."""
-    cfg = model.config
-    try:
-        return cfg.get_text_config(decoder=True)
-    except Exception:  # noqa: BLE001 - older transformers: no decoder= keyword
-        return getattr(cfg, "text_config", None) or cfg

@@ -54,6 +54,29 @@ def _module_writes_recurrent_state(model: Any) -> Optional[bool]:
     return False if seen else None
 
 
+def _records_recurrent_history(model: Any) -> Optional[bool]:
+    """Whether the model's modeling code records per-step recurrent states for a crop to restore: it asks
+    the cache how many to keep (transformers 5.25.0 cache_utils.py:1162-1171 activate_past_recording(
+    recurrent_states_to_keep=...), :1944-1955 get_recurrent_states_to_keep, :1202-1204 crop restores from
+    the history). None where this transformers has no such API."""
+    import transformers.cache_utils as cu
+
+    if not hasattr(getattr(cu, "Cache", None), "get_recurrent_states_to_keep"):
+        return None
+    mods = {type(m).__module__ for m in model.modules()}
+    for name in mods:
+        mod = sys.modules.get(name)
+        if mod is None or not name.startswith(("transformers.models.", "transformers_modules.")):
+            continue
+        try:
+            src = inspect.getsource(mod)
+        except (OSError, TypeError):
+            return None
+        if "get_recurrent_states_to_keep" in src:
+            return True
+    return False
+
+
 def _classify_layers(model: Any, layers: list[Any]) -> tuple[list[int], list[int], list[int]]:
     """(non-croppable, sliding, conv-state) layer indices of a built cache."""
     import transformers.cache_utils as cu
@@ -95,7 +118,8 @@ def cache_facts(model: Any, paths: ModulePaths) -> CacheFacts:
     if callable(supports) and not supports():
         # rwkv, xlstm, the original MiniMax: the model keeps its own recurrent state object.
         return CacheFacts(rollback="none", cache_class="model-managed",
-                          non_croppable=tuple(range(paths.config_layers or 0)))
+                          non_croppable=tuple(range(paths.config_layers or 0)),
+                          recurrent_history=_records_recurrent_history(base))
     cls = _cache_class(base)
     name = cls.__name__ if cls is not None else None
     try:
@@ -114,6 +138,7 @@ def cache_facts(model: Any, paths: ModulePaths) -> CacheFacts:
         conv_state=tuple(conv),
         past_recording=hasattr(cache, "activate_past_recording"),
         sliding_window=window if isinstance(window, int) else None,
+        recurrent_history=_records_recurrent_history(base) if non_croppable else None,
     )
 
 

@@ -74,9 +74,12 @@ def check_for_engine(pair: PairRef, engine: str, options: Any, versions: Any = N
     `versions`: the engine releases to judge at (engine_versions.Versions; None: installed, else newest)."""
     from ..check import CheckRequest, run_check
 
-    # options.deep (from make_options) decides whether the module tree and weight headers are read
+    # options.deep (from make_options) decides whether the module tree and weight headers are read.
+    # `serve --engine transformers` prints the dflash package's CLI (`dflash generate transformers`): the
+    # reference runtime, judged by the `dflash` backend's rules.
+    backend = {"transformers": "dflash"}.get(engine, engine)
     req = CheckRequest(
-        target=pair.target, draft=pair.draft, backends=[engine], options=options, revision=pair.revision,
+        target=pair.target, draft=pair.draft, backends=[backend], options=options, revision=pair.revision,
         draft_revision=pair.draft_revision, token=pair.token, framework=pair.framework, versions=versions,
     )
     return run_check(req)

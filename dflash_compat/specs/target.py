@@ -127,10 +127,10 @@ def _as_id_list(value: Any) -> list[int]:
 
 # Field -> the keys configs spell it with, in the order they are tried.
 _FIELDS = {
-    "hidden_size": ("hidden_size", "n_embd", "d_model", "dim"),
+    "hidden_size": ("hidden_size", "n_embd", "d_model", "dim", "emb_dim"),
     "num_hidden_layers": ("num_hidden_layers", "n_layer", "num_layers", "n_layers"),
     "vocab_size": ("vocab_size", "padded_vocab_size"),
-    "num_attention_heads": ("num_attention_heads", "n_head", "num_heads"),
+    "num_attention_heads": ("num_attention_heads", "n_head", "num_heads", "n_heads"),
     "num_key_value_heads": ("num_key_value_heads", "num_kv_heads", "n_kv_heads"),
     "head_dim": ("head_dim",),
     "intermediate_size": ("intermediate_size", "ffn_dim", "n_inner"),
@@ -201,6 +201,13 @@ def _read_fields(r: ConfigReader, raw: dict[str, Any], prefix: str) -> RopeInfo:
         r.take(field, *keys)
         if field not in r.values and prefix:
             r.take(field, *keys, absolute=True)
+    if "num_hidden_layers" not in r.values:
+        # Nemotron-H in transformers 5.25.0 saves one `layers_block_type` entry per layer and derives
+        # num_hidden_layers from it (a property), so its config.json has no layer count of its own.
+        scope = raw.get(prefix) if prefix else raw
+        kinds = scope.get("layers_block_type") if isinstance(scope, dict) else None
+        if isinstance(kinds, list) and kinds and all(isinstance(k, str) for k in kinds):
+            r.set("num_hidden_layers", len(kinds), f"{prefix}.layers_block_type" if prefix else "layers_block_type")
     # VLMs often keep these at the top level; the text config's own value wins.
     r.take("tie_word_embeddings", "tie_word_embeddings")
     if "tie_word_embeddings" not in r.values:
