@@ -47,9 +47,11 @@ def check(ctx: CheckContext):
             # the reference: z-lab): a draft made for one is not a bad pair for the other, only another runtime.
             other_runtime = sibling in loading
             yield Violation(
-                f"{ENGINE_NAMES[engine]} does not load {d.family} drafts: {support.reason}; {elsewhere} "
-                f"({support.cite(ctx.engine_versions)})" + (f"; on transformers, run it with backend `{sibling}`" if other_runtime
-                                         else ""),
+                f"{ENGINE_NAMES[engine]} does not load {d.family} drafts: {support.reason}; {elsewhere}"
+                # the other transformers runtime's format: named without its lines (citing reads the locations
+                # file, which a config-only check of an ordinary pair never needs; `rule DF009` cites them)
+                + (f"; on transformers, run it with backend `{sibling}`" if other_runtime
+                   else f" ({support.cite(ctx.engine_versions)})"),
                 [ctx.dloc("architectures", "architectures")],
                 fix=CONVERT_FIX if d.is_speculators and engine in ("dflash", "mlx") else None,
                 backends=(engine,), severity="info" if other_runtime else None,

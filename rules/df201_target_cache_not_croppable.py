@@ -10,10 +10,11 @@ from ._sources import HF_LINEAR_CROP, HF_STATEFUL, MLX_GDN, REF_CACHE, REF_VERIF
 
 HF_NATIVE_HISTORY = EngineSource(
     "transformers", "transformers/cache_utils.py", "1162-1207",
-    "5.25.0: activate_past_recording(recurrent_states_to_keep=...) records recurrent states; crop(-n) restores them")
+    "5.25.0: activate_past_recording(recurrent_states_to_keep=...) records recurrent states; crop(-n) restores them",
+    version="5.25.0")
 HF_NATIVE_TARGET_RECORDING = EngineSource(
     "transformers", "transformers/generation/utils.py", "4002",
-    "5.25.0: assisted decoding activates past recording on the target cache before verifying")
+    "5.25.0: assisted decoding activates past recording on the target cache before verifying", version="5.25.0")
 
 SGL_HYBRID = EngineSource("sglang", "sglang/srt/speculative/dflash_worker_v2.py", "2085-2130",
                          "DFLASH commits a hybrid target's mamba / linear-attention state after verify itself")

@@ -31,6 +31,9 @@ RULE = Rule(
     severity="error",
     backends=("transformers",),
     needs=("torch-modules",),
+    # 5.22 and 5.23 read outputs.past_key_values there instead (generation/utils.py:4161 / :4168): the `cache`
+    # field this rule asks for is what 5.24.0 and later read
+    versions={"transformers": ">=5.24.0"},
     check=check,
     what="The target's forward returns an output type (from its return annotation) with a `cache` field, which "
     "transformers' own assisted / DFlash decoding reads back after each forward.",

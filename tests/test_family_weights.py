@@ -55,8 +55,9 @@ EXPECTED = {
         "DF504",  # MLX: mlx-lm builds RotatingKVCache for the target's sliding layers (muse_glimmer.py:273-281)
         "DF312",  # info: no --num-speculative-tokens given, which vLLM needs
     },
-    # DF310: vLLM serves DFlash 2 with its V2 runner only (info)
-    "dflash2": {"DF202", "DF504", "DF312", "DF310"},
+    # DF310: vLLM serves DFlash 2 with its V2 runner only (info); DF009: a z-lab draft is the dflash reference's
+    # format, not transformers' native generate's (info)
+    "dflash2": {"DF202", "DF504", "DF312", "DF310", "DF009"},
 }
 
 

@@ -384,3 +384,21 @@ def test_words_match_shlex_on_generated_lines():
             assert got == expected, line
 
     check()
+
+
+def test_a_llamacpp_launch_checks_its_gguf_pair_at_the_flag(tmp_path, monkeypatch):
+    """A llama-server launch names GGUF files: the pair is read (header only) and judged for llama.cpp, and a
+    draft length past block_size - 1 (DF815) points at the launch's --spec-draft-n-max."""
+    pytest.importorskip("gguf")
+    from tests.gguf_models import draft_gguf, target_gguf
+
+    target_gguf(tmp_path / "t.gguf")
+    draft_gguf(tmp_path / "d.gguf", **{"dflash.block_size": 8})
+    monkeypatch.chdir(tmp_path)
+    line = "llama-server -m t.gguf -md d.gguf --spec-type draft-dflash --spec-draft-n-max 12"
+    report = check_text("x.sh", line, LaunchSettings(deep=False)).launches[0].report
+    assert not [f for f in report.findings if f.code == "DF910"], report.findings  # the pair was checked
+    [f] = [f for f in report.findings if f.code == "DF815"]
+    assert (f.locations[0].line, f.locations[0].column) == (1, line.index("12") + 1)
+    fixed = check_text("x.sh", line.replace("12", "7"), LaunchSettings(deep=False)).launches[0].report
+    assert not [f for f in fixed.findings if f.code in ("DF815", "DF910")]

@@ -24,12 +24,12 @@ def test_df201_catches_hybrid_layer_types():
 def _native_df201(monkeypatch, version, cache=None):
     import dataclasses
 
-    from dflash_compat.rules import df201_target_cache_not_croppable as df201
+    from dflash_compat.engine_versions import select_versions
 
-    monkeypatch.setattr(df201, "transformers_version", lambda ctx: version)
+    spec = f"transformers=={version}"  # the release judged (--engine-version), not the installed one
     if cache is None:
         return run_rule("DF201", target(model_type="qwen3_next", layer_types=NEXT_TYPES), draft(),
-                        backends=("transformers",))
+                        backends=("transformers",), versions=[spec])
     from dflash_compat.engine import CheckContext, run_rules
     from dflash_compat.facts import ModuleFacts
     from dflash_compat.options import CheckOptions
@@ -38,7 +38,8 @@ def _native_df201(monkeypatch, version, cache=None):
 
     facts = dataclasses.replace(ModuleFacts(framework="torch"), cache=cache)
     ctx = CheckContext(target=parse_target_config(target(model_type="qwen3_next", layer_types=NEXT_TYPES), "t"),
-                       draft=parse_draft_config(draft(), "d"), options=CheckOptions(), modules=facts)
+                       draft=parse_draft_config(draft(), "d"), options=CheckOptions(), modules=facts,
+                       versions=select_versions(option=(spec,), installed=False))
     return run_rules(ctx, [RULES_BY_CODE["DF201"]], ("transformers",))
 
 

@@ -213,3 +213,25 @@ def test_sglang_options_are_judged_by_the_rules(flags, exit_code):
         assert engine_flag[flags[0]] in payload["argv"]
     else:
         assert payload["servable"] is False and payload["argv"] == []
+
+
+def test_vllm_flags_follow_the_selected_release():
+    """serve checks the vLLM line against the flags and --speculative-config keys the selected release's own
+    parser declares: a key 0.34.0 dropped is refused there and printed for 0.33.0."""
+    import pytest
+
+    from dflash_compat.commands.serve import _accepted_flags
+    from dflash_compat.engine_versions import select_versions
+    from dflash_compat.exceptions import InputError
+    from dflash_compat.serving.launch import LaunchPlan, for_release
+
+    plan = LaunchPlan("vllm", ["vllm", "serve", "t", "--speculative-config.method", "dflash",
+                               "--speculative-config.disable_padded_drafter_batch", "true",
+                               "--tensor-parallel-size", "1"])
+    old = select_versions(option=("vllm==0.33.0",), installed=False)
+    assert for_release(plan, _accepted_flags("vllm", old), "0.33.0").argv == plan.argv
+    new = select_versions(option=("vllm==0.34.0",), installed=False)
+    with pytest.raises(InputError, match="disable_padded_drafter_batch"):
+        for_release(plan, _accepted_flags("vllm", new), "0.34.0")
+    none = select_versions(option=("vllm==0.32.0",), installed=False)  # parser not read: printed as is
+    assert _accepted_flags("vllm", none) is None

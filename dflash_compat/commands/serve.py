@@ -172,10 +172,20 @@ def serve_cmd(target, draft, engine, num_speculative_tokens, num_draft_tokens, t
 
 
 def _accepted_flags(engine: str, versions) -> "frozenset[str] | None":
-    """The launch flags the selected release of the engine accepts, where the facts hold them (SGLang)."""
-    if engine != "sglang":
-        return None
-    from ..engine_support import engine_data
+    """The launch flags the selected release of the engine accepts, where the facts hold them: SGLang's from
+    its engine facts; vLLM's (and its --speculative-config keys, which serve prints in the dotted form) from
+    the flags read out of its argument parser (data/launch_flags.json, the same facts `launch` judges by)."""
+    if engine == "sglang":
+        from ..engine_support import engine_data
 
-    flags = engine_data("sglang", versions.used("sglang")).get("cli_flags")
-    return frozenset(flags) if flags else None
+        flags = engine_data("sglang", versions.used("sglang")).get("cli_flags")
+        return frozenset(flags) if flags else None
+    if engine == "vllm":
+        from ..launch.flagfacts import flag_facts
+
+        facts = flag_facts("vllm", versions.used("vllm"))
+        if not facts:
+            return None  # a release whose parser was not read: printed as is
+        keys = facts.get("speculative_config_keys") or ()
+        return frozenset(facts["flags"]) | {f"--speculative-config.{k}" for k in keys}
+    return None

@@ -97,6 +97,8 @@ def launch_options(launch: Launch) -> dict[str, Any]:
                    sglang_quantization=s.get("quantization") if isinstance(s.get("quantization"), str) else None,
                    sglang_draft_quantization=s.get("draft_quantization")
                    if isinstance(s.get("draft_quantization"), str) else None)
+    elif launch.engine == "llama.cpp":
+        out.update(llamacpp_draft_n_max=num("n_max"))
     return out
 
 
@@ -107,7 +109,7 @@ _OPTION_RULES = {
     "DF307": ("draft_tp", "tp"), "DF401": ("num_draft_tokens", "dflash_block_size"),
     "DF405": ("draft_quantization", "quantization"),
     "DF410": ("attn_dp_size", "enable_dp_attention", "dp"), "DF411": ("pp",),
-    "DF412": ("dflash_block_size", "num_draft_tokens"),
+    "DF412": ("dflash_block_size", "num_draft_tokens"), "DF815": ("n_max",),
     "DF413": ("draft_window_size", "num_draft_tokens", "dflash_block_size"),
 }
 
@@ -157,8 +159,6 @@ def _pair(launch: Launch, settings: LaunchSettings, version: LaunchVersion
     if not settings.pair:
         return None, None, None, "--no-pair"
     backend = BACKEND[launch.engine]
-    if launch.engine == "llama.cpp":
-        return None, None, None, "llama.cpp launches name GGUF files, which this check does not read yet"
     method = launch.settings.get("method") if launch.engine == "vllm" else launch.settings.get("algorithm")
     if launch.engine in ("vllm", "sglang") and isinstance(method, str) and method.lower() not in ("dflash", "dspark"):
         return None, None, None, f"the speculative method is {method!r}, not DFlash"
