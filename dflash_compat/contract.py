@@ -7,7 +7,7 @@ so any layer of the pipeline may depend on it; the one list derived from the eng
 
 from __future__ import annotations
 
-from .engine_versions import SOURCE_ENGINE_VERSIONS
+from .engine_versions import ENGINES, SOURCE_ENGINE_VERSIONS
 
 __all__ = [
     "ENGINE_VERSIONS",  # noqa: F822 (module __getattr__, read on first use)
@@ -50,14 +50,11 @@ def cited_version(engine: str) -> str:
 # the same dict as SOURCE_ENGINE_VERSIONS, which citations of those source trees are resolved with.
 ENGINE_BUILDS = SOURCE_ENGINE_VERSIONS
 
-# The engines whose code speaks for each backend the checker judges (a backend's verdicts rest on them).
+# The engines whose code speaks for each backend the checker judges (a backend's verdicts rest on them), in the
+# registry's order: derived from engine_versions.ENGINES, the one copy (each engine lists its backends there).
 BACKEND_ENGINES = {
-    "transformers": ("transformers",),  # transformers' native generate(..., speculation_type="dflash")
-    "dflash": ("dflash", "transformers"),  # z-lab's reference runtime (the dflash package) on transformers
-    "vllm": ("vllm", "speculators"),
-    "sglang": ("sglang",),
-    "mlx": ("dflash", "mlx-lm"),
-    "llama.cpp": ("llama.cpp",),
+    backend: tuple(name for name, info in ENGINES.items() if backend in info.backends)
+    for backend in dict.fromkeys(b for info in ENGINES.values() for b in info.backends)
 }
 
 # Where multimodal wrappers keep the language model's config.

@@ -113,7 +113,7 @@ def register_engine(info: EngineInfo) -> None:
 for _info in (
     EngineInfo("vllm", "vllm", "vllm", backends=("vllm",), label="vLLM"),
     EngineInfo("sglang", "sglang", "sglang", backends=("sglang",), label="SGLang"),
-    EngineInfo("dflash", "dflash", "dflash", backends=("transformers", "dflash", "mlx"), label="dflash"),
+    EngineInfo("dflash", "dflash", "dflash", backends=("dflash", "mlx"), label="dflash"),
     EngineInfo("mlx-lm", "mlx-lm", "mlx_lm", backends=("mlx",), label="mlx-lm"),
     EngineInfo("transformers", "transformers", "transformers", backends=("transformers", "dflash"),
                label="transformers"),
