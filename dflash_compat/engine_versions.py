@@ -91,14 +91,34 @@ class EngineInfo:
             return self.installed()
         if not self.distribution:
             return None
-        from importlib import metadata
+        return _installed_distributions().get(_dist_key(self.distribution))
 
+
+def _dist_key(name: str) -> str:
+    """A distribution name as its metadata folder spells it, normalised (PEP 503): "mlx_lm" == "mlx-lm"."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+@cache
+def _installed_distributions() -> dict[str, str]:
+    """name -> version of every distribution on sys.path, from the `NAME-VERSION.dist-info` folder names: one
+    listing of each sys.path folder, where importlib.metadata.version() scans every folder once per name (six
+    engines: about 30 ms of a config-only check). The first folder on sys.path wins, as for an import."""
+    import sys
+
+    found: dict[str, str] = {}
+    for entry in sys.path:
         try:
-            return metadata.version(self.distribution)
-        except metadata.PackageNotFoundError:
-            return None
-        except Exception:  # a broken metadata folder is not the user's check's problem
-            return None
+            names = os.listdir(entry or ".")
+        except OSError:  # a zip file, a missing folder
+            continue
+        for name in names:
+            if not name.endswith(".dist-info"):
+                continue
+            dist, _, version = name[: -len(".dist-info")].partition("-")
+            if dist and version:
+                found.setdefault(_dist_key(dist), version)
+    return found
 
 
 ENGINES: dict[str, EngineInfo] = {}

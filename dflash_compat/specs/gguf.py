@@ -10,12 +10,14 @@ itself travels with the spec (`gguf`), so llama.cpp rules can read keys and tens
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..exceptions import ConfigError
-from ..gguf_header import GGUFArray, GGUFHeader
+
+if TYPE_CHECKING:
+    from ..gguf_header import GGUFHeader
 
 __all__ = ["GGUFInfo", "gguf_info", "gguf_target_config", "gguf_draft_config", "DRAFT_SOURCES", "TARGET_SOURCES"]
 
@@ -57,6 +59,8 @@ class GGUFInfo(BaseModel):
 
 
 def _plain(value: Any) -> Any:
+    from ..gguf_header import GGUFArray  # the reader: imported when a GGUF is read, not by every check
+
     if isinstance(value, GGUFArray):
         return {"type": value.type, "count": value.count, "sha256": value.sha256}
     if isinstance(value, list):
@@ -64,9 +68,11 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def gguf_info(header: GGUFHeader) -> GGUFInfo:
+def gguf_info(header: "GGUFHeader") -> GGUFInfo:
     tokens = header.kv.get("tokenizer.ggml.tokens")
     count = sha = None
+    from ..gguf_header import GGUFArray
+
     if isinstance(tokens, GGUFArray):
         count, sha = tokens.count, tokens.sha256
     elif isinstance(tokens, list):
