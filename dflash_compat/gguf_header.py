@@ -31,6 +31,7 @@ __all__ = [
     "GGUF_MAGIC",
     "MAX_GGUF_HEADER_BYTES",
     "GGUFArray",
+    "arch_get",
     "GGUFHeader",
     "GGML_TYPES",
     "parse_gguf_header",
@@ -80,6 +81,16 @@ class GGUFArray:
     sha256: str
 
 
+def arch_get(kv: dict[str, Any], architecture: Optional[str], key: str, default: Any = None) -> Any:
+    """kv[key], with `{arch}` in the key standing for the model's general.architecture; `default` when the
+    key is missing or names `{arch}` without an architecture."""
+    if "{arch}" in key:
+        if architecture is None:
+            return default
+        key = key.replace("{arch}", architecture)
+    return kv.get(key, default)
+
+
 @dataclass
 class GGUFHeader:
     """What a GGUF file's header says. Tensor shapes are in ggml order (ne[0] first: the innermost,
@@ -100,11 +111,7 @@ class GGUFHeader:
 
     def get(self, key: str, default: Any = None) -> Any:
         """A value by key; `{arch}` in the key stands for general.architecture (`{arch}.block_count`)."""
-        if "{arch}" in key:
-            if self.architecture is None:
-                return default
-            key = key.replace("{arch}", self.architecture)
-        return self.kv.get(key, default)
+        return arch_get(self.kv, self.architecture, key, default)
 
     def array_len(self, key: str) -> Optional[int]:
         value = self.get(key)

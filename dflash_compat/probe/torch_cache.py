@@ -37,16 +37,23 @@ def _cache_class(model: Any) -> Optional[type]:
     return getattr(cu, "DynamicCache", None)
 
 
-def _module_writes_recurrent_state(model: Any) -> Optional[bool]:
-    mods = {type(m).__module__ for m in model.modules()}
-    seen = False
-    for name in mods:
+def _modeling_sources(model: Any):
+    """The source of each transformers modeling module (or remote-code module) the model's layers come from;
+    None for one whose source cannot be read."""
+    for name in {type(m).__module__ for m in model.modules()}:
         mod = sys.modules.get(name)
         if mod is None or not name.startswith(("transformers.models.", "transformers_modules.")):
             continue
         try:
-            src = inspect.getsource(mod)
+            yield inspect.getsource(mod)
         except (OSError, TypeError):
+            yield None
+
+
+def _module_writes_recurrent_state(model: Any) -> Optional[bool]:
+    seen = False
+    for src in _modeling_sources(model):
+        if src is None:
             return None
         seen = True
         if "update_recurrent_state" in src or "recurrent_states" in src or "ssm_states" in src:
@@ -63,14 +70,8 @@ def _records_recurrent_history(model: Any) -> Optional[bool]:
 
     if not hasattr(getattr(cu, "Cache", None), "get_recurrent_states_to_keep"):
         return None
-    mods = {type(m).__module__ for m in model.modules()}
-    for name in mods:
-        mod = sys.modules.get(name)
-        if mod is None or not name.startswith(("transformers.models.", "transformers_modules.")):
-            continue
-        try:
-            src = inspect.getsource(mod)
-        except (OSError, TypeError):
+    for src in _modeling_sources(model):
+        if src is None:
             return None
         if "get_recurrent_states_to_keep" in src:
             return True

@@ -37,11 +37,9 @@ class GGUFInfo(BaseModel):
     vocab_sha256: Optional[str] = None
 
     def get(self, key: str, default: Any = None) -> Any:
-        if "{arch}" in key:
-            if self.architecture is None:
-                return default
-            key = key.replace("{arch}", self.architecture)
-        return self.kv.get(key, default)
+        from ..gguf_header import arch_get
+
+        return arch_get(self.kv, self.architecture, key, default)
 
     def summary(self) -> dict[str, Any]:
         """What a report shows of the header: the file, architecture, the dflash.* and tokenizer scalars, the
