@@ -10,10 +10,7 @@ def check(ctx):
     if not reason:
         return
     fix = None
-    if ctx.launch.engine == "llama.cpp":
-        fix = ("Check the pair's Hugging Face folders (the ones the GGUF files were converted from) with "
-               "`dflash-check TARGET --draft DRAFT`.")
-    elif reason == "--no-pair":
+    if reason == "--no-pair":
         fix = "Leave out --no-pair to check the pair too."
     yield Violation(f"the pair was not checked: {reason}", [ctx.at("draft" if "draft" in ctx.launch.where else None)],
                     fix=fix)
@@ -27,7 +24,8 @@ RULE = Rule(
     check=check,
     needs=("launch",),
     what="The target and draft of each launch are checked by every rule `dflash-check TARGET --draft DRAFT` runs "
-    "for that engine; when they cannot be (a model that cannot be read, a value from a variable, GGUF files), "
+    "for that engine (GGUF files for llama.cpp: their headers); when they cannot be (a model that cannot be read, "
+    "a value from a variable), "
     "the report says why.",
     why="A launch report without the pair's findings would read as a clean pair; this line marks what was not "
     "looked at.",
