@@ -349,8 +349,8 @@ def _llamacpp(req: LaunchRequest, bs: int) -> LaunchPlan:
             "--spec-draft-n-max", str(n), "--metrics"]
     if req.port is not None:
         argv += ["--port", str(req.port)]
-    notes.append("keep the draft's KV cache unquantised (no -ctkd/-ctvd q8_0): a quantised draft cache collapses "
-                 "acceptance (llama.cpp issue #25725)")
+    notes.append("keep the draft's KV cache unquantised (no -ctkd/-ctvd q8_0): users report acceptance "
+                 "collapsing with a quantised draft cache (llama.cpp issue #25725)")
     return LaunchPlan("llama.cpp", argv, notes=notes, prepare=prepare)
 
 

@@ -5,8 +5,8 @@
 #   --target-model-dir
 # --spec-draft-n-max 15 = block_size - 1 (llama.cpp drafts the anchor plus N
 #   mask tokens; its default is 3)
-# keep the draft's KV cache unquantised (no -ctkd/-ctvd q8_0): a quantised draft
-#   cache collapses acceptance (llama.cpp issue #25725)
+# keep the draft's KV cache unquantised (no -ctkd/-ctvd q8_0): users report
+#   acceptance collapsing with a quantised draft cache (llama.cpp issue #25725)
 python convert_hf_to_gguf.py examples/qwen3-8b/target \
     --outfile target.gguf \
     --outtype bf16
