@@ -40,8 +40,8 @@ def printable(value: Any, keep_newlines: bool = False) -> str:
 def json_safe(value: Any) -> Any:
     """A copy that strict JSON can carry and UTF-8 can encode: lone surrogates become U+FFFD and
     non-finite floats null. Control characters stay: JSON escapes them (`\\u001b`)."""
-    if isinstance(value, str):
-        return _SURROGATE_RE.sub("\ufffd", value)
+    if isinstance(value, str):  # an ASCII string has no surrogate: no regex pass (most of a report)
+        return value if value.isascii() else _SURROGATE_RE.sub("\ufffd", value)
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, dict):
