@@ -4,7 +4,6 @@ reads citations through it without the rest of engine_support."""
 
 from __future__ import annotations
 
-import gzip
 import json
 from functools import cache
 from pathlib import Path
@@ -52,6 +51,8 @@ def _engine_file(engine: str) -> dict[str, Any]:
 
 @cache
 def _sources_file(engine: str) -> dict[str, Any]:
+    import gzip  # only where a citation's source lines are read: not on a check's start-up path
+
     with gzip.open(_STORE / f"{engine}.sources.json.gz", "rt", encoding="utf-8") as f:
         return json.load(f)
 

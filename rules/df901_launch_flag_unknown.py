@@ -5,7 +5,6 @@ from __future__ import annotations
 import difflib
 
 from dflash_compat.engine import EngineSource, Rule, Violation
-from dflash_compat.launch.flagfacts import bundled_versions, flag_facts
 from dflash_compat.quoting import quote
 
 
@@ -27,6 +26,9 @@ def _known(name: str, flags: dict, underscores: bool, python: bool = True) -> bo
 
 
 def check(ctx):
+    # here, not at the top: only a check of a launch command needs the flag facts (start-up)
+    from dflash_compat.launch.flagfacts import bundled_versions, flag_facts
+
     facts = ctx.flags
     if facts is None:
         return

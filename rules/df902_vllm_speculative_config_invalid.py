@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from dflash_compat.engine import EngineSource, Rule, Violation
-from dflash_compat.launch.flagfacts import bundled_versions, flag_facts
 
 
 def check(ctx):
+    # here, not at the top: only a check of a launch command needs the flag facts (start-up)
+    from dflash_compat.launch.flagfacts import bundled_versions, flag_facts
+
     launch = ctx.launch
     if launch.engine != "vllm":
         return

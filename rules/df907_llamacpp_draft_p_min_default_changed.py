@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from dflash_compat.engine import EngineSource, Rule, Violation
-from dflash_compat.launch.flagfacts import version_key
 
 # llama.cpp #25792: the default went from 0.75 to 0 in build b9235
 _CHANGED_IN = "b9235"
 
 
 def check(ctx):
+    # here, not at the top: only a check of a launch command needs the flag facts (start-up)
+    from dflash_compat.launch.flagfacts import version_key
+
     launch = ctx.launch
     if launch.engine != "llama.cpp" or "p_min" in launch.where or not launch.settings.get("draft"):
         return

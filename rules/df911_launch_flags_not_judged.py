@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from dflash_compat.engine import COMMON, Rule, Violation
-from dflash_compat.launch.flagfacts import bundled_versions
 
 
 def check(ctx):
+    # here, not at the top: only a check of a launch command needs the flag facts (start-up)
+    from dflash_compat.launch.flagfacts import bundled_versions
+
     launch, version = ctx.launch, ctx.version
     if ctx.flags is not None or launch.engine not in ("vllm", "sglang", "llama.cpp"):
         return

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from functools import cache
 from typing import Any
 
 __all__ = ["dumps", "github_data", "github_property", "json_safe", "printable", "shell_quote"]
@@ -19,9 +20,16 @@ __all__ = ["dumps", "github_data", "github_property", "json_safe", "printable", 
 # C0 controls, DEL and C1 controls; bidirectional overrides and isolates (they reorder what a reader
 # sees); Unicode line and paragraph separators; the byte-order mark; lone surrogates; U+FFFE/U+FFFF.
 _OTHER = r"\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff\ud800-\udfff\ufffe\uffff"
-_UNSAFE_RE = re.compile(rf"[\x00-\x1f{_OTHER}]")
-_UNSAFE_BUT_NEWLINE_RE = re.compile(rf"[\x00-\x09\x0b-\x1f{_OTHER}]")
-_SURROGATE_RE = re.compile(r"[\ud800-\udfff]")
+_UNSAFE = rf"[\x00-\x1f{_OTHER}]"
+_UNSAFE_BUT_NEWLINE = rf"[\x00-\x09\x0b-\x1f{_OTHER}]"
+_SURROGATE = r"[\ud800-\udfff]"
+
+
+@cache
+def _compiled(pattern: str) -> re.Pattern[str]:
+    """One of the patterns above, compiled on first use: their wide classes take ~2 ms to compile, and a
+    JSON report of an ASCII config needs none of them (start-up)."""
+    return re.compile(pattern)
 
 
 def _escape(match: re.Match) -> str:
@@ -34,14 +42,14 @@ def printable(value: Any, keep_newlines: bool = False) -> str:
     so that it reaches a terminal, a log or an XML document as text. `keep_newlines` keeps `\\n`
     (multi-line texts we wrote ourselves)."""
     text = value if isinstance(value, str) else str(value)
-    return (_UNSAFE_BUT_NEWLINE_RE if keep_newlines else _UNSAFE_RE).sub(_escape, text)
+    return _compiled(_UNSAFE_BUT_NEWLINE if keep_newlines else _UNSAFE).sub(_escape, text)
 
 
 def json_safe(value: Any) -> Any:
     """A copy that strict JSON can carry and UTF-8 can encode: lone surrogates become U+FFFD and
     non-finite floats null. Control characters stay: JSON escapes them (`\\u001b`)."""
-    if isinstance(value, str):
-        return _SURROGATE_RE.sub("\ufffd", value)
+    if isinstance(value, str):  # an ASCII string has no surrogate: no regex pass (most of a report)
+        return value if value.isascii() else _compiled(_SURROGATE).sub("\ufffd", value)
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, dict):
@@ -75,7 +83,7 @@ def shell_quote(word: Any) -> str:
     import shlex
 
     text = word if isinstance(word, str) else str(word)
-    if not _UNSAFE_RE.search(text):
+    if not _compiled(_UNSAFE).search(text):
         return shlex.quote(text)
     out = []
     for ch in text:
@@ -86,7 +94,7 @@ def shell_quote(word: Any) -> str:
             out.append("\\n")
         elif ch == "\t":
             out.append("\\t")
-        elif _UNSAFE_RE.match(ch):
+        elif _compiled(_UNSAFE).match(ch):
             if 0xDC80 <= code <= 0xDCFF:  # an undecodable byte from a file name (surrogateescape)
                 out.append(f"\\x{code - 0xDC00:02x}")
             else:

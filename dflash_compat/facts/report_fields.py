@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Optional, Union
 
-from .skipped import Skipped
-
 if TYPE_CHECKING:  # a config-only report (no facts) is written without loading the fact classes
     from .modules import CacheFacts, ForwardFacts, LayerReturns, MlxCache, ModuleFacts, ModulePaths, Scaling
+    from .skipped import Skipped
     from .weights import DraftWeights
 
 __all__ = ["module_fields", "weights_field"]
@@ -17,6 +16,8 @@ def weights_field(weights: Optional[Union[DraftWeights, Skipped]]) -> Optional[d
     """`draft.weights`: None when the headers were not looked for."""
     if weights is None:
         return None
+    from .skipped import Skipped  # here, not at the top: a config-only report has no facts (start-up)
+
     if isinstance(weights, Skipped):
         return {"checked": False, "files": [], "tensor_count": 0, "dtype": None, "dtypes": [],
                 "skipped": weights.reason, "incomplete": {}, "metadata": {}}
@@ -34,6 +35,8 @@ def weights_field(weights: Optional[Union[DraftWeights, Skipped]]) -> Optional[d
 
 def module_fields(modules: Optional[Union[ModuleFacts, Skipped]]) -> dict[str, Any]:
     """The report's module keys of `target`: embed_path ... layer_returns, then `deep`."""
+    if modules is not None:  # a config-only report has no facts: Skipped loads only with them (start-up)
+        from .skipped import Skipped
     m = None if modules is None or isinstance(modules, Skipped) else modules
     paths, cache = (m.paths, m.cache) if m else (None, None)
     forward, returns = (m.forward, m.layer_returns) if m else (None, None)
@@ -47,7 +50,7 @@ def module_fields(modules: Optional[Union[ModuleFacts, Skipped]]) -> dict[str, A
         "forward_accepts": list(forward.accepts) if forward else None,
         "layer_returns": returns.kind if returns else None,
     }
-    if isinstance(modules, Skipped):
+    if modules is not None and isinstance(modules, Skipped):
         deep = {"inspected": False, "framework": modules.framework, "skipped": modules.reason,
                 "detail": modules.detail}
     elif m is None:

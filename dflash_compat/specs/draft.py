@@ -6,7 +6,7 @@ from typing import Any, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
-from .common import Number, RopeInfo, SizeInt
+from .common import Number, RopeInfo, SizeInt, new_list
 from .families import FAMILIES, SPECULATORS_FORMATS, DraftFormat
 from .gguf import GGUFInfo
 
@@ -26,7 +26,9 @@ def build_target_layer_ids(num_target_layers: int, num_draft_layers: int) -> lis
 class InheritedValue(BaseModel):
     """A value the draft's config leaves out, and where the engines take it from instead."""
 
-    model_config = ConfigDict(extra="forbid")
+    # defer_build: its validator is built on first use, not at import (start-up; DraftSpec's own
+    # schema embeds it either way)
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     field: str = Field(description="The spec field (vocab_size, block_size, ...).")
     value: Any = Field(None, description="The value the engines use; None when it is the target's own.")
@@ -35,7 +37,9 @@ class InheritedValue(BaseModel):
 
 
 class _FamilySettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # defer_build: each family's validator is built on first use, not at import (start-up; most
+    # checks meet one family or none, and DraftSpec's own schema embeds them either way)
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class XPressSettings(_FamilySettings):
@@ -99,7 +103,7 @@ class DraftSpec(BaseModel):
     config_file: str = "config.json"
     format: DraftFormat
     family: str = Field("", description="The draft family's name (see docs/families.md).")
-    architectures: list[str] = Field(default_factory=list)
+    architectures: list[str] = Field(default_factory=new_list)
     model_type: Optional[str] = None
 
     hidden_size: SizeInt
@@ -166,7 +170,7 @@ class DraftSpec(BaseModel):
     domino: Optional[DominoSettings] = Field(None, description="Domino projector settings.")
     speculators: Optional[SpeculatorsSettings] = Field(None, description="speculators-format settings.")
     inherited: list[InheritedValue] = Field(
-        default_factory=list, description="Values the config leaves out, and what the engines use instead."
+        default_factory=new_list, description="Values the config leaves out, and what the engines use instead."
     )
 
     quantization_config: Optional[dict[str, Any]] = None

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 from ..contract import ATTENTION_LAYER_TYPES, RECURRENT_MODEL_TYPES, TEXT_CONFIG_KEYS
 from ..exceptions import ConfigError
 from ._reader import MISSING, ConfigReader, get_dotted
-from .common import Number, RopeInfo, SizeInt, read_rope, validate_spec
+from .common import Number, RopeInfo, SizeInt, new_list, read_rope, validate_spec
 from .families import detect_format
 from .gguf import GGUFInfo
 
@@ -37,7 +37,7 @@ class TargetSpec(BaseModel):
     config_file: str = "config.json"
     model_type: Optional[str] = None
     text_model_type: Optional[str] = None
-    architectures: list[str] = Field(default_factory=list)
+    architectures: list[str] = Field(default_factory=new_list)
     text_prefix: str = Field("", description="Key under which the language model's config lives.")
 
     hidden_size: Optional[SizeInt] = None
@@ -59,12 +59,12 @@ class TargetSpec(BaseModel):
     sliding_window: Optional[StrictInt] = None
     use_sliding_window: Optional[StrictBool] = None
     recurrent_layers: list[int] = Field(
-        default_factory=list, description="Indices of recurrent / linear-attention / SSM layers."
+        default_factory=new_list, description="Indices of recurrent / linear-attention / SSM layers."
     )
     is_hybrid: bool = Field(False, description="Has layers whose cache cannot be rolled back by cropping.")
 
     bos_token_id: Optional[Any] = None
-    eos_token_ids: list[int] = Field(default_factory=list)
+    eos_token_ids: list[int] = Field(default_factory=new_list)
     pad_token_id: Optional[Any] = None
     mask_token: Optional[str] = Field(None, description="Tokenizer's mask token, if it declares one.")
     mask_token_id: Optional[int] = None
