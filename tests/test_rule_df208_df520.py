@@ -37,3 +37,15 @@ def test_df520_passes_enough_layers_an_explicit_pattern_other_types_and_torch_ba
     assert not catches("DF520", _gemma(num_hidden_layers=4, sliding_window_pattern=2), draft(), backends=("mlx",))
     assert not catches("DF520", target(num_hidden_layers=4), draft(), backends=("mlx",))
     assert not run_rule("DF520", _gemma(num_hidden_layers=4), draft(), backends=("dflash", "transformers"))
+
+
+def test_smoke_preflight_refuses_cpmant_with_df208_and_gemma3_on_mlx_with_df520(tmp_path):
+    from dflash_compat.commands.smoke_preflight import preflight
+    from tests.configs import write_model
+
+    d = write_model(tmp_path / "draft", draft())
+    cpm = write_model(tmp_path / "cpmant", _cpmant())
+    assert [f.code for f in preflight(str(cpm), str(d), "torch", deep=False).refusals] == ["DF208"]
+    gem = write_model(tmp_path / "gemma", _gemma(num_hidden_layers=4))
+    assert "DF520" in [f.code for f in preflight(str(gem), str(d), "mlx", deep=False).refusals]
+    assert "DF520" not in [f.code for f in preflight(str(gem), str(d), "torch", deep=False).refusals]
