@@ -73,7 +73,12 @@ def build(model_type: str, cache: Path) -> dict[str, Any]:
     folder = cache / model_type
     marker = folder / "built.json"
     if marker.is_file():
-        return json.loads(marker.read_text())
+        info = json.loads(marker.read_text())
+        if not info.get("built") or "vetted" in info:
+            return info
+        info = _vet(folder, info)
+        marker.write_text(json.dumps(info))
+        return info
     import warnings
 
     warnings.simplefilter("ignore")
@@ -81,15 +86,44 @@ def build(model_type: str, cache: Path) -> dict[str, Any]:
         z.build_target(model_type, folder / "target")
         hidden, layers, vocab = z.text_sizes(folder / "target")
         theta = z.rope_theta(folder / "target")
-        scale = hidden ** 0.5 if model_type.startswith(("gemma", "recurrent_gemma")) else None
-        z.save_zlab_draft(folder / "zlab", hidden, layers, vocab, theta=theta, embed_scale=scale)
+        z.save_zlab_draft(folder / "zlab", hidden, layers, vocab, theta=theta)  # its embedding scale: _vet
         z.save_assistant_draft(folder / "assistant", hidden, layers, vocab, theta=theta)
         _tokenizer(folder / "target", vocab)
-        info = {"built": True, "hidden": hidden, "layers": layers, "vocab": vocab}
+        info = _vet(folder, {"built": True, "hidden": hidden, "layers": layers, "vocab": vocab})
     except Exception as exc:  # noqa: BLE001 - a type that does not build at a tiny size is listed, not forced
         info = {"built": False, "error": _short(exc)}
     folder.mkdir(parents=True, exist_ok=True)
     marker.write_text(json.dumps(info))
+    return info
+
+
+def _vet(folder: Path, info: dict[str, Any]) -> dict[str, Any]:
+    """What running the built target shows: whether it decodes greedily at all at this size (a type whose tiny
+    target cannot is listed as not built: there is no greedy output to compare a runtime with), and the scale
+    its embedding module applies to the raw embedding rows (a scaled-embedding class: BioGPT, Gemma, ...),
+    which the z-lab draft must mirror (input_embedding_scale, DF121/DF704) for the pair to be a correct one."""
+    import torch
+    import torch.nn.functional as F
+
+    info = dict(info, vetted=1)
+    try:
+        target = _load_target(folder / "target")
+        _greedy(target, 2)
+    except Exception as exc:  # noqa: BLE001
+        return {"built": False, "vetted": 1, "error": "the tiny target fails plain greedy decoding: " + _short(exc)}
+    emb = target.get_input_embeddings()
+    ids = torch.tensor([PROMPT])
+    with torch.no_grad():
+        got, raw = emb(ids).float(), F.embedding(ids, emb.weight).float()
+    mask = raw.abs() > 1e-6
+    if bool(mask.any()):
+        scale = float((got[mask] / raw[mask]).median())
+        if abs(scale - 1.0) > 1e-3 and torch.allclose(got, raw * scale, rtol=1e-3, atol=1e-5):
+            info["embed_scale"] = scale
+            cfg_path = folder / "zlab" / "config.json"
+            cfg = json.loads(cfg_path.read_text())
+            cfg.setdefault("dflash_config", {})["input_embedding_scale"] = scale
+            cfg_path.write_text(json.dumps(cfg, indent=2))
     return info
 
 
@@ -251,21 +285,35 @@ def run_mlx(folder: Path) -> dict[str, Any]:
     return _compare(got, want)
 
 
-def run_smoke(folder: Path) -> dict[str, Any]:
-    cmd = [sys.executable, "-m", "dflash_compat", "smoke", str(folder / "target"), "--draft", str(folder / "zlab"),
-           "--prompt-ids", ",".join(map(str, PROMPT)), "--max-new-tokens", str(NEW_TOKENS), "--device", "cpu",
-           "--format", "json"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    err = proc.stderr.strip().splitlines()
-    if "Traceback (most recent call last)" in proc.stderr:
+def run_smoke(folder: Path, in_process: bool = True) -> dict[str, Any]:
+    """`dflash-check smoke` on the pair, as a user runs it: in this (case) process through click's test runner,
+    which saves a second torch import per type, or (in_process=False) as a subprocess."""
+    args = ["smoke", str(folder / "target"), "--draft", str(folder / "zlab"),
+            "--prompt-ids", ",".join(map(str, PROMPT)), "--max-new-tokens", str(NEW_TOKENS), "--device", "cpu",
+            "--format", "json"]
+    if in_process:
+        from click.testing import CliRunner
+
+        from dflash_compat.cli import cli
+
+        res = CliRunner().invoke(cli, args, prog_name="dflash-check")
+        code, stderr = res.exit_code, res.stderr
+        if res.exception is not None and not isinstance(res.exception, SystemExit):
+            return {"outcome": "crashed", "detail": _short(res.exception)}
+    else:
+        proc = subprocess.run([sys.executable, "-m", "dflash_compat", *args], capture_output=True, text=True,
+                              timeout=600)
+        code, stderr = proc.returncode, proc.stderr
+    err = stderr.strip().splitlines()
+    if "Traceback (most recent call last)" in stderr:
         return {"outcome": "crashed", "detail": (err[-1] if err else "")[:200]}
-    if proc.returncode == 0:
+    if code == 0:
         return {"outcome": "lossless"}
-    if proc.returncode == 1:
+    if code == 1:
         return {"outcome": "not-lossless", "detail": (err[-1] if err else "")[:200]}
-    if proc.returncode == 2 and err and err[-1].startswith("dflash-check: error:"):
+    if code == 2 and err and err[-1].startswith("dflash-check: error:"):
         return {"outcome": "refused", "detail": err[-1][len("dflash-check: error: "):][:200]}
-    return {"outcome": "crashed", "detail": (err[-1] if err else f"exit {proc.returncode}")[:200]}
+    return {"outcome": "crashed", "detail": (err[-1] if err else f"exit {code}")[:200]}
 
 
 RUNNERS = {"transformers": run_transformers, "dflash": run_dflash, "mlx": run_mlx, "smoke": run_smoke}

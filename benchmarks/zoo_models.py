@@ -34,7 +34,15 @@ _SIZES = {
     "first_k_dense_replace": 1, "n_shared_experts": 1, "kv_lora_rank": 16, "q_lora_rank": 32,
     "qk_rope_head_dim": 8, "qk_nope_head_dim": 8, "v_head_dim": 16, "qk_head_dim": 16,
     "sliding_window": 64, "attention_chunk_size": 64,
+    # keys whose defaults only fit full-size models (a group count above the 4 experts, a rotary or indexer
+    # width above the head, a linear-attention width, more routed experts per token than there are)
+    **dict.fromkeys(("n_group", "num_expert_group", "topk_group"), 1),
+    **dict.fromkeys(("moe_k", "num_experts_per_token"), 2),
+    "rotary_dim": 8, "linear_num_heads": 4, "linear_num_key_heads": 4, "linear_head_dim": 16,
+    "layer_group_size": 2, "index_head_dim": 16, "index_n_heads": 4, "index_topk": 4,
 }
+# Keys set even where the class defaults them to None (a None the model then uses as a number).
+_EVEN_IF_NONE = ("num_key_value_heads", "num_experts_per_tok")
 _TOKEN_IDS = ("bos_token_id", "eos_token_id", "pad_token_id", "sep_token_id", "cls_token_id",
               "decoder_start_token_id", "mask_token_id", "unk_token_id")
 # Pattern strings with one letter per layer (Nemotron-H "M-M*", Falcon-H1 has none): layer kinds kept so a
@@ -53,6 +61,8 @@ SAMPLE = ("qwen3", "llama", "gpt2", "ctrl", "dbrx", "bert", "xlm", "qwen3_5_text
 _FIXES: dict[str, dict[str, Any]] = {
     "mamba2": {"num_heads": 8, "head_dim": 16, "expand": 2, "n_groups": 1},  # hidden * expand == heads * head_dim
     "glm5_next": {"num_key_value_heads": 4},
+    "dory": {"n_input_layers": 1, "n_recurrent_layers": 2, "n_output_layers": 1,  # the three add up to the depth
+             "layer_types": ["sliding_attention", "full_attention"] * 2},  # a default list with "mlp" halves the depth
     # the default configs have no attention layer at all (published Bamba / Granite-4.0-H have some)
     "bamba": {"attn_layer_indices": [1, 3]},
     "granitemoehybrid": {"layer_types": ["linear_attention", "full_attention"] * 2},
@@ -92,8 +102,16 @@ def tiny_config(model_type: str) -> Any:
     kwargs: dict[str, Any] = {}
     scope = known[text_key] if text_key else known
     for key, value in _SIZES.items():
-        if key in scope and (scope[key] is not None or key in ("num_key_value_heads",)):
+        if key in scope and (scope[key] is not None or key in _EVEN_IF_NONE):
             kwargs[key] = value
+    if "qk_rope_head_dim" in scope and "head_dim" in scope:  # MLA: head_dim is the rotary part's width
+        kwargs["head_dim"] = _SIZES["qk_rope_head_dim"]
+    layers_default = next((scope[k] for k in ("num_hidden_layers", "n_layer", "num_layers") if
+                           isinstance(scope.get(k), int)), None)
+    for key, value in scope.items():  # per-layer number lists sized for the default depth
+        if (key not in kwargs and isinstance(value, list) and layers_default and len(value) == layers_default
+                and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)):
+            kwargs[key] = value[:LAYERS]
     if "num_key_value_heads" in kwargs and scope.get("num_key_value_heads") is None and "multi_query" not in scope:
         kwargs.pop("num_key_value_heads")
     for key in _TOKEN_IDS:

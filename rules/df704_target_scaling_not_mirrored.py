@@ -6,7 +6,8 @@ import math
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
 
-from ._sources import REF_BLOCK, REF_EMBED, REF_LOGITS
+from ._sources import HF_NATIVE_EMBED, REF_BLOCK, REF_EMBED, REF_LOGITS
+from .df121_gemma_scaling_missing import READ_BY
 
 
 def _close(a, b) -> bool:
@@ -29,7 +30,11 @@ def check(ctx: CheckContext):
         return
     embed, head = (m.paths.embed, m.paths.head) if m.paths else (None, None)
     loc = ctx.module_loc(embed or "")
-    if s.embed_scaled:
+    # Only the draft families whose loaders read the mirroring key are judged (DF121's READ_BY). The others are
+    # fed by the target's own modules: transformers' native path calls the embedding module, scale included
+    # (HF_NATIVE_EMBED), and applies the head's raw logits like the target's forward does.
+    reads = {field for field, formats in READ_BY.items() if d.format in formats}
+    if s.embed_scaled and "input_embedding_scale" in reads:
         value, known = s.embed_scale, _config_embed_scale(t)
         where = ", ".join(s.embed_scale_source)
         have = d.input_embedding_scale
@@ -46,6 +51,8 @@ def check(ctx: CheckContext):
                 yield Violation(f"the target multiplies its embeddings by {value:g} ({where}); the draft's "
                                 f"input_embedding_scale is {have:g}", locs, severity="warning")
     cap = s.logit_softcap
+    if "final_logit_softcapping" not in reads:
+        cap = None
     if cap is not None and t.final_logit_softcapping is None and not (d.final_logit_softcapping and _close(d.final_logit_softcapping, cap)):
         yield Violation(
             f"the target soft-caps its logits at {cap:g} (a default of {m.model_class}, not written in "
@@ -53,7 +60,7 @@ def check(ctx: CheckContext):
             [ctx.module_loc(head or ""), ctx.dloc("final_logit_softcapping")], severity="warning",
         )
     div = s.logits_scaling
-    if div is not None and t.logits_scaling is None:
+    if div is not None and t.logits_scaling is None and "output_multiplier" in reads:
         mult = d.output_multiplier
         if mult is None or not _close(mult, 1.0 / div):
             yield Violation(
@@ -76,9 +83,11 @@ RULE = Rule(
     "Complements DF121, which reads the config keys.",
     why="The dflash reference reads the target's embedding weights and applies its head directly, bypassing "
     "whatever the target's forward does around them; unmirrored, the draft sees embeddings at the wrong scale "
-    "(acceptance near zero) or proposes from differently shaped logits. (Other engines differ: DF126.)",
+    "(acceptance near zero) or proposes from differently shaped logits. (Other engines differ: DF126.) Drafts whose "
+    "loaders read none of these keys (the Muse Glimmer assistant of transformers' native path, which calls the "
+    "target's embedding module, scale included) are not judged.",
     example="a target whose embedding class multiplies by embed_scale=48.0 while its model_type is not a Gemma one",
     fix="Set `dflash_config.input_embedding_scale` (and final_logit_softcapping / output_multiplier) to the values "
     "the message gives, as the draft was trained with.",
-    sources=(REF_EMBED, REF_BLOCK, REF_LOGITS),
+    sources=(REF_EMBED, REF_BLOCK, REF_LOGITS, HF_NATIVE_EMBED),
 )

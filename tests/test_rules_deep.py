@@ -244,6 +244,22 @@ def test_df704_catches_a_scale_the_config_does_not_show():
 
 
 @torch_required
+def test_df704_leaves_a_muse_glimmer_assistant_alone():
+    # transformers' native path calls the target's embedding module (scale included) and reads no
+    # input_embedding_scale: the assistant has nothing to mirror (a tiny BioGPT ran losslessly, zoo truth)
+    t = spec(scaling__embed_scaled=True, scaling__embed_scale=8.0, scaling__embed_scale_source=("embedding.embed_scale",),
+             scaling__logit_softcap=30.0)
+    zlab = tiny_draft(TINY["llama"])
+    assistant = {k: v for k, v in zlab.items() if k != "dflash_config"}
+    assistant.update(architectures=["MuseGlimmerAssistantModel"], model_type="muse_glimmer_assistant", block_size=8,
+                     mask_token_id=zlab["dflash_config"]["mask_token_id"],
+                     target_layer_ids=zlab["dflash_config"]["target_layer_ids"])
+    d = parse_draft_config(assistant, "d")
+    assert d.format not in ("zlab-v1", "zlab-v2")
+    assert caught("DF704", t) and not caught("DF704", t, draft=d)
+
+
+@torch_required
 def test_df704_leaves_gemma_sqrt_hidden_to_df121():
     assert not caught("DF704", spec("gemma3"))
 

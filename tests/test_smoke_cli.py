@@ -115,6 +115,21 @@ def test_min_acceptance_fails_with_exit_1(models):
     assert "under --min-acceptance" in res.stdout
 
 
+def test_a_target_that_cannot_decode_alone_is_refused_not_a_crash(models, monkeypatch):
+    # e.g. a checkpoint whose own forward raises: not a DFlash problem, so exit 2 with the target named, never exit 3
+    from transformers import AutoModelForCausalLM
+
+    def broken(self, *a, **k):
+        raise RuntimeError("The size of tensor a (4) must match the size of tensor b (8)")
+
+    target_class = type(AutoModelForCausalLM.from_pretrained(str(models / "target")))
+    monkeypatch.setattr(target_class, "forward", broken)
+    res = _smoke(models, "--prompt-ids", "1,2,3", "--max-new-tokens", "4")
+    assert res.exit_code == 2, res.output
+    assert "the target fails plain greedy decoding on its own (The size of tensor a (4)" in res.stderr
+    assert "internal error" not in res.stderr and len(res.stderr.strip().splitlines()) == 1
+
+
 def test_broken_rollback_fails_with_exit_1(models, monkeypatch):
     from transformers import DynamicCache
 

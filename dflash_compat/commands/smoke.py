@@ -9,7 +9,16 @@ from typing import Any, Callable, Optional
 
 import click
 
-from ..exceptions import EXIT_FAIL, EXIT_INPUT, EXIT_OK, DFlashCompatError, InputError, MissingDependencyError, one_line
+from ..exceptions import (
+    EXIT_FAIL,
+    EXIT_INPUT,
+    EXIT_OK,
+    DFlashCompatError,
+    InputError,
+    MissingDependencyError,
+    RuntimeUnsupportedError,
+    one_line,
+)
 from ..inputs import FiniteFloatRange, SeedRange, check_texts
 from ..runtime.core import (
     ATTENTION_CHOICES,
@@ -162,8 +171,15 @@ def run_prompts(rt, draft, target, prompts: list[list[int]], req: "SmokeRequest"
     total(2 * len(prompts))
     # warm-up: first calls pay for lazy initialisation (CUDA kernel selection, MLX compilation)
     warm = min(8, req.max_new_tokens)
+    try:  # the target alone first: a target that cannot decode greedily is not a DFlash question
+        rt.greedy_generate(target, prompts[0], max_new_tokens=warm, graphs=req.graphs, **plain)
+    except DFlashCompatError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the target's own forward, not our code
+        raise RuntimeUnsupportedError(
+            f"the target fails plain greedy decoding on its own ({one_line(exc)}); DFlash cannot be judged "
+            "on it: fix the target (or its adapter) first") from exc
     rt.spec_generate(draft, target, prompts[0], max_new_tokens=warm, **spec)
-    rt.greedy_generate(target, prompts[0], max_new_tokens=warm, graphs=req.graphs, **plain)
     rt.generate_baseline(target, prompts[0], max_new_tokens=warm, **plain)
     runs = []
     for ids in prompts:
