@@ -121,3 +121,26 @@ def test_vllm_s_first_release_with_dflash_is_what_its_sdists_say():
         (e.arch, e.module) for entries in registry.values() for e in entries}
     python = [n for n in old._names if n.startswith("vllm/") and n.endswith(".py")]
     assert len(python) > 1000 and not [n for n in python if "dflash" in old.read(n).lower()]
+
+
+@pytest.mark.engine_wheels
+def test_an_sdist_gives_the_facts_its_wheel_gives(tmp_path, monkeypatch):
+    """vLLM 0.32.0 read from its sdist and from its wheel: the same facts and sources, byte for byte."""
+    from dflash_compat.enginefacts.__main__ import main
+
+    wheels = Path(os.environ.get("DFLASH_WHEELS", "/work/wheels"))
+    wheel = sorted(wheels.glob("vllm-0.32.0-*.whl"))
+    sdist = SDISTS / "vllm-0.32.0.tar.gz"
+    if not wheel or not sdist.is_file():
+        pytest.skip("needs vllm-0.32.0's wheel (pip download --no-deps vllm==0.32.0 -d /work/wheels) and its sdist "
+                    f"in {SDISTS}")
+    out = {}
+    for kind, path in (("wheel", wheel[0]), ("sdist", sdist)):
+        folder = tmp_path / kind
+        folder.mkdir()
+        (folder / path.name).symlink_to(path)
+        monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / f"cache-{kind}"))
+        assert main(["refresh", "--engine", "vllm==0.32.0", "--wheels", str(folder)]) == 0
+        facts = tmp_path / f"cache-{kind}" / "dflash-compat" / "facts" / "vllm" / "0.32.0"
+        out[kind] = [(facts / name).read_bytes() for name in ("facts.json", "sources.json")]
+    assert out["wheel"] == out["sdist"]
