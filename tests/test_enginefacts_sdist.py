@@ -104,7 +104,7 @@ def test_the_docs_name_vllm_s_first_release_with_dflash():
 
 def test_vllm_s_first_release_with_dflash_is_what_its_sdists_say():
     """The bisection of docs/engine-facts.md, re-read from the two sdists: 0.20.0 lists method `dflash`
-    (vllm/config/speculative.py:53-55) and registers DFlashDraftModel (registry.py:576); 0.19.1 has no
+    (vllm/config/speculative.py:53-56) and registers DFlashDraftModel (registry.py:576); 0.19.1 has no
     `dflash` in any Python file under vllm/."""
     first, before = _docs_first_release()
     paths = [SDISTS / f"vllm-{v}.tar.gz" for v in (first, before)]
