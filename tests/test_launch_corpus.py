@@ -101,3 +101,18 @@ def test_the_option_overrides_the_pinned_version():
     launch = doc["launches"][0]
     assert launch["engine_version"] == {"version": "0.33.0", "origin": "option", "detail": "--engine-version"}
     assert "DF902" not in [f["code"] for f in launch["report"]["findings"]]  # 0.33 still knows the key
+
+
+def test_a_vllm_0_32_launch_is_judged_by_its_own_parser(tmp_path):
+    """`launch --engine-version vllm==0.32.0`: the flags are judged (no DF911) against 0.32.0's parser, which
+    has no `--monokernel` (declared from 0.33.0 on: vllm/engine/arg_utils.py:1842)."""
+    script = tmp_path / "run.sh"
+    script.write_text("vllm serve Qwen/Qwen3-8B --speculative-config '{\"method\": \"dflash\", \"model\": "
+                      "\"z-lab/Qwen3-8B-DFlash-b16\", \"num_speculative_tokens\": 15}' --headless --monokernel\n")
+    res = _run("--no-pair", "--engine-version", "vllm==0.32.0", str(script))
+    launch = json.loads(res.output)["launches"][0]
+    assert launch["engine_version"] == {"version": "0.32.0", "origin": "option", "detail": "--engine-version"}
+    found = [(f["code"], f["message"]) for f in launch["report"]["findings"] if f["code"].startswith("DF9")]
+    codes = [c for c, _ in found]
+    assert "DF911" not in codes and codes.count("DF901") == 1, found
+    assert "--monokernel" in dict(found)["DF901"] and res.exit_code == 1

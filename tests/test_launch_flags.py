@@ -28,19 +28,46 @@ def test_vllm_flags_fields_and_speculative_keys(tmp_path):
         "vllm/engine/arg_utils.py": "def add(p):\n    p.add_argument('--model')\n"
                                     "    g.add_argument('--tensor-parallel-size', '-tp', type=int)\n"
                                     "    g.add_argument('--speculative-config', '-sc')\n",
-        "vllm/entrypoints/cli/serve.py": "def f(p):\n    p.add_argument('model_tag', nargs='?')\n",
+        "vllm/entrypoints/cli/serve.py": "from vllm.entrypoints.common.cli_args import make_arg_parser\n"
+                                         "def f(p):\n    p.add_argument('model_tag', nargs='?')\n",
         "vllm/entrypoints/common/cli_args.py": "class BaseFrontendArgs:\n    api_key: str = ''\n"
-                                               "class FrontendArgs(BaseFrontendArgs):\n    port: int = 8000\n",
+                                               "class FrontendArgs(BaseFrontendArgs):\n    port: int = 8000\n"
+                                               "def make_arg_parser(p):\n    p.add_argument('--headless')\n",
         "vllm/config/speculative.py": "class SpeculativeConfig:\n    method: str = None\n"
                                       "    num_speculative_tokens: int = None\n    model: str = None\n",
     })
     facts = extract("vllm", root)
     assert set(facts["flags"]) == {"--model", "--tensor-parallel-size", "-tp", "--speculative-config", "-sc",
-                                   "--api-key", "--port"}
+                                   "--api-key", "--port", "--headless"}
     assert facts["flags"]["-tp"] == ["vllm/engine/arg_utils.py", 3]
+    assert facts["flags"]["--headless"] == ["vllm/entrypoints/common/cli_args.py", 6]
     assert facts["speculative_config_keys"] == {"method": ["vllm/config/speculative.py", 2],
                                                 "num_speculative_tokens": ["vllm/config/speculative.py", 3],
                                                 "model": ["vllm/config/speculative.py", 4]}
+
+
+def test_vllm_frontend_parser_is_found_by_what_serve_imports(tmp_path):
+    """vLLM 0.32.0 keeps the frontend parser in entrypoints/launchers/cli_args.py (0.33.0 moved it to
+    entrypoints/common/); the extractor follows `vllm serve`'s import of make_arg_parser, and the frontend
+    dataclasses to the module that defines them."""
+    root = _write(tmp_path, {
+        "vllm/engine/arg_utils.py": "def add(p):\n    g.add_argument('--speculative-config', '-sc')\n",
+        "vllm/entrypoints/cli/serve.py": "from vllm.entrypoints.launchers.cli_args import (\n    make_arg_parser,\n)\n",
+        "vllm/entrypoints/launchers/cli_args.py": "from vllm.entrypoints.launchers.frontend import BaseFrontendArgs\n"
+                                                  "class FrontendArgs(BaseFrontendArgs):\n    port: int = 8000\n"
+                                                  "def make_arg_parser(p):\n    p.add_argument('--headless')\n",
+        "vllm/entrypoints/launchers/frontend/__init__.py": "class BaseFrontendArgs:\n    api_key: str = ''\n",
+        "vllm/config/speculative.py": "class SpeculativeConfig:\n    method: str = None\n"
+                                      "    num_speculative_tokens: int = None\n",
+    })
+    flags = extract("vllm", root)["flags"]
+    assert flags["--port"] == ["vllm/entrypoints/launchers/cli_args.py", 3]
+    assert flags["--headless"] == ["vllm/entrypoints/launchers/cli_args.py", 5]
+    assert flags["--api-key"] == ["vllm/entrypoints/launchers/frontend/__init__.py", 2]
+    # serve no longer importing make_arg_parser by name: a layout error, not a guess
+    (root / "vllm/entrypoints/cli/serve.py").write_text("from vllm.entrypoints.launchers import cli_args\n")
+    with pytest.raises(LayoutError, match="make_arg_parser"):
+        extract("vllm", root)
 
 
 def test_sglang_fields_aliases_and_no_cli(tmp_path):
@@ -90,6 +117,7 @@ def test_a_parser_that_lost_its_anchor_is_an_error(tmp_path):
 
 
 SOURCES = {
+    ("vllm", "0.32.0"): WHEELS / "vllm-0.32.0",
     ("vllm", "0.33.0"): WHEELS / "vllm-0.33.0",
     ("vllm", "0.34.0"): WHEELS.parent / "vllm-0.34.0-cp38-abi3-manylinux_2_28_x86_64.whl",
     ("sglang", "0.5.23"): WHEELS / "sglang-0.5.23",

@@ -57,6 +57,24 @@ def test_df902():
     assert codes(vllm()) == []
 
 
+def test_vllm_0_32_flags_are_judged():
+    """vLLM 0.32.0's parser is read (its frontend flags live in entrypoints/launchers/cli_args.py):
+    `--headless` (0.32.0 vllm/entrypoints/launchers/cli_args.py:435) and `--port` (FrontendArgs,
+    :285) pass; `--monokernel`, declared from 0.33.0 on (0.33.0 vllm/engine/arg_utils.py:1842; 0.32.0's
+    KernelConfig group, arg_utils.py:1795-1814, has no such flag), is refused; so is the
+    --speculative-config key `xpress_topc` (0.33.0 vllm/config/speculative.py:646; 0.32.0's
+    SpeculativeConfig, speculative.py:387, has none, and extra keys are forbidden: config/utils.py:71)."""
+    at = {"vllm": "0.32.0"}
+    assert codes(vllm(extra="--headless --port 8001 --tensor-parallel-size 2"), engine_versions=at) == []
+    assert codes(vllm(extra="--monokernel"), engine_versions=at) == ["DF901"]
+    assert codes(vllm(extra="--monokernel"), engine_versions={"vllm": "0.33.0"}) == []
+    fr = check_text("x", vllm(extra="--monokernel"), LaunchSettings(pair=False, engine_versions=at))
+    [f] = [f for f in fr.launches[0].report.findings if f.code == "DF901"]
+    assert "not an option of vllm 0.32.0 (it exists in vllm 0.33.0, 0.34.0)" in f.message
+    assert codes(vllm({**SPEC, "xpress_topc": 4}), engine_versions=at) == ["DF902"]
+    assert codes(vllm({**SPEC, "xpress_topc": 4}), engine_versions={"vllm": "0.33.0"}) == []
+
+
 def test_df903():
     assert codes(vllm({**SPEC, "num_speculative_tokens": 0})) == ["DF903"]
     assert codes(LLAMA.replace("--spec-draft-n-max 15", "--spec-draft-n-max 0")) == ["DF903"]
@@ -114,6 +132,7 @@ def test_df910_says_why_the_pair_was_not_checked():
 def test_df911():
     assert codes(vllm(), engine_versions={"vllm": "0.20.0"}) == ["DF911"]
     assert codes(vllm(), engine_versions={"vllm": "0.33.0"}) == []
+    assert codes(vllm(), engine_versions={"vllm": "0.32.0"}) == []  # its parser is read too
 
 
 def test_select_ignore_and_severity_apply():

@@ -233,5 +233,30 @@ def test_vllm_flags_follow_the_selected_release():
     new = select_versions(option=("vllm==0.34.0",), installed=False)
     with pytest.raises(InputError, match="disable_padded_drafter_batch"):
         for_release(plan, _accepted_flags("vllm", new), "0.34.0")
-    none = select_versions(option=("vllm==0.32.0",), installed=False)  # parser not read: printed as is
-    assert _accepted_flags("vllm", none) is None
+    # a release older than the window is judged with the oldest bundled one's facts (as DF012 says)
+    older = select_versions(option=("vllm==0.20.0",), installed=False)
+    assert older.used("vllm") == "0.32.0"
+    assert _accepted_flags("vllm", older) == _accepted_flags("vllm", select_versions(option=("vllm==0.32.0",),
+                                                                                    installed=False))
+
+
+def test_vllm_0_32_commands_are_checked():
+    """serve checks a vLLM 0.32.0 line against 0.32.0's own parser (its frontend flags are in
+    entrypoints/launchers/cli_args.py there): the command it prints passes; a flag 0.32.0 does not declare
+    (`--monokernel`, from 0.33.0: vllm/engine/arg_utils.py:1842) is refused, not printed."""
+    from dflash_compat.commands.serve import _accepted_flags
+    from dflash_compat.engine_versions import select_versions
+    from dflash_compat.exceptions import InputError
+    from dflash_compat.serving.launch import LaunchPlan, for_release
+
+    res = _serve("vllm", "--engine-version", "vllm==0.32.0")
+    assert res.exit_code == 0, res.output
+    argv = json.loads(res.output)["argv"]
+    assert argv[:2] == ["vllm", "serve"] and "--speculative-config.method" in argv
+    accepted = _accepted_flags("vllm", select_versions(option=("vllm==0.32.0",), installed=False))
+    assert accepted is not None and "--port" in accepted and "--speculative-config.num_speculative_tokens" in accepted
+    assert for_release(LaunchPlan("vllm", argv), accepted, "0.32.0").argv == argv
+    with pytest.raises(InputError, match="vLLM 0.32.0 does not accept --monokernel"):
+        for_release(LaunchPlan("vllm", [*argv, "--monokernel"]), accepted, "0.32.0")
+    with pytest.raises(InputError, match="xpress_topc"):
+        for_release(LaunchPlan("vllm", [*argv, "--speculative-config.xpress_topc", "4"]), accepted, "0.32.0")

@@ -23,8 +23,8 @@ def facts_cmd() -> None:
 @click.option("--engine", "engines", multiple=True, required=True, metavar="NAME[==VERSION]",
               help="An engine release to read (repeatable); without ==VERSION, the newest on the package index.")
 @click.option("--wheels", type=click.Path(file_okay=False),
-              help="A folder holding the engine wheels (or unpacked NAME-VERSION/ folders); default: pip downloads "
-              "them.")
+              help="A folder holding the engine wheels (or unpacked NAME-VERSION/ folders, or source distributions "
+              "NAME-VERSION.tar.gz); default: pip downloads them.")
 @click.option("--cache", type=click.Path(file_okay=False),
               help="The download folder (default: $XDG_CACHE_HOME/dflash-compat/wheels).")
 def refresh_cmd(engines: tuple[str, ...], wheels: Optional[str], cache: Optional[str]) -> None:

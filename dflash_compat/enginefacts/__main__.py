@@ -34,7 +34,8 @@ def _parser() -> argparse.ArgumentParser:
     ref.add_argument("--bundle", action="store_true", help="Add the --engine releases to the bundled window "
                      "(maintainers) instead of the user cache.")
     ref.add_argument("--wheels", type=Path, help="Folder holding the engine wheels (or unpacked NAME-VERSION/ "
-                     "folders); default: download them with pip into --cache.")
+                     "folders, or NAME-VERSION.tar.gz source distributions); default: download them with pip into "
+                     "--cache.")
     ref.add_argument("--cache", type=Path, default=None, help="Download folder (default: "
                      "$XDG_CACHE_HOME/dflash-compat/wheels).")
     ref.add_argument("--check", action="store_true", help="Do not write: exit 1 if the bundled files differ from "

@@ -72,9 +72,13 @@ def locate(engine: str, wheels: Optional[Path], cache: Path, version: Optional[s
         unpacked = folder / f"{pkg}-{version}"
         if unpacked.is_dir() and (unpacked / pkg).is_dir():
             return unpacked
+        sdist = folder / f"{pkg}-{version}.tar.gz"  # a source distribution: the same Python sources
+        if sdist.is_file():
+            return sdist
     if wheels is not None:
-        raise LayoutError(f"{wheels}: no {pkg}-{version}-*.whl (nor an unpacked {pkg}-{version}/); fetch it with "
-                          f"`pip download --no-deps {engine}=={version} -d {wheels}`")
+        raise LayoutError(f"{wheels}: no {pkg}-{version}-*.whl (nor an unpacked {pkg}-{version}/, nor "
+                          f"{pkg}-{version}.tar.gz); fetch it with `pip download --no-deps {engine}=={version} -d "
+                          f"{wheels}`")
     return _download(engine, version, cache)
 
 
@@ -111,8 +115,11 @@ def _download(engine: str, version: Optional[str], cache: Path) -> Path:
 
 
 def wheel_version(path: Path) -> str:
-    """The release a wheel file or unpacked NAME-VERSION folder holds."""
+    """The release a wheel file, source distribution (NAME-VERSION.tar.gz) or unpacked NAME-VERSION folder
+    holds."""
     name = path.name
+    if name.endswith(".tar.gz"):
+        name = name[:-len(".tar.gz")]
     return name.split("-")[1] if name.endswith(".whl") else name.rsplit("-", 1)[1]
 
 

@@ -49,18 +49,37 @@ def _class_fields(tree: SourceTree, path: str, names: set[str]) -> dict[str, tup
     return out
 
 
+def _defines(tree: SourceTree, path: str, name: str) -> bool:
+    return any(isinstance(n, (ast.ClassDef, ast.FunctionDef)) and n.name == name for n in tree.parse(path).body)
+
+
+def _imported_module(tree: SourceTree, path: str, name: str) -> str:
+    """The file of the module `path` imports `name` from (`from vllm.x.y import name`)."""
+    for node in ast.walk(tree.parse(path)):
+        if isinstance(node, ast.ImportFrom) and node.module and any(a.name == name for a in node.names):
+            base = node.module.replace(".", "/")
+            for candidate in (f"{base}.py", f"{base}/__init__.py"):
+                if tree.exists(candidate):
+                    return candidate
+            raise LayoutError(f"{path}: imports {name} from {node.module}, which is not in the sources")
+    raise LayoutError(f"{path}: no `from ... import {name}`; has the layout changed?")
+
+
 def vllm_flags(tree: SourceTree) -> dict[str, Any]:
     """vLLM: `add_argument` literals of the engine and frontend parsers, the frontend dataclasses' fields
     (each becomes `--field-name`), and SpeculativeConfig's fields (the keys --speculative-config takes)."""
     flags: Found = {}
-    paths = ["vllm/engine/arg_utils.py", "vllm/entrypoints/cli/serve.py"]
-    paths += [p for p in ("vllm/entrypoints/common/cli_args.py", "vllm/entrypoints/openai/cli_args.py")
-              if tree.exists(p)]
+    serve = "vllm/entrypoints/cli/serve.py"
+    # the frontend parser is the module `vllm serve` takes make_arg_parser from (0.33: entrypoints/common/,
+    # 0.32: entrypoints/launchers/); its frontend dataclasses may live in a module it imports them from
+    front = _imported_module(tree, serve, "make_arg_parser")
+    paths = ["vllm/engine/arg_utils.py", serve, front]
     for path in paths:
         _literal_flags(tree, path, flags)
-    front = next(p for p in paths if p.endswith("cli_args.py"))
-    for name, (line, _) in _class_fields(tree, front, {"BaseFrontendArgs", "FrontendArgs"}).items():
-        flags.setdefault("--" + name.replace("_", "-"), [front, line])
+    for cls in ("BaseFrontendArgs", "FrontendArgs"):
+        where = front if _defines(tree, front, cls) else _imported_module(tree, front, cls)
+        for name, (line, _) in _class_fields(tree, where, {cls}).items():
+            flags.setdefault("--" + name.replace("_", "-"), [where, line])
     spec_path = "vllm/config/speculative.py"
     fields = _class_fields(tree, spec_path, {"SpeculativeConfig"})
     keys = {name: [spec_path, line] for name, (line, _) in fields.items()}

@@ -46,9 +46,17 @@ class Entry:
 
 
 def _module_prefix(body: list[ast.stmt]) -> str:
-    """The package vLLM puts in front of a relative registry module name (`_resolve_module_name`)."""
-    fn = function(body, "_resolve_module_name", REGISTRY)
-    for node in ast.walk(fn):
+    """The package vLLM puts in front of a relative registry module name (`_resolve_module_name`; before it
+    existed, e.g. 0.20.0, the `module_name=f"..."` the ModelRegistry builds each lazy entry with)."""
+    if any(isinstance(s, ast.FunctionDef) and s.name == "_resolve_module_name" for s in body):
+        scope: ast.AST = function(body, "_resolve_module_name", REGISTRY)
+    else:
+        kws = [k.value for k in ast.walk(ast.Module(body=body, type_ignores=[]))
+               if isinstance(k, ast.keyword) and k.arg == "module_name" and isinstance(k.value, ast.JoinedStr)]
+        if len(kws) != 1:
+            raise LayoutError(f"{REGISTRY}: no `_resolve_module_name` (nor one `module_name=f\"...\"`)")
+        scope = kws[0]
+    for node in ast.walk(scope):
         if isinstance(node, ast.JoinedStr) and node.values and (s := string_value(node.values[0])):
             return s
     raise LayoutError(f"{REGISTRY}: _resolve_module_name no longer builds an f-string module name")
