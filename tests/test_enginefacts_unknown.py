@@ -201,3 +201,89 @@ def test_one_refresh_after_a_new_citation_is_up_to_date(tmp_path, capsys, monkey
     # 1.0.0: both citations, each at its 1.0.0 lines (no patch needed beyond the lines)
     old = located["versions"]["1.0.0"]["cites"]
     assert old == {f"vllm {path}:{at + 3}-{at + 4}": {"$set": f"{at}-{at + 1}"}, f"vllm {path}:{at}": {"$set": str(at)}}
+
+
+# -- the rules: reading an unknown fact is "not judged", never a guess ------------------------------
+
+
+def test_reading_an_unknown_fact_raises_instead_of_answering_empty():
+    from dflash_compat.engine_store import Facts, UnknownFact
+
+    facts = Facts("vllm", "9.0.0", {"features": ["x"], "unknown": {"draft_v1_refused": "the refusal was not found"}})
+    assert facts["features"] == ["x"] and facts.get("unknown") == {"draft_v1_refused": "the refusal was not found"}
+    assert facts.get("absent", ()) == () and "features" in facts
+    for read in (lambda: facts["draft_v1_refused"], lambda: facts.get("draft_v1_refused", ()),
+                 lambda: "draft_v1_refused" in facts):
+        with pytest.raises(UnknownFact, match=r"^vllm 9\.0\.0: draft_v1_refused unknown \(the refusal was not found\)$"):
+            read()
+    assert dict(facts) == {"features": ["x"], "unknown": {"draft_v1_refused": "the refusal was not found"}}
+
+
+def test_a_rule_that_reads_an_unknown_fact_with_a_default_is_not_judged(monkeypatch):
+    """DF310 reads `facts.get("draft_v1_refused", ())`: with that list unknown at the release, an empty
+    default would say "V1 serves it"; the rule gives the info instead, for that release."""
+    from dflash_compat import engine_support
+    from dflash_compat.engine_store import Facts
+
+    dflash2 = draft(architectures=["DFlash2DraftModel"])
+    judged = run_rule("DF310", target(), dflash2, backends=("vllm",), versions=["vllm==0.33.0"])
+    assert len(judged) == 1 and "DFlash candidate-head drafts" in judged[0].message
+    real = engine_support.engine_data
+
+    def lost(section, version=None):
+        data = real(section, version)
+        if section != "vllm":
+            return data
+        broken = {k: v for k, v in data.items() if k != "draft_v1_refused"}
+        broken["unknown"] = {"draft_v1_refused": "vllm/config/vllm.py: the V1 runner's refusal was not found"}
+        return Facts("vllm", data.version, broken)
+
+    monkeypatch.setattr(engine_support, "engine_data", lost)
+    found = run_rule("DF310", target(), dflash2, backends=("vllm",), versions=["vllm==0.33.0"])
+    _not_judged(found, "DF310", "vllm", "0.33.0", "draft_v1_refused")
+    assert "the V1 runner's refusal was not found" in found[0].message
+
+
+def test_a_failed_step_makes_each_fact_resting_on_it_unknown_and_spares_the_rest():
+    from dflash_compat.enginefacts.facts import Section, Step
+    from dflash_compat.enginefacts.source import LayoutError, Loc
+
+    calls = []
+
+    def registry():
+        calls.append(1)
+        raise LayoutError("registry.py: no module-level `_MODELS = ...`")
+
+    step = Step(registry)
+    sec = Section()
+    with sec.guard("supported"):
+        sec.names("supported", {name: Loc("vllm/a.py", 1) for name in step()})
+    with sec.guard("drafts"):
+        sec.names("drafts", {name: Loc("vllm/a.py", 2) for name in step()})
+    with sec.guard("features"):
+        sec.names("features", {"x": Loc("vllm/b.py", 3)})
+    with sec.guard("odd"):  # a reader meeting code of another shape: unknown too, with the error named
+        sec.names("odd", {n.id: Loc("vllm/c.py", 4) for n in [None]})
+    assert calls == [1]  # the step ran once
+    assert sec.unknown == {"supported": "registry.py: no module-level `_MODELS = ...`",
+                           "drafts": "registry.py: no module-level `_MODELS = ...`",
+                           "odd": "the reader failed (AttributeError: 'NoneType' object has no attribute 'id')"}
+    assert sec.data == {"features": ["x"]} and set(sec.sources) == {"features"}
+    assert sec.facts_json()["unknown"] == sec.unknown
+
+
+def test_a_deep_check_judges_at_the_release_asked_for(tmp_path, monkeypatch):
+    """`dflash-check` with its deep checks (the default) judges every rule at the --engine-version release,
+    as the report's `engines` says (the deep context used to drop the selection and judge at the newest)."""
+    from click.testing import CliRunner
+
+    from dflash_compat.cli import cli
+
+    pair = Path(__file__).parent / "fixtures" / "pairs" / "qwen3-8b"
+    res = CliRunner().invoke(cli, [str(pair / "target"), "--draft", str(pair / "draft"), "--backend", "vllm",
+                                   "--engine-version", "vllm==0.33.0", "--format", "json"])
+    assert res.exit_code in (0, 1), res.output[-2000:]
+    report = json.loads(res.output)
+    assert report["engines"]["vllm"]["version"] == "0.33.0"
+    judged = {f["code"]: f["judged_for"].get("vllm") for f in report["findings"] if f["backend"] == "vllm"}
+    assert judged and set(judged.values()) == {"0.33.0"}, judged
