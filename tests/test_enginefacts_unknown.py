@@ -3,9 +3,9 @@ writes every other fact and prints the unknown one, `refresh --check` fails on i
 release gives the rules that read it one info finding "not judged for ENGINE VERSION: FACT unknown (why)".
 And one refresh after a new citation reaches the fixed point (`refresh --check` passes right after).
 
-The real-source cases copy an unpacked wheel (DFLASH_ENGINE_SRC, default /work/wheels/src; `python
-tools/engine_src.py /work/wheels/src` fetches and unpacks the newest bundled releases) and take one anchor
-away; they skip, with that command, where the release is not unpacked."""
+The real-source cases copy an unpacked wheel (DFLASH_ENGINE_SRC, default /work/wheels/src) and take one anchor
+away: transformers 5.24.0, vLLM 0.34.0 and SGLang 0.5.23. Where a release is not unpacked they skip with the
+command that fetches it (`python tools/engine_src.py /work/wheels/src --engine transformers==5.24.0`)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,6 @@ from tests.configs import draft, run_rule, target
 
 SRC = Path(os.environ.get("DFLASH_ENGINE_SRC", "/work/wheels/src"))
 FIXTURES = Path(__file__).parent / "fixtures" / "enginefacts"
-FETCH = "python tools/engine_src.py /work/wheels/src (or set DFLASH_ENGINE_SRC)"
 
 
 def _fake_release(tmp_path: Path, source: str, package: str, version: str, path: str, old: str, new: str) -> Path:
@@ -33,7 +32,9 @@ def _fake_release(tmp_path: Path, source: str, package: str, version: str, path:
     `old` replaced by `new` in `path` (the files are hard links where possible; the edited one is new)."""
     src = SRC / source
     if not (src / package).is_dir():
-        pytest.skip(f"{src} is not unpacked here: {FETCH}")
+        engine = {"mlx_lm": "mlx-lm"}.get(package, package)
+        pytest.skip(f"{src} is not unpacked here: python tools/engine_src.py {SRC} --engine "
+                    f"{engine}=={source.rsplit('-', 1)[1]} (DFLASH_ENGINE_SRC names the folder)")
     wheels = tmp_path / "wheels"
     dest = wheels / f"{package}-{version}"
 
