@@ -126,7 +126,7 @@ def run_check(req: CheckRequest, rules: Optional[Sequence[Rule]] = None) -> Repo
         from .probe import inspect_draft, inspect_target
 
         gguf = Skipped("gguf", "a GGUF file: its header is read, it is not built as a checkpoint")
-        ctx = CheckContext(target=target, draft=draft, options=req.options,
+        ctx = CheckContext(target=target, draft=draft, options=req.options, versions=versions,
                            weights=gguf if d_res.is_gguf else inspect_draft(d_res, token=req.options.token),
                            modules=gguf if t_res.is_gguf else inspect_target(t_res, target, req.options,
                                                                              req.framework))

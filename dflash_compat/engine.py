@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Optional, Sequence, Union
 
+from .engine_store import UnknownFact
 from .engine_versions import ENGINES, Versions, default_versions, satisfies
 from .findings import COMMON, Finding, Location, RuleDocs, RuleResults, RuleRun, backend_counts
 from .options import CheckOptions
@@ -296,37 +297,45 @@ def _run_one(ctx: CheckContext, rule: Rule, backends: Sequence[str],
     if missing is not None:
         return RuleRun(**run, status="skipped", missing=missing[0], reason=missing[1]), []
     unknown = _unknown_facts(ctx, rule)
-    if unknown:
-        found = [Finding(code=rule.code, name=rule.name, severity="info", backend=backend,
-                         message=f"not judged for {why}", fix=f"Extract facts for that release: {cmd}",
-                         judged_for=judged_for(rule, backend, versions))
-                 for backend in targets for why, cmd in unknown]
-        return RuleRun(**run, status="skipped", reason="; ".join(why for why, _ in unknown)), found
-    found = [
-        Finding(code=rule.code, name=rule.name, severity=forced or violation.severity or rule.severity, backend=backend,
-                message=violation.message, fix=violation.fix or rule.fix, locations=list(violation.locations),
-                judged_for=judged_for(rule, backend, versions))
-        for violation in rule.check(ctx)
-        for backend in targets
-        if violation.speaks_for(backend)
-    ]
-    return RuleRun(**run, status="ran"), found
+    if not unknown:
+        try:
+            found = [
+                Finding(code=rule.code, name=rule.name, severity=forced or violation.severity or rule.severity,
+                        backend=backend, message=violation.message, fix=violation.fix or rule.fix,
+                        locations=list(violation.locations), judged_for=judged_for(rule, backend, versions))
+                for violation in rule.check(ctx)
+                for backend in targets
+                if violation.speaks_for(backend)
+            ]
+            return RuleRun(**run, status="ran"), found
+        except UnknownFact as e:  # a fact read while judging: unknown at the selected release
+            unknown = [_not_judged(e)]
+    found = [Finding(code=rule.code, name=rule.name, severity="info", backend=backend,
+                     message=f"not judged for {why}", fix=f"Extract facts for that release: {cmd}",
+                     judged_for=judged_for(rule, backend, versions))
+             for backend in targets for why, cmd in unknown]
+    return RuleRun(**run, status="skipped", reason="; ".join(why for why, _ in unknown)), found
+
+
+def _not_judged(e: UnknownFact) -> tuple[str, str]:
+    """(why, command) for a fact unknown at a release: why reads "vllm 0.35.0: FACT unknown (reason)"."""
+    from .engine_versions import refresh_command
+
+    return (str(e), f"`{refresh_command(e.engine, e.version)}` after updating dflash-compat (its readers may "
+            "know that release's layout)")
 
 
 def _unknown_facts(ctx: CheckContext, rule: Rule) -> list[tuple[str, str]]:
-    """(why, command) per fact the rule requires that is unknown at the selected release."""
+    """(why, command) per fact the rule `requires` that is unknown at the selected release. A fact the rule
+    reads without declaring it gives the same when it is read (UnknownFact, engine_store.Facts)."""
     from .engine_support import SECTION_ENGINE
-    from .engine_versions import refresh_command
 
     out = []
     for fact in rule.requires:
         section, _, key = fact.partition(".")
         if not ctx.known(section, key):
             engine = SECTION_ENGINE[section]
-            version = ctx.version(engine)
-            why = ctx.facts(section)["unknown"][key]
-            out.append((f"{engine} {version}: {key} was not found in its code ({why})",
-                        f"`{refresh_command(engine, version)}` after updating dflash-compat"))
+            out.append(_not_judged(UnknownFact(engine, ctx.version(engine), key, ctx.facts(section)["unknown"][key])))
     return out
 
 

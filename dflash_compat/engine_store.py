@@ -11,7 +11,7 @@ from typing import Any, Optional
 
 from .engine_versions import bundled_versions, cache_dir
 
-__all__ = ["SECTION_ENGINE", "apply_patch", "cite_lines"]
+__all__ = ["SECTION_ENGINE", "Facts", "UnknownFact", "apply_patch", "cite_lines"]
 
 _STORE = Path(__file__).parent / "data" / "engines"
 # A section of facts -> the engine whose release it follows ("mlx" is mlx-lm's models plus dflash's MLX port).
@@ -22,6 +22,45 @@ _ENGINE_OF_PACKAGE = {
     "vllm": "vllm", "sglang": "sglang", "dflash": "dflash", "mlx_lm": "mlx-lm",
     "transformers": "transformers", "speculators": "speculators",
 }
+
+
+class UnknownFact(Exception):
+    """A fact the extractor could not find in a release's code (recorded `unknown` there) was read. The rule
+    engine turns it into one info finding, "not judged for ENGINE VERSION: FACT unknown (why)", instead of a
+    verdict built on a missing list."""
+
+    def __init__(self, engine: str, version: str, fact: str, why: str):
+        super().__init__(f"{engine} {version}: {fact} unknown ({why})")
+        self.engine, self.version, self.fact, self.why = engine, version, fact, why
+
+
+class Facts(dict):
+    """The facts of one release: a dict, except that reading a fact recorded unknown at that release
+    (`facts[key]`, `facts.get(key)`, `key in facts`) raises UnknownFact rather than answering as if the
+    engine's code had nothing (an empty list would be a guess)."""
+
+    __slots__ = ("engine", "version")
+
+    def __init__(self, engine: str, version: str, data: dict[str, Any]):
+        super().__init__(data)
+        self.engine, self.version = engine, version
+
+    def _check(self, key: Any) -> None:
+        unknown = dict.get(self, "unknown")
+        if unknown and key in unknown and key != "unknown":
+            raise UnknownFact(self.engine, self.version, key, unknown[key])
+
+    def __getitem__(self, key: Any) -> Any:
+        self._check(key)
+        return dict.__getitem__(self, key)
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        self._check(key)
+        return dict.get(self, key, default)
+
+    def __contains__(self, key: Any) -> bool:
+        self._check(key)
+        return dict.__contains__(self, key)
 
 
 def apply_patch(base: Any, patch: dict[str, Any]) -> Any:
@@ -62,15 +101,15 @@ def _version(engine: str, version: Optional[str]) -> str:
 
 
 @cache
-def _facts(engine: str, version: str) -> dict[str, Any]:
+def _facts(engine: str, version: str) -> Facts:
     if version in bundled_versions(engine):
         data = _engine_file(engine)
         if version == data["base"]:
-            return data["facts"]
-        return apply_patch(data["facts"], data["versions"][version])
+            return Facts(engine, version, data["facts"])
+        return Facts(engine, version, apply_patch(data["facts"], data["versions"][version]))
     path = cache_dir() / engine / version / "facts.json"
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return Facts(engine, version, json.loads(path.read_text(encoding="utf-8")))
     except (OSError, ValueError):
         raise KeyError(f"no facts for {engine} {version} (bundled: {', '.join(bundled_versions(engine))}); "
                        f"run `dflash-check facts refresh --engine {engine}=={version}`") from None

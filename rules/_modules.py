@@ -8,23 +8,26 @@ from dflash_compat.contract import MLX_REFERENCE_EMBED_PATHS as MLX_EMBED_PATHS
 from dflash_compat.contract import MLX_REFERENCE_HEAD_PATHS as MLX_HEAD_PATHS
 from dflash_compat.contract import MLX_REFERENCE_LAYERS_PATHS as MLX_LAYER_PATHS
 from dflash_compat.engine import CheckContext
-from dflash_compat.engine_support import engine_data
 
 __all__ = [
     "ADAPT_HINT",
     "MLX_EMBED_PATHS",
     "MLX_HEAD_PATHS",
     "MLX_LAYER_PATHS",
-    "MLX_REPLAY_MODEL_TYPES",
+    "mlx_replayed",
     "model_type",
     "vllm_reaches",
 ]
 
 ADAPT_HINT = "`dflash-check adapt TARGET -o adapter.py` generates a shim that exposes them where the runtime looks"
 
-# mlx-lm models whose GatedDeltaNet state the MLX reference rolls back by replaying the accepted prefix
-# (one list, in dflash_compat/data/engine_support.json, shared with DF504).
-MLX_REPLAY_MODEL_TYPES = frozenset(engine_data("mlx")["replay_model_types"])
+
+
+def mlx_replayed(ctx: CheckContext, model_types) -> bool:
+    """Whether one of `model_types` is an mlx-lm model whose GatedDeltaNet state the MLX reference rolls back
+    by replaying the accepted prefix, at the selected mlx-lm release (the engine facts' replay_model_types,
+    shared with DF504; UnknownFact where that release's list could not be read)."""
+    return bool(set(model_types) & set(ctx.facts("mlx")["replay_model_types"]))
 
 
 def model_type(ctx: CheckContext) -> str:

@@ -26,11 +26,22 @@ def _native(ctx: CheckContext, cache, which: str, locs):
     """transformers' own generate(speculation_type="dflash") on a recurrent target, at the judged release."""
     version = ctx.version("transformers")
     if not ctx.feature("transformers", "recurrent_rollback"):
-        yield Violation(
-            f"transformers {version} refuses this target in generate(speculation_type=\"dflash\"): {which}, and "
-            "assisted generation is not supported with stateful models (transformers "
-            f"{NATIVE_RECURRENT_ROLLBACK} and later roll the state back)",
-            locs, backends=("transformers",))
+        # the refusal tests the model class's _is_stateful, read per release (UnknownFact where it is unknown)
+        stateful = set(ctx.facts("transformers")["stateful_model_types"])
+        t = ctx.target
+        if stateful & {t.model_type, t.text_model_type}:
+            yield Violation(
+                f"transformers {version} refuses this target in generate(speculation_type=\"dflash\"): {which}, "
+                "and assisted generation is not supported with stateful models (transformers "
+                f"{NATIVE_RECURRENT_ROLLBACK} and later roll the state back)",
+                locs, backends=("transformers",))
+        else:
+            yield Violation(
+                f"{which}: transformers {version} does not mark this model type stateful, so generate("
+                "speculation_type=\"dflash\") runs it, but it records no recurrent-state history and the crop "
+                f"after each verify cannot roll that state back: output is not lossless (transformers "
+                f"{NATIVE_RECURRENT_ROLLBACK} and later roll the state back)",
+                locs, backends=("transformers",))
         return
     if cache is None:
         yield Violation(

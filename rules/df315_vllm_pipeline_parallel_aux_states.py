@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, EngineSource, Rule, Violation
-from dflash_compat.engine_support import engine_data
 from dflash_compat.quoting import quote
 
 
@@ -11,7 +10,7 @@ def check(ctx: CheckContext):
     pp = ctx.options.pp_size
     if pp <= 1:
         return
-    flags = engine_data("vllm").get("aux_over_pp", {})
+    flags = ctx.facts("vllm")["aux_over_pp"]  # at the selected vLLM release
     arch = next((a for a in ctx.target.architectures if a in flags), None)
     if arch is None or flags[arch]:
         return

@@ -6,6 +6,7 @@ from dflash_compat.engine import CheckContext, EngineSource, Rule, Violation
 from dflash_compat.quoting import quote
 
 from ._common import model_type_loc
+from ._modules import mlx_replayed
 from ._sources import MLX_GDN, MLX_LOOP, MLX_ROLLBACK, MLX_TRIM, MLXLM_ROTATING, MLXLM_TRIM
 
 
@@ -15,7 +16,7 @@ def check(ctx: CheckContext):
     types = {x for x in (t.model_type, t.text_model_type) if x}
     shown = t.text_model_type or t.model_type
     loc = [model_type_loc(ctx)]
-    if t.is_hybrid and not types & set(data["replay_model_types"]):
+    if t.is_hybrid and not mlx_replayed(ctx, types):
         yield Violation(
             f"target {quote(shown)} has recurrent / state-space layers: MLX rolls back only qwen3_5 GatedDeltaNet "
             "layers, any other non-trimmable cache fails an assertion",

@@ -6,14 +6,14 @@ from dflash_compat.engine import CheckContext, Rule, Violation
 from dflash_compat.quoting import quote, quote_items
 
 from . import df504_mlx_target_cache_unsupported as df504
-from ._modules import MLX_REPLAY_MODEL_TYPES, model_type
+from ._modules import mlx_replayed, model_type
 from ._sources import MLX_GDN, MLX_LOOP, MLX_ROLLBACK
 
 
 def check(ctx: CheckContext):
     m = ctx.tree
     mt = model_type(ctx)
-    if mt in MLX_REPLAY_MODEL_TYPES or any(df504.check(ctx)):
+    if mlx_replayed(ctx, [mt]) or any(df504.check(ctx)):
         return  # replayed by the MLX loop, or already reported from the config by DF504
     layers = m.paths.layers if m.paths else None
     kinds = list(m.cache.layers or []) if m.cache else []

@@ -243,11 +243,24 @@ BROKEN = [
 
 
 @pytest.mark.parametrize("engine,path,old,new,message", BROKEN, ids=[f"{b[0]}:{b[4]}" for b in BROKEN])
-def test_a_changed_layout_fails_loudly(tmp_path, engine, path, old, new, message):
+def test_a_changed_layout_is_an_unknown_fact_and_the_others_are_read(tmp_path, engine, path, old, new, message):
+    """A reader that loses its way records the facts it could not read as unknown, with why, and reads the
+    section's other facts: never an empty or guessed list, never a stop."""
     root = _edit(tmp_path, engine, path, old, new)
     trees = {e: tree(e, root if e == engine else None) for e in build.PACKAGES}
-    with pytest.raises(LayoutError, match=message):
-        build.build(trees)
+    facts, srcs = build.build(trees)
+    reasons = {(section, key): why for section, data in facts.items() if isinstance(data, dict)
+               for key, why in data.get("unknown", {}).items()}
+    hit = [sk for sk, why in reasons.items() if message in why]
+    assert hit, reasons
+    section = hit[0][0]
+    intact, _ = build.build({e: tree(e) for e in build.PACKAGES})
+    for key, value in intact[section].items():  # every fact is either unknown or read as before
+        if (section, key) not in reasons:
+            assert facts[section][key] == value, (section, key)
+        else:
+            assert key not in facts[section] and key not in srcs[section].get("where", {})
+    assert not build.missing_sources(facts, srcs)
 
 
 # -- a layout change is recorded as an unknown fact, not a stop ---------------------------------------

@@ -48,6 +48,20 @@ def test_df201_native_generate_refuses_recurrent_targets_before_5_25(monkeypatch
     assert f.backend == "transformers" and f.severity == "error" and "stateful" in f.message
 
 
+def test_df201_native_generate_runs_a_hybrid_the_release_does_not_mark_stateful():
+    """5.24.0 refuses `_is_stateful` classes only (generation/utils.py:1885-1890); LFM2's model type fills
+    layer_types with conv layers but its class is not stateful there: generate runs it, and the crop after each
+    verify cannot roll the conv state back."""
+    from dflash_compat.engine_support import engine_data
+
+    facts = engine_data("transformers", "5.24.0")
+    assert "lfm2" in facts["recurrent_layer_model_types"] and "lfm2" not in facts["stateful_model_types"]
+    [f] = run_rule("DF201", target(model_type="lfm2"), draft(), backends=("transformers",),
+                   versions=["transformers==5.24.0"])
+    assert f.severity == "error" and "does not mark this model type stateful" in f.message
+    assert "refuses" not in f.message and "not lossless" in f.message
+
+
 def test_df201_native_generate_rolls_back_where_the_model_records_history(monkeypatch):
     from dflash_compat.facts import CacheFacts
 

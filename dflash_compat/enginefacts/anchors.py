@@ -160,12 +160,16 @@ def find_code(tree: SourceTree, path: str, contains: str) -> Optional[tuple[str,
     return None
 
 
-def code_features(tree: SourceTree, features: dict[str, tuple[str, str, str]]) -> dict:
-    """{feature: Loc} for each feature (path, code, note) whose code is in this version."""
+def code_features(tree: SourceTree, features: dict[str, tuple[str, str, str]], required: bool = False) -> dict:
+    """{feature: Loc} for each feature (path, code, note) whose code is in this version. `required`: the
+    features' files are ones every release has, so a missing file is a layout change (LayoutError: the
+    features are unknown at this release), not the absence of every feature."""
     from .source import Loc
 
     found = {}
     for name, (path, code, note) in features.items():
+        if required and not tree.exists(path):
+            raise LayoutError(f"{path} is missing (it holds the code of feature {name})")
         hit = find_code(tree, path, code)
         if hit is not None:
             found[name] = Loc(path, hit[1], note)

@@ -46,7 +46,7 @@ def missing_sources(facts: dict[str, Any], sources: dict[str, Any]) -> list[str]
             continue
         located = sources.get(section, {})
         for key, value in data.items():
-            if key in META_KEYS:
+            if key in META_KEYS or key == "unknown":  # unknown: fact -> why it could not be read (no value)
                 continue
             names = list(value) if isinstance(value, (list, dict)) else [key]
             have = located.get(key if isinstance(value, (list, dict)) else "where", {})
@@ -138,7 +138,7 @@ def _common(hf: Section, mlx_sec: Section) -> Section:
         (hf, "recurrent_layer_model_types", "transformers: recurrent layer types"),
         (mlx_sec, "non_trimmable_model_types", "mlx-lm: non-trimmable cache"),
     ):
-        for name in sec.data[kind]:
+        for name in sec.data.get(kind, []):  # an unknown list adds nothing (refresh reports it)
             src = sec.sources[kind][name]
             found.setdefault(name, Loc(src["file"], src["line"], f"{why}; {src.get('note', '')}".rstrip("; ")))
     common = Section()

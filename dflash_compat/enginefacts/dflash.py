@@ -101,7 +101,10 @@ def extract(tree: SourceTree) -> Section:
     sec = Section()
     sec.meta("source", "dflash (the reference): draft config keys its PyTorch (dflash/model.py) and MLX "
              "(dflash/model_mlx.py load_draft) loaders read")
-    sec.names("draft_architectures", draft_architectures(tree))
-    sec.mapping("torch_config_keys", torch_keys(tree))
-    sec.mapping("mlx_config_keys", mlx_keys(tree))
+    with sec.guard("draft_architectures"):
+        sec.names("draft_architectures", draft_architectures(tree))
+    with sec.guard("torch_config_keys"):
+        sec.mapping("torch_config_keys", torch_keys(tree))
+    with sec.guard("mlx_config_keys"):
+        sec.mapping("mlx_config_keys", mlx_keys(tree))
     return sec

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any, Collection, Mapping
+from typing import Any, Callable, Collection, Generic, Mapping, TypeVar
 
 from .source import LayoutError, Loc
 
-__all__ = ["Section", "require"]
+__all__ = ["READER_ERRORS", "Section", "Step", "require"]
+
+T = TypeVar("T")
+# What a reader raises when the code it reads is not shaped as it expects: a LayoutError it raised itself,
+# or an AST walk meeting a node of another kind. Inside `Section.guard` each makes the facts unknown (with
+# the reason) for that release; `refresh` prints them and `refresh --check` fails on them.
+READER_ERRORS = (LayoutError, AttributeError, IndexError, KeyError, TypeError, ValueError)
 
 
 def require(items: Collection[str], what: str, anchor: str = "") -> None:
@@ -16,6 +22,35 @@ def require(items: Collection[str], what: str, anchor: str = "") -> None:
         raise LayoutError(f"{what}: none found; has the engine's layout changed?")
     if anchor and anchor not in items:
         raise LayoutError(f"{what}: {anchor} not found among {len(items)}; has the engine's layout changed?")
+
+
+def reason(exc: BaseException) -> str:
+    """One line saying why a fact is unknown."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if isinstance(exc, LayoutError) else f"the reader failed ({type(exc).__name__}: {text})"
+
+
+class Step(Generic[T]):
+    """A reader step several facts rest on (vLLM's registry, SGLang's EntryClass list): run once, on first
+    use; when it fails, every fact that uses it (inside its own `Section.guard`) is unknown with its reason,
+    and the facts that do not use it are still read."""
+
+    def __init__(self, fn: Callable[[], T]):
+        self._fn = fn
+        self._done = False
+        self._value: Any = None
+        self._error: str = ""
+
+    def __call__(self) -> T:
+        if not self._done:
+            self._done = True
+            try:
+                self._value = self._fn()
+            except READER_ERRORS as e:
+                self._error = reason(e)
+        if self._error:
+            raise LayoutError(self._error)
+        return self._value
 
 
 class Section:
@@ -29,8 +64,9 @@ class Section:
         self.unknown: dict[str, str] = {}
 
     def guard(self, *keys: str) -> "_Guard":
-        """`with sec.guard("draft_v1_refused"): ...`: a LayoutError inside records the keys as unknown
-        for this version (with the reason) instead of stopping the whole run."""
+        """`with sec.guard("draft_v1_refused"): ...`: a LayoutError (or another READER_ERRORS) inside records
+        the keys as unknown for this version (with the reason) instead of stopping the whole run; the
+        section's other facts are still read."""
         return _Guard(self, keys)
 
     def meta(self, key: str, value: Any) -> None:
@@ -71,11 +107,11 @@ class _Guard:
         return self
 
     def __exit__(self, kind, exc, tb) -> bool:
-        if exc is None or not isinstance(exc, LayoutError):
+        if exc is None or not isinstance(exc, READER_ERRORS):
             return False
         for key in self.keys:
             self.sec.data.pop(key, None)
             self.sec.sources.pop(key, None)
             self.sec.sources.get("where", {}).pop(key, None)
-            self.sec.unknown[key] = str(exc)
+            self.sec.unknown[key] = reason(exc)
         return True

@@ -6,7 +6,7 @@ import ast
 from typing import Callable, Optional
 
 from .astutil import assigned, function, string_dict
-from .facts import Section, require
+from .facts import Section, Step, require
 from .pymod import ClassRef, Modules, string_value
 from .source import LayoutError, Loc, SourceTree
 
@@ -213,48 +213,72 @@ def replay_module(dflash: SourceTree) -> tuple[str, Loc]:
     raise LayoutError(f"{DFLASH_MLX}: no GatedDeltaNet import from mlx_lm.models")
 
 
-def extract(tree: SourceTree, dflash: SourceTree,
-            text_types: Callable[[str], dict[str, Loc]] = lambda model_type: {}) -> Section:
-    """`text_types(model_type)`: the `text_config.model_type` values of that family's config.json
-    (from transformers), so that a wrapper checkpoint's text model type is listed with it."""
-    facts = MlxFacts(tree)
-    caches: dict[str, tuple[list[str], Loc]] = {}
-    rotating_modules: dict[str, set[str]] = {}
-    for model_type, (module, where) in sorted(facts.models.items()):
-        names, loc, rotating_modules[model_type] = facts.caches_of(module)
-        caches[model_type] = (names, loc if where.file != UTILS else where.with_(f"{where.note}; {loc}"))
+def _classify(facts: MlxFacts, caches: dict[str, tuple[list[str], Loc]], rotating_modules: dict[str, set[str]],
+              replay: tuple[str, Loc]) -> tuple[dict[str, Loc], dict[str, Loc], dict[str, Loc], dict[str, Loc]]:
+    """(replayed, non-trimmable, rotating, rotating only where layer_types says so) model types."""
     never = {n for n, (kind, _) in facts.trimmable.items() if kind == "never" and n != "CacheList"}
-    replay_mod, replay_loc = replay_module(dflash)
+    replay_mod, replay_loc = replay
     replay_ref = facts.mods.class_named(replay_mod, "Model")
     if replay_ref is None:
         raise LayoutError(f"{replay_mod}: no Model class")
-    replay, recurrent, rotating, rotating_lt = {}, {}, {}, {}
+    replayed, recurrent, rotating, rotating_lt = {}, {}, {}, {}
     for model_type, (module, _where) in facts.models.items():
         names, loc = caches[model_type]
         model = facts.mods.class_named(module, "Model")
         if set(names) & never:
             recurrent[model_type] = loc.with_(f"builds {', '.join(sorted(set(names) & never))}")
             if replay_ref in facts.mods.mro(model):
-                replay[model_type] = loc.with_(f"its Model is {replay_mod}.Model; replayed per {replay_loc}")
+                replayed[model_type] = loc.with_(f"its Model is {replay_mod}.Model; replayed per {replay_loc}")
         if ROTATING in names:
             needs = all(facts.rotating_needs_layer_types(m) for m in rotating_modules[model_type])
             which = rotating_lt if needs else rotating
             which[model_type] = loc.with_(f"builds {ROTATING}" + (" for layers config.layer_types marks sliding"
                                                                    if needs else ""))
-    require(replay, "mlx-lm model types replayed by dflash's MLX path", anchor="qwen3_5")
-    for model_type in sorted(replay):
-        for text_type, loc in text_types(model_type).items():
-            replay.setdefault(text_type, loc.with_(f"the text model of {model_type}, replayed with it"))
-    require(recurrent, "mlx-lm model types with non-trimmable caches")
-    require(rotating, f"mlx-lm model types building {ROTATING}")
+    return replayed, recurrent, rotating, rotating_lt
+
+
+def extract(tree: SourceTree, dflash: SourceTree,
+            text_types: Callable[[str], dict[str, Loc]] = lambda model_type: {}) -> Section:
+    """`text_types(model_type)`: the `text_config.model_type` values of that family's config.json
+    (from transformers), so that a wrapper checkpoint's text model type is listed with it. Each fact is
+    read on its own: one the reader cannot find at this release is recorded unknown with why."""
+    facts = Step(lambda: MlxFacts(tree))
+
+    def read_caches():
+        caches: dict[str, tuple[list[str], Loc]] = {}
+        rotating_modules: dict[str, set[str]] = {}
+        for model_type, (module, where) in sorted(facts().models.items()):
+            names, loc, rotating_modules[model_type] = facts().caches_of(module)
+            caches[model_type] = (names, loc if where.file != UTILS else where.with_(f"{where.note}; {loc}"))
+        return caches, rotating_modules
+
+    cache_step = Step(read_caches)
+    replay_step = Step(lambda: replay_module(dflash))
+    kinds = Step(lambda: _classify(facts(), *cache_step(), replay_step()))
     sec = Section()
     sec.meta("source", "mlx-lm: the cache classes each model type's make_cache builds (models/*.py), and "
              "dflash's MLX path (dflash/model_mlx.py)")
-    sec.mapping("cache_classes", caches)
-    sec.mapping("cache_trimmable", {n: facts.trimmable[n] for n in sorted(facts.trimmable)})
-    sec.names("non_trimmable_model_types", recurrent)
-    sec.names("replay_model_types", replay)
-    sec.names("rotating_kv_cache_model_types", rotating)
-    sec.names("rotating_when_layer_types_sliding", rotating_lt)
-    sec.where("replay_module", replay_loc, replay_mod)
+    with sec.guard("cache_classes"):
+        sec.mapping("cache_classes", cache_step()[0])
+    with sec.guard("cache_trimmable"):
+        sec.mapping("cache_trimmable", {n: facts().trimmable[n] for n in sorted(facts().trimmable)})
+    with sec.guard("non_trimmable_model_types"):
+        recurrent = kinds()[1]
+        require(recurrent, "mlx-lm model types with non-trimmable caches")
+        sec.names("non_trimmable_model_types", recurrent)
+    with sec.guard("replay_model_types"):
+        replay = dict(kinds()[0])
+        require(replay, "mlx-lm model types replayed by dflash's MLX path", anchor="qwen3_5")
+        for model_type in sorted(replay):
+            for text_type, loc in text_types(model_type).items():
+                replay.setdefault(text_type, loc.with_(f"the text model of {model_type}, replayed with it"))
+        sec.names("replay_model_types", replay)
+    with sec.guard("rotating_kv_cache_model_types"):
+        rotating = kinds()[2]
+        require(rotating, f"mlx-lm model types building {ROTATING}")
+        sec.names("rotating_kv_cache_model_types", rotating)
+    with sec.guard("rotating_when_layer_types_sliding"):
+        sec.names("rotating_when_layer_types_sliding", kinds()[3])
+    with sec.guard("replay_module"):
+        sec.where("replay_module", replay_step()[1], replay_step()[0])
     return sec

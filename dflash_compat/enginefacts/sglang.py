@@ -7,7 +7,7 @@ import ast
 from .anchors import code_features
 from .astutil import assigned, calls_to, function
 from .delegation import Unresolved, delegation_gap
-from .facts import Section, require
+from .facts import Section, Step, require
 from .pymod import ClassRef, Modules, string_value
 from .source import LayoutError, Loc, SourceTree
 
@@ -189,27 +189,36 @@ def cli_flags(tree: SourceTree) -> dict[str, Loc]:
 
 
 def extract(tree: SourceTree) -> Section:
+    """Each fact is read on its own: one the reader cannot find at this release (or whose step, such as the
+    EntryClass list, fails) is recorded unknown with why, and the others are still read."""
     mods = Modules(tree)
-    entries = entry_classes(tree, mods)
-    supported, unsupported, delegated = capture_support(mods, entries)
+    entries = Step(lambda: entry_classes(tree, mods))
+    capture = Step(lambda: capture_support(mods, entries()))
+    drafts = Step(lambda: draft_classes(mods, entries()))
     sec = Section()
     sec.meta("source", f"SGLang: EntryClass classes of sglang/srt/models that define {HOOK} (directly or "
              "through a base class)")
     sec.meta("interface", HOOK)
-    sec.names("supported", supported)
-    sec.names("unsupported", unsupported)
-    sec.names("features", code_features(tree, FEATURES))
+    with sec.guard("supported", "unsupported", "hook_delegated_to_missing"):
+        supported, unsupported, delegated = capture()
+        sec.names("supported", supported)
+        sec.names("unsupported", unsupported)
+    with sec.guard("features"):
+        sec.names("features", code_features(tree, FEATURES, required=True))
     with sec.guard("cli_flags"):
         sec.names("cli_flags", cli_flags(tree))
-    sec.mapping("hook_delegated_to_missing", delegated)
-    fallback = mods.class_named("sglang.srt.models.transformers", "TransformersForCausalLM")
-    if fallback is not None and mods.find_member(fallback, HOOK) is None:
-        sec.where("fallback_without_hook", fallback.loc().with_(
-            f"TransformersForCausalLM (SGLang's fallback for unlisted classes) has no {HOOK}"))
-    drafts, dspark = draft_classes(mods, entries)
-    sec.mapping("draft_architectures_classes", drafts)
-    sec.names("draft_architectures", {k: v[1] for k, v in drafts.items()})
-    sec.mapping("dspark_architectures_classes", dspark)
+    with sec.guard("supported", "unsupported", "hook_delegated_to_missing"):
+        sec.mapping("hook_delegated_to_missing", capture()[2])
+    with sec.guard("fallback_without_hook"):
+        fallback = mods.class_named("sglang.srt.models.transformers", "TransformersForCausalLM")
+        if fallback is not None and mods.find_member(fallback, HOOK) is None:
+            sec.where("fallback_without_hook", fallback.loc().with_(
+                f"TransformersForCausalLM (SGLang's fallback for unlisted classes) has no {HOOK}"))
+    with sec.guard("draft_architectures_classes", "draft_architectures", "dspark_architectures_classes"):
+        dflash, dspark = drafts()
+        sec.mapping("draft_architectures_classes", dflash)
+        sec.names("draft_architectures", {k: v[1] for k, v in dflash.items()})
+        sec.mapping("dspark_architectures_classes", dspark)
     with sec.guard("capture_call"):
         sec.where("capture_call", _capture_call(tree))
     with sec.guard("domino_projector"):

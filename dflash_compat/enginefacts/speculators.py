@@ -74,12 +74,13 @@ def conversion(tree: SourceTree) -> dict[str, Loc]:
 
 
 def extract(tree: SourceTree) -> Section:
-    found, archs = formats(tree)
     sec = Section()
     sec.meta("source", "speculators: registered config formats (speculators/models/*/config.py) and the z-lab "
              "converter (speculators/convert/dflash/converter.py)")
-    sec.names("formats", found)
-    sec.mapping("format_architectures", archs)
+    with sec.guard("formats", "format_architectures"):
+        found, archs = formats(tree)
+        sec.names("formats", found)
+        sec.mapping("format_architectures", archs)
     with sec.guard("aux_id_is_zlab_id_plus_one", "converter_drops_last_layer_id"):
         for key, loc in conversion(tree).items():
             sec.where(key, loc)

@@ -8,7 +8,7 @@ from typing import Optional
 
 from .anchors import code_features
 from .astutil import assigned, method, string_dict
-from .facts import Section, require
+from .facts import Section, Step, require
 from .pymod import ClassRef, Modules, string_value
 from .source import LayoutError, Loc, SourceTree
 
@@ -197,18 +197,26 @@ FEATURES = {
 
 
 def extract(tree: SourceTree) -> Section:
+    """Each fact is read on its own: one the reader cannot find at this release is recorded unknown (with
+    why) and the others are still read."""
     mods = Modules(tree)
-    layer_types = recurrent_layer_types(tree, mods)
+    layer_types = Step(lambda: recurrent_layer_types(tree, mods))
     sec = Section()
     sec.meta("source", "transformers: stateful generative classes (_is_stateful), configs whose default "
              "layer_types hold linear-attention / conv layers, and cache_utils' recurrent cache layers")
-    sec.names("recurrent_layer_types", layer_types)
-    feats = code_features(tree, FEATURES)
-    sec.names("features", feats)
-    stateful = stateful_model_types(tree, mods)
-    if "assisted_refuses_stateful" in feats:  # while generate refuses them, _is_stateful must still mark some
-        require(stateful, "transformers stateful model types", anchor="mamba")
-    sec.names("stateful_model_types", stateful)
-    sec.names("recurrent_layer_model_types", layer_type_model_types(tree, mods, set(layer_types)))
-    sec.names("no_default_dynamic_cache", default_cache_exclusions(tree))
+    with sec.guard("recurrent_layer_types"):
+        sec.names("recurrent_layer_types", layer_types())
+    feats: dict[str, Loc] = {}
+    with sec.guard("features"):
+        feats = code_features(tree, FEATURES, required=True)
+        sec.names("features", feats)
+    with sec.guard("stateful_model_types"):
+        stateful = stateful_model_types(tree, mods)
+        if "assisted_refuses_stateful" in feats:  # while generate refuses them, _is_stateful must still mark some
+            require(stateful, "transformers stateful model types", anchor="mamba")
+        sec.names("stateful_model_types", stateful)
+    with sec.guard("recurrent_layer_model_types"):
+        sec.names("recurrent_layer_model_types", layer_type_model_types(tree, mods, set(layer_types())))
+    with sec.guard("no_default_dynamic_cache"):
+        sec.names("no_default_dynamic_cache", default_cache_exclusions(tree))
     return sec

@@ -9,7 +9,7 @@ from typing import Optional
 from .anchors import code_features
 from .astutil import assigned, calls_to, function, method, string_dict, string_set
 from .delegation import Unresolved, classes_of_call, own_method, self_attr
-from .facts import Section, require
+from .facts import Section, Step, require
 from .pymod import ClassRef, Modules, string_value
 from .source import LayoutError, Loc, SourceTree
 
@@ -525,57 +525,70 @@ def method_config_modules(tree: SourceTree) -> dict[str, Loc]:
 
 
 def extract(tree: SourceTree) -> Section:
+    """Each fact is read on its own: one the reader cannot find at this release (or whose step, such as the
+    registry, fails) is recorded unknown with why, and the others are still read."""
     mods = Modules(tree)
-    registry = read_registry(tree)
-    supported, unsupported, body_gaps, pp_flags = eagle3_targets(mods, registry)
-    rename = dflash_rename(tree)
-    drafts = dflash_drafts(registry, rename)
+    registry = Step(lambda: read_registry(tree))
+    targets = Step(lambda: eagle3_targets(mods, registry()))
+    rename = Step(lambda: dflash_rename(tree))
+    drafts = Step(lambda: dflash_drafts(registry(), rename()))
+    feats = Step(lambda: {**features(tree), **code_features(tree, CODE_FEATURES)})
     sec = Section()
     sec.meta("source", "vLLM: registry target classes implementing SupportsEagle3 (the EAGLE-3 aux-hidden-state "
              "interface DFlash uses), read from vllm/model_executor/models/registry.py and the model sources")
     sec.meta("interface", "SupportsEagle3")
-    sec.names("supported", supported)
-    sec.names("unsupported", unsupported)
-    sec.mapping("aux_body_not_mixin", body_gaps)
-    sec.where("aux_body_assertion", _assertion(tree))
-    sec.mapping("aux_over_pp", {k: v for k, v in pp_flags.items() if k in supported})
-    sec.where("aux_over_pp_check", _pp_check(tree))
-    backend = {e.arch: e for e in registry[BACKEND_DICT]}.get("TransformersForCausalLM")
-    ref = mods.class_named(backend.module, backend.cls) if backend else None
-    found = mods.declares_base(ref, _interface(mods)) if ref else None
-    if found:
-        owner, expr = found
-        sec.where("fallback", owner.loc(expr.lineno).with_("TransformersForCausalLM implements SupportsEagle3"),
-                  "vLLM's transformers backend (`--model-impl transformers`, TransformersForCausalLM) implements "
-                  "the interface for classes the registry does not list")
-    sec.mapping("draft_architectures_classes", drafts)
-    sec.names("draft_architectures", {k: v[1] for k, v in drafts.items()})
-    sec.names("draft_registry", {e.arch: e.loc.with_(f"{e.module}.{e.cls}") for e in registry[DRAFT_DICT]})
-    feats = {**features(tree), **code_features(tree, CODE_FEATURES)}
-    sec.names("features", feats)
-    if "v1_dflash_proposer" in feats:  # the V1 runner's refusals exist only while it does
-        with sec.guard("draft_v1_refused"):
+    with sec.guard("supported", "unsupported", "aux_body_not_mixin", "aux_over_pp"):
+        supported, unsupported, body_gaps, pp_flags = targets()
+        sec.names("supported", supported)
+        sec.names("unsupported", unsupported)
+        sec.mapping("aux_body_not_mixin", body_gaps)
+        sec.mapping("aux_over_pp", {k: v for k, v in pp_flags.items() if k in supported})
+    with sec.guard("aux_body_assertion"):
+        sec.where("aux_body_assertion", _assertion(tree))
+    with sec.guard("aux_over_pp_check"):
+        sec.where("aux_over_pp_check", _pp_check(tree))
+    with sec.guard("fallback"):
+        backend = {e.arch: e for e in registry()[BACKEND_DICT]}.get("TransformersForCausalLM")
+        ref = mods.class_named(backend.module, backend.cls) if backend else None
+        found = mods.declares_base(ref, _interface(mods)) if ref else None
+        if found:
+            owner, expr = found
+            sec.where("fallback", owner.loc(expr.lineno).with_("TransformersForCausalLM implements SupportsEagle3"),
+                      "vLLM's transformers backend (`--model-impl transformers`, TransformersForCausalLM) implements "
+                      "the interface for classes the registry does not list")
+    with sec.guard("draft_architectures_classes", "draft_architectures"):
+        sec.mapping("draft_architectures_classes", drafts())
+        sec.names("draft_architectures", {k: v[1] for k, v in drafts().items()})
+    with sec.guard("draft_registry"):
+        sec.names("draft_registry", {e.arch: e.loc.with_(f"{e.module}.{e.cls}") for e in registry()[DRAFT_DICT]})
+    with sec.guard("features"):
+        sec.names("features", feats())
+    with sec.guard("draft_v1_refused"):
+        if "v1_dflash_proposer" in feats():  # the V1 runner's refusals exist only while it does
             sec.names("draft_v1_refused", v1_refused(tree))
-    else:
-        sec.names("draft_v1_refused", {})
+        else:
+            sec.names("draft_v1_refused", {})
     with sec.guard("draft_v2_speculators"):
-        if "v2_dflash_dispatch" in feats:
-            sec.mapping("draft_v2_speculators", v2_speculators(tree, mods, drafts, rename))
+        if "v2_dflash_dispatch" in feats():
+            sec.mapping("draft_v2_speculators", v2_speculators(tree, mods, drafts(), rename()))
         else:  # 0.34: each draft class names its settings class, which names the speculator
-            sec.mapping("draft_v2_speculators", declared_speculators(mods, drafts))
-    sec.where("dflash_architecture_rename", rename.loc.with_(
-        f"method dflash: an architecture not starting with {rename.starts}, not ending with {rename.ends} and "
-        f"not one of {rename.keep} is looked up as {rename.prefix}<arch>"))
+            sec.mapping("draft_v2_speculators", declared_speculators(mods, drafts()))
+    with sec.guard("dflash_architecture_rename"):
+        r = rename()
+        sec.where("dflash_architecture_rename", r.loc.with_(
+            f"method dflash: an architecture not starting with {r.starts}, not ending with {r.ends} and "
+            f"not one of {r.keep} is looked up as {r.prefix}<arch>"))
     for key, path, runner in (("eagle3_interface_v1", V1_RUNNER, "V1"), ("eagle3_interface_v2", V2_EAGLE3, "V2")):
-        if runner == "V1" and "v1_dflash_proposer" not in feats:
-            continue
         with sec.guard(key):
+            if runner == "V1" and "v1_dflash_proposer" not in feats():
+                continue
             calls = calls_to(tree.parse(path), "supports_eagle3")
             if not calls:
                 raise LayoutError(f"{path}: the {runner} runner no longer checks supports_eagle3")
             sec.where(key, Loc(path, calls[0].lineno, f"{runner} model runner: the target must implement "
                                "SupportsEagle3"))
-    sec.names("method_config_modules", method_config_modules(tree))
+    with sec.guard("method_config_modules"):
+        sec.names("method_config_modules", method_config_modules(tree))
     with sec.guard("speculators_formats", "speculators_dflash_ids"):
         formats, minus_one = speculators_formats(tree)
         sec.names("speculators_formats", formats)

@@ -193,16 +193,25 @@ def extract_window(window: dict[str, list[str]], open_tree: Callable[[str, str],
                 deps[dep] = open_tree(dep, versions[-1])
     out: dict[str, dict[str, tuple[dict, dict, dict]]] = {}
     try:
+        if not anchors_only:
+            # every new citation's anchor first, read in the release its lines were typed against, so that each
+            # release below resolves the same, complete set of anchors: one refresh reaches the fixed point
+            # (resolving while anchors were still being added left new citations out of the releases read
+            # before their typed one, until the next refresh)
+            for engine, versions in window.items():
+                new = {c[3] or typed.get(engine) for c in cites
+                       if c[0] == engine and citation_key(*c[:3]) not in anchors}
+                for version in sorted(new & set(versions), key=ENGINES[engine].key):
+                    tree = open_tree(engine, version)
+                    try:
+                        anchors.update(anchors_for(engine, version, typed.get(engine), tree, cites, anchors))
+                    finally:
+                        if tree not in deps.values():
+                            tree.close()
         for engine, versions in window.items():
-            order = sorted(versions, key=ENGINES[engine].key)
-            wanted = {c[3] or typed.get(engine) for c in cites if c[0] == engine}
-            # read new anchors first, in the releases their lines were typed against
-            order = [v for v in order if v in wanted] + [v for v in order if v not in wanted]
-            for version in order:
+            for version in sorted(versions, key=ENGINES[engine].key):
                 tree = open_tree(engine, version)
                 try:
-                    if not anchors_only:
-                        anchors.update(anchors_for(engine, version, typed.get(engine), tree, cites, anchors))
                     sec = extract_one(engine, tree, deps)
                     facts, sources = sec.facts_json(), sec.sources_json()
                     sec_name = SECTION[engine]
