@@ -45,6 +45,7 @@ PROMPT = [3, 17, 5, 42, 9, 11, 7, 29]
 NEW_TOKENS = 16
 OUTCOMES = ("lossless", "refused", "crashed", "not-lossless")
 # What the engines raise on purpose when they will not run a pair (anything else is a crash).
+VETTED = 2  # the version of _vet a cached build went through (an older one is vetted again)
 _REFUSALS = ("ValueError", "NotImplementedError", "RuntimeUnsupportedError", "ConfigError", "InputError")
 
 
@@ -74,7 +75,7 @@ def build(model_type: str, cache: Path) -> dict[str, Any]:
     marker = folder / "built.json"
     if marker.is_file():
         info = json.loads(marker.read_text())
-        if not info.get("built") or "vetted" in info:
+        if info.get("vetted") == VETTED or (not info.get("built") and "vetted" in info):
             return info
         info = _vet(folder, info)
         marker.write_text(json.dumps(info))
@@ -101,16 +102,26 @@ def _vet(folder: Path, info: dict[str, Any]) -> dict[str, Any]:
     """What running the built target shows: whether it decodes greedily at all at this size (a type whose tiny
     target cannot is listed as not built: there is no greedy output to compare a runtime with), and the scale
     its embedding module applies to the raw embedding rows (a scaled-embedding class: BioGPT, Gemma, ...),
-    which the z-lab draft must mirror (input_embedding_scale, DF121/DF704) for the pair to be a correct one."""
+    which the z-lab draft must mirror (input_embedding_scale, DF121/DF704) for the pair to be a correct one, like
+    the soft-capping / logit scaling its config declares (final_logit_softcapping, output_multiplier)."""
     import torch
     import torch.nn.functional as F
 
-    info = dict(info, vetted=1)
+    info = dict(info, vetted=VETTED)
     try:
         target = _load_target(folder / "target")
         _greedy(target, 2)
     except Exception as exc:  # noqa: BLE001
-        return {"built": False, "vetted": 1, "error": "the tiny target fails plain greedy decoding: " + _short(exc)}
+        return {"built": False, "vetted": VETTED, "error": "the tiny target fails plain greedy decoding: " + _short(exc)}
+    cfg_path = folder / "zlab" / "config.json"
+    draft_cfg = json.loads(cfg_path.read_text())
+    mirror = draft_cfg.setdefault("dflash_config", {})
+    text = target.config.get_text_config()
+    cap, div = getattr(text, "final_logit_softcapping", None), getattr(text, "logits_scaling", None)
+    if isinstance(cap, (int, float)) and cap > 0:  # what the target's forward does to its logits (DF121)
+        mirror["final_logit_softcapping"] = float(cap)
+    if isinstance(div, (int, float)) and div not in (0, 1):
+        mirror["output_multiplier"] = 1.0 / float(div)
     emb = target.get_input_embeddings()
     ids = torch.tensor([PROMPT])
     with torch.no_grad():
@@ -119,11 +130,8 @@ def _vet(folder: Path, info: dict[str, Any]) -> dict[str, Any]:
     if bool(mask.any()):
         scale = float((got[mask] / raw[mask]).median())
         if abs(scale - 1.0) > 1e-3 and torch.allclose(got, raw * scale, rtol=1e-3, atol=1e-5):
-            info["embed_scale"] = scale
-            cfg_path = folder / "zlab" / "config.json"
-            cfg = json.loads(cfg_path.read_text())
-            cfg.setdefault("dflash_config", {})["input_embedding_scale"] = scale
-            cfg_path.write_text(json.dumps(cfg, indent=2))
+            info["embed_scale"] = mirror["input_embedding_scale"] = scale
+    cfg_path.write_text(json.dumps(draft_cfg, indent=2))
     return info
 
 

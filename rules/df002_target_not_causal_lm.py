@@ -36,7 +36,8 @@ RULE = Rule(
     backends=(COMMON,),
     check=check,
     what="The target's `architectures` include a generative class (`*ForCausalLM`, `*ForConditionalGeneration`, "
-    "`*LMHeadModel`), or its `auto_map` registers one (`AutoModelForCausalLM`), and it is not an encoder-decoder "
+    "`*LMHeadModel`, or one of transformers' causal-LM classes with another name: `BertGenerationDecoder`, "
+    "`ReformerModelWithLMHead`), or its `auto_map` registers one (`AutoModelForCausalLM`), and it is not an encoder-decoder "
     "model (T5, BART, Whisper, ...).",
     why="DFlash drafts project with the target's output head and the target verifies each block by its own logits; "
     "an encoder, embedding or classification checkpoint has no such head, and engines pick the model class by this name.",

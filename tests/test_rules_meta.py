@@ -39,6 +39,9 @@ def test_df002_passes_a_base_class_whose_auto_map_registers_a_causal_lm():
 def test_df002_passes_causal_lm_and_vlm_and_missing_architectures():
     assert not catches("DF002", target(), draft())
     assert not catches("DF002", target(architectures=["Qwen3VLForConditionalGeneration"]), draft())
+    # transformers' causal-LM classes with irregular names (a tiny BertGenerationDecoder runs DFlash: zoo truth)
+    assert not catches("DF002", target(architectures=["BertGenerationDecoder"], model_type="bert-generation"), draft())
+    assert catches("DF002", target(architectures=["BertGenerationEncoder"], model_type="bert-generation"), draft())
     assert not catches("DF002", target(architectures=DELETE), draft())
 
 

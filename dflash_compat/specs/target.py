@@ -26,6 +26,10 @@ GGUF_ENCODER_ARCHITECTURES = frozenset({"bert", "nomic-bert", "nomic-bert-moe", 
                                         "jina-bert-v2", "jina-bert-v3", "t5", "t5encoder", "clip", "eurobert"})
 
 CAUSAL_LM_SUFFIXES = ("ForCausalLM", "ForConditionalGeneration", "LMHeadModel", "ForImageTextToText")
+# Causal-LM classes whose names follow none of those patterns: the whole list of
+# MODEL_FOR_CAUSAL_LM_MAPPING_NAMES's irregular names (transformers 5.25.0 models/auto/modeling_auto.py:803, :963;
+# 5.24.0 :794, :950).
+CAUSAL_LM_CLASSES = frozenset({"BertGenerationDecoder", "ReformerModelWithLMHead"})
 
 
 class TargetSpec(BaseModel):
@@ -99,7 +103,8 @@ class TargetSpec(BaseModel):
             return False
         if self.gguf is not None:  # llama.cpp's architectures: the encoders among them are not targets
             return self.model_type not in GGUF_ENCODER_ARCHITECTURES
-        if any(isinstance(a, str) and a.endswith(CAUSAL_LM_SUFFIXES) for a in self.architectures):
+        if any(isinstance(a, str) and (a.endswith(CAUSAL_LM_SUFFIXES) or a in CAUSAL_LM_CLASSES)
+               for a in self.architectures):
             return True
         return any(k in (self.auto_map or {}) for k in ("AutoModelForCausalLM", "AutoModelForImageTextToText"))
 
