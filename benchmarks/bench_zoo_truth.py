@@ -282,7 +282,8 @@ def run_mlx(folder: Path) -> dict[str, Any]:
 
     try:
         model, tok = mlx_load(str(mlx_conversion(folder)))
-    except Exception as exc:  # noqa: BLE001 - mlx-lm has no such model type: not an mlx-lm type
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - not an mlx-lm type (mlx-lm's olmo exits the process
+        # when the ai2-olmo package is missing: mlx_lm/models/olmo.py)
         return {"outcome": "n/a", "detail": "mlx-lm cannot load it: " + _short(exc)}
     want = [int(t) for t, _ in generate_step(mx.array(PROMPT), model, max_tokens=NEW_TOKENS,
                                              sampler=lambda x: mx.argmax(x, axis=-1))]

@@ -42,7 +42,7 @@ _SIZES = {
     "layer_group_size": 2, "index_head_dim": 16, "index_n_heads": 4, "index_topk": 4,
 }
 # Keys set even where the class defaults them to None (a None the model then uses as a number).
-_EVEN_IF_NONE = ("num_key_value_heads", "num_experts_per_tok")
+_EVEN_IF_NONE = ("num_key_value_heads", "num_experts_per_tok", "head_dim")
 _TOKEN_IDS = ("bos_token_id", "eos_token_id", "pad_token_id", "sep_token_id", "cls_token_id",
               "decoder_start_token_id", "mask_token_id", "unk_token_id")
 # Pattern strings with one letter per layer (Nemotron-H "M-M*", Falcon-H1 has none): layer kinds kept so a
@@ -61,6 +61,12 @@ SAMPLE = ("qwen3", "llama", "gpt2", "ctrl", "dbrx", "bert", "xlm", "qwen3_5_text
 _FIXES: dict[str, dict[str, Any]] = {
     "mamba2": {"num_heads": 8, "head_dim": 16, "expand": 2, "n_groups": 1},  # hidden * expand == heads * head_dim
     "glm5_next": {"num_key_value_heads": 4},
+    "nemotron": {"num_key_value_heads": 2},  # None is not "as many as the query heads" there
+    "dots3_note_text": {"num_key_value_heads": 4},  # must equal the query heads
+    "zaya": {"num_experts_per_tok": 1},  # the only value the class supports
+    "kolibri1_1": {"index_num_heads": 2},  # at most the key heads
+    "lfm2_moe": {"layer_types": ["conv", "full_attention"] * 2},  # the default has none
+    "gpt_neo": {"attention_types": [[["global", "local"], 2]]},  # must add up to the depth
     "dory": {"n_input_layers": 1, "n_recurrent_layers": 2, "n_output_layers": 1,  # the three add up to the depth
              "layer_types": ["sliding_attention", "full_attention"] * 2},  # a default list with "mlp" halves the depth
     # the default configs have no attention layer at all (published Bamba / Granite-4.0-H have some)
@@ -127,6 +133,9 @@ def tiny_config(model_type: str) -> Any:
         kwargs["layer_types"] = _fit_pattern(scope["layer_types"], LAYERS)
     if "is_decoder" in scope:  # BERT-style *LMHeadModel: a causal decoder only with is_decoder=True
         kwargs["is_decoder"] = True
+    if isinstance(scope.get("per_layer_config"), dict):  # overrides keyed by layer index: only the kept layers
+        kwargs["per_layer_config"] = {k: v for k, v in scope["per_layer_config"].items()
+                                      if str(k).lstrip("-").isdigit() and int(k) < LAYERS}
     for key, value in _FIXES.get(model_type, {}).items():
         kwargs[key] = value
     if text_key:

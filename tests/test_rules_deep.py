@@ -476,3 +476,14 @@ def test_df611_passes_bare_codebooks_and_v1_drafts(tmp_path):
     t["candidate_selector.successor_codebook"] = t.pop("candidate_selector.successor_codebook.weight")
     assert not catches("DF611", _target(), *weights(tmp_path / "bare", cfg=V2, tensors=t))
     assert not catches("DF611", _target(), *weights(tmp_path / "v1", tensors=draft_tensors(DRAFT)))
+
+
+@torch_required
+def test_df210_catches_a_forward_that_takes_no_cache():
+    # OpenAI GPT's forward has no cache parameter, only **kwargs: the reference's past_key_values= vanishes
+    # (zoo truth: dflash 0.1.0 stops on crop of an empty cache)
+    how = dict(probe(TINY["llama"]).forward.how, past_key_values="untyped-kwargs")
+    (f,) = found("DF210", spec(forward__how=how, forward__cache_arg=None))
+    assert "takes no cache" in f.message and "is swallowed by **kwargs" in f.message
+    assert not caught("DF210", spec())
+    assert not caught("DF210", spec(forward__cache_arg="cache", forward__how=how))  # DF254's case

@@ -13,7 +13,7 @@ from ..findings import Finding
 from ..options import CheckOptions
 from ..specs import DraftSpec, TargetSpec
 
-__all__ = ["ACCEPTANCE_ONLY", "DEEP_PREFIXES", "ENGINE_OF", "RUNTIME_LIMITS", "RUNTIME_READS_ITSELF", "Preflight",
+__all__ = ["ACCEPTANCE_ONLY", "ENGINE_OF", "RUNTIME_LIMITS", "RUNTIME_READS_ITSELF", "Preflight",
            "preflight", "refusal_line"]
 
 # The backend whose rules a smoke runtime answers to: the torch runtime mirrors the dflash reference
@@ -22,9 +22,6 @@ ENGINE_OF = {"torch": "dflash", "mlx": "mlx"}
 # Rules about the reference runtime's own limits: a warning for the check (no engine is concerned),
 # a refusal for smoke, which cannot run what they find.
 RUNTIME_LIMITS = frozenset({"DF205"})
-# The module and weight rules (the config rules run first, without a build): DF2xx module facts of the
-# transformers runtimes, DF5xx/DF7xx MLX and module paths, DF6xx the draft's tensors.
-DEEP_PREFIXES = ("DF25", "DF6", "DF7", "DF50", "DF51")
 # Config rules whose verdict the module facts can change (DF201: the built cache may crop exactly).
 DEEP_CLEARS = frozenset({"DF201"})
 # Rules whose error costs acceptance only: the target verifies every token, so the output stays the target's
@@ -81,7 +78,10 @@ def preflight(target: str, draft: str, backend: str, *, token: Optional[str] = N
         # smoke refuses exactly what `dflash-check` fails for this backend, with the same finding; and a config
         # verdict the module facts settle (DF201 on LFM2, whose conv-only cache crops exactly) as the check does.
         deep_found = _deep_findings(target, draft, backend, token, trust_remote_code, adapter)
-        refusals = [f for f in refused(deep_found) if f.code.startswith(DEEP_PREFIXES) or f.code in DEEP_CLEARS] + [
+        # the module and weight rules' findings (the rules that need a build or the weights: the config rules
+        # ran above, without one)
+        deep_codes = {r.code for r in ALL_RULES if r.needs} | DEEP_CLEARS
+        refusals = [f for f in refused(deep_found) if f.code in deep_codes] + [
             f for f in refusals if f.code not in DEEP_CLEARS]
     return Preflight(t_spec, d_spec, refusals)
 

@@ -38,8 +38,30 @@ def _conv_crops_exactly() -> bool:
     return hasattr(DynamicCache, "activate_past_recording")
 
 
-def _rollback_kind(text_config: Any) -> tuple[RollbackKind, Optional[str]]:
-    """Judged per layer where the config lists its layer types (as the check's DF201 does), else by model type."""
+def _built_cache_crops(model: Any) -> bool:
+    """The cache the model's forward builds, classified layer by layer as the deep check does (probe.torch_cache,
+    which DF201 reads): True where cropping it rolls every layer back exactly (e.g. layer types with names the
+    config-level list does not know, whose cache layers are plain KV layers)."""
+    from ..facts import ModulePaths
+    from ..probe.torch_cache import cache_facts
+
+    try:
+        facts = cache_facts(model, ModulePaths())
+    except Exception:  # noqa: BLE001 - a cache that cannot be built here: judge by the config's names
+        return False
+    return facts.error is None and facts.rollback == "crop"
+
+
+def _rollback_kind(text_config: Any, model: Any = None) -> tuple[RollbackKind, Optional[str]]:
+    """Judged per layer where the config lists its layer types (as the check's DF201 does), else by model type;
+    where the built cache says cropping is exact, that wins (DF201 returns there too)."""
+    kind, problem = _rollback_by_name(text_config)
+    if kind == "none" and model is not None and _built_cache_crops(model):
+        return "crop", None
+    return kind, problem
+
+
+def _rollback_by_name(text_config: Any) -> tuple[RollbackKind, Optional[str]]:
     model_type = getattr(text_config, "model_type", None)
     layer_types = [t for t in getattr(text_config, "layer_types", None) or [] if isinstance(t, str)]
     if not layer_types:
@@ -70,7 +92,7 @@ class TorchTarget(Target):
         # models) take `past_key_values`.
         self._cache_kwarg = "cache" if "cache" in params else "past_key_values"
         self._keep_kwarg = next((k for k in ("logits_to_keep", "num_logits_to_keep") if k in params), None)
-        self._kind, self._problem = _rollback_kind(self.text_config)
+        self._kind, self._problem = _rollback_kind(self.text_config, self.model)
         # CUDA graphs (use_graphs): the compiled model, the block length it runs, persistent capture hooks
         self._graphed: Any = None
         self._graph_length = 0
