@@ -1,6 +1,5 @@
 """Types shared by the draft and target specs: sizes, numbers, RoPE, and validation into ConfigError."""
 
-from __future__ import annotations
 
 from typing import Annotated, Any, Optional, TypeVar, Union
 

@@ -1,6 +1,5 @@
 """`DraftSpec`: what a DFlash draft's config.json says, in any of the known draft families."""
 
-from __future__ import annotations
 
 from typing import Any, Optional
 

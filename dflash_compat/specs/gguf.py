@@ -8,7 +8,6 @@ converter writes target_layer_ids + 1, llama.cpp b11434 conversion/qwen.py:798-8
 itself travels with the spec (`gguf`), so llama.cpp rules can read keys and tensors directly.
 """
 
-from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Optional
 

@@ -1,6 +1,5 @@
 """`TargetSpec`: what a target model's config.json (plus generation/tokenizer configs) says."""
 
-from __future__ import annotations
 
 from typing import Any, Optional, Union
 
