@@ -136,8 +136,8 @@ def check_cmd(fmt: str, output: Optional[str], force: bool, **params: Any) -> No
     sys.exit(report.exit_code())
 
 
-# True in the dflash-check process itself (set by main()), False where the CLI runs inside another program
-# (tests, CliRunner): only there may start-up's objects be frozen for the rest of the process.
+# True while main(), the console script, runs: in the dflash-check process itself start-up's objects may be
+# frozen for the rest of the process; not where the CLI runs inside another program (tests, CliRunner).
 _WHOLE_PROCESS = False
 
 
@@ -324,6 +324,8 @@ def main() -> None:
         if passes_through(exc):
             raise
         internal_error(exc)
+    finally:
+        _WHOLE_PROCESS = False  # main() called inside another program (a test) leaves it as it was
 
 
 if __name__ == "__main__":  # pragma: no cover

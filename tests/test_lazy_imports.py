@@ -133,16 +133,19 @@ def test_config_only_check_imports_nothing_the_reference_does_not_besides_its_ow
     assert "dflash_compat.rules.df101_hidden_size_mismatch" in state["modules"]  # the probe sees the check's modules
 
 
-def test_check_freezes_what_it_imported_in_its_own_process_only(tmp_path):
+def test_check_freezes_what_it_imported_in_its_own_process_only(tmp_path, monkeypatch):
     import gc
 
     from click.testing import CliRunner
 
-    from dflash_compat.cli import cli
+    from dflash_compat.cli import cli, main
 
     state = _startup(tmp_path, CONFIG_ONLY)
     assert state["enabled"] is True and state["frozen"] > 20_000, state["frozen"]
-    # the CLI run inside another program (here: pytest) leaves that program's collector as it was
+    # the CLI run inside another program (here: pytest) leaves that program's collector as it was, also
+    # after the console script itself ran in it
+    monkeypatch.setattr("sys.argv", ["dflash-check", "--version"])
+    main()
     before = gc.get_freeze_count()
     res = CliRunner().invoke(cli, CONFIG_ONLY)
     assert res.exit_code in (0, 1), res.output
