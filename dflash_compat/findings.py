@@ -14,7 +14,6 @@ from .provenance import EngineSource
 __all__ = [
     "COMMON",
     "BackendCounts",
-    "FileLocation",
     "Finding",
     "Location",
     "RuleDocs",
@@ -37,15 +36,6 @@ class Location:
     artifact: Literal["target", "draft", "launch"]
     file: str
     key: str
-
-
-@dataclass(frozen=True)
-class FileLocation(Location):
-    """A place in a user's launch file (`dflash-check launch`): `file` is its path as given, `line` and
-    `column` 1-based; `key` names the flag or setting written there."""
-
-    line: int = 0
-    column: int = 0
 
 
 @dataclass

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
-
 from dflash_compat.engine import EngineSource, Rule, Violation
 from dflash_compat.quoting import quote
 
@@ -26,7 +24,9 @@ def _known(name: str, flags: dict, underscores: bool, python: bool = True) -> bo
 
 
 def check(ctx):
-    # here, not at the top: only a check of a launch command needs the flag facts (start-up)
+    # here, not at the top: only a check of a launch command needs the flag facts and difflib (start-up)
+    import difflib
+
     from dflash_compat.launch.flagfacts import bundled_versions, flag_facts
 
     facts = ctx.flags

@@ -73,3 +73,35 @@ def test_sarif_describes_cited_rules_from_the_report():
 def test_every_format_renders_a_report_to_a_string(fmt):
     out = get_renderer(fmt)(hand_built_report())
     assert isinstance(out, str) and out.endswith("\n")
+
+
+JSON_CASES = [
+    {},
+    [],
+    {"a": {}, "b": [], "c": [{}], "d": [[], [1, [2, {"e": None}]]]},
+    {"text": "plain", "esc": "quote \" backslash \\ tab\t nl\n bell\x07 del\x7f", "uni": "é 😀 \u202e \u2028"},
+    {"lone": "\ud800 x", "pair": "\ud83d\ude00", "\udc80key": 1, "k\ud800": 2},  # surrogates, also in keys
+    {"float": [0.1, -0.0, 1e100, 1.5e-7, float("nan"), float("inf"), -float("inf")], "int": [0, -1, 2**70]},
+    {"bools": [True, False, None], "tuple": (1, ("x", 2.5)), 3: "int key", None: "none key", 1.5: "float key"},
+    {"1": "str one", 1: "int one"},  # two keys that json_safe makes one: the last value wins
+    {"nested": {"deep": {"deeper": [{"deepest": ["\x1b[2J"]}]}}},
+    "a bare string",
+    12,
+    None,
+]
+
+
+@pytest.mark.parametrize("value", JSON_CASES)
+def test_json_writer_matches_the_json_module(value):
+    """The one-pass writer behind every JSON output writes what json.dumps (indent 2, strict) writes of the
+    json_safe copy, byte for byte."""
+    from dflash_compat.emitters._safe import dumps, json_safe
+
+    assert dumps(value) == json.dumps(json_safe(value), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def test_json_writer_refuses_what_json_cannot_carry():
+    from dflash_compat.emitters._safe import dumps
+
+    with pytest.raises(TypeError, match="Object of type object is not JSON serializable"):
+        dumps({"x": [object()]})

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional
 
-from ..findings import FileLocation
+from ..findings import Location
 from .parse import Launch
 from .shellwords import Word
 from .versions import LaunchVersion
@@ -14,7 +14,17 @@ from .versions import LaunchVersion
 if TYPE_CHECKING:
     from ..specs import DraftSpec, TargetSpec
 
-__all__ = ["LaunchContext"]
+__all__ = ["FileLocation", "LaunchContext"]
+
+
+@dataclass(frozen=True)
+class FileLocation(Location):
+    """A place in a user's launch file (`dflash-check launch`): `file` is its path as given, `line` and
+    `column` 1-based; `key` names the flag or setting written there. (Here, not with Location in
+    findings: a config-only check never builds one, and every dataclass costs start-up time.)"""
+
+    line: int = 0
+    column: int = 0
 
 
 @dataclass(frozen=True)
