@@ -85,6 +85,18 @@ class EngineInfo:
     installed: Optional[Callable[[], Optional[str]]] = None  # overrides the metadata look-up
     backends: tuple[str, ...] = ()  # the checker backends whose verdicts rest on this engine
     label: str = ""  # how prose names it ("vLLM")
+    # The first release whose code has DFlash, bisected from the releases on the index (docs/engine-facts.md
+    # cites the code); None: not known, or the engine has no DFlash code of its own (mlx-lm).
+    first_dflash: Optional[str] = None
+
+    def predates_dflash(self, version: str) -> bool:
+        """True for a release older than the first with DFlash: nothing about DFlash can be read from it."""
+        if self.first_dflash is None:
+            return False
+        try:
+            return self.key(version) < self.key(self.first_dflash)
+        except ValueError:
+            return False
 
     def installed_version(self) -> Optional[str]:
         if self.installed is not None:
@@ -131,13 +143,14 @@ def register_engine(info: EngineInfo) -> None:
 
 
 for _info in (
-    EngineInfo("vllm", "vllm", "vllm", backends=("vllm",), label="vLLM"),
-    EngineInfo("sglang", "sglang", "sglang", backends=("sglang",), label="SGLang"),
-    EngineInfo("dflash", "dflash", "dflash", backends=("dflash", "mlx"), label="dflash"),
+    EngineInfo("vllm", "vllm", "vllm", backends=("vllm",), label="vLLM", first_dflash="0.20.0"),
+    EngineInfo("sglang", "sglang", "sglang", backends=("sglang",), label="SGLang", first_dflash="0.5.11"),
+    EngineInfo("dflash", "dflash", "dflash", backends=("dflash", "mlx"), label="dflash", first_dflash="0.1.0"),
     EngineInfo("mlx-lm", "mlx-lm", "mlx_lm", backends=("mlx",), label="mlx-lm"),
     EngineInfo("transformers", "transformers", "transformers", backends=("transformers", "dflash"),
-               label="transformers"),
-    EngineInfo("speculators", "speculators", "speculators", backends=("vllm",), label="speculators"),
+               label="transformers", first_dflash="5.15.0"),
+    EngineInfo("speculators", "speculators", "speculators", backends=("vllm",), label="speculators",
+               first_dflash="0.5.0"),
     # llama.cpp: a C++ engine, versions are builds (`bNNNN`); its facts are per build in data/llamacpp/
     EngineInfo("llama.cpp", None, None, key=llama_build_key, backends=("llama.cpp",), label="llama.cpp"),
 ):

@@ -18,6 +18,17 @@ def fallback_violations(ctx: CheckContext, status: str):
         window = bundled_versions(engine)
         span = f"{window[0]}-{window[-1]}" if len(window) > 1 else window[0]
         where = "newer than the newest" if status == "newer" else "older than the oldest"
+        info = ENGINES[engine]
+        if info.predates_dflash(sel.requested):  # no facts to extract: that release has no DFlash at all
+            yield Violation(
+                f"{engine} {sel.requested} ({sel.origin}) predates DFlash: its first release with DFlash is "
+                f"{info.first_dflash}, so it cannot run this pair at all; judged with the facts of {engine} "
+                f"{sel.used}, the oldest bundled release",
+                [],
+                fix=f"Upgrade {info.label} to {info.first_dflash} or later (bundled: {engine} {span}).",
+                backends=backends, severity="error",
+            )
+            continue
         yield Violation(
             f"{engine} {sel.requested} ({sel.origin}) is {where} release with bundled facts ({engine} {span}); "
             f"judged with the facts of {engine} {sel.used} instead, which may not match what {sel.requested} does",

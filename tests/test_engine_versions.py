@@ -117,13 +117,39 @@ def test_the_text_report_prints_one_engines_line(nothing_installed):
 
 
 def test_newer_and_older_releases_warn_with_the_refresh_command(nothing_installed):
-    res, report = _json(["--engine-version", "vllm==0.35.0", "--engine-version", "transformers==5.0.0"])
+    res, report = _json(["--engine-version", "vllm==0.35.0", "--engine-version", "transformers==5.19.0"])
     by_code = {f["code"]: f for f in report["findings"] if f["code"] in ("DF011", "DF012")}
     assert by_code["DF011"]["severity"] == "warning" and by_code["DF011"]["backend"] == "vllm"
     assert "vllm 0.35.0" in by_code["DF011"]["message"] and "vllm 0.34.0 instead" in by_code["DF011"]["message"]
     assert "dflash-check facts refresh --engine vllm==0.35.0" in by_code["DF011"]["fix"]
     assert "transformers 5.22.0 instead" in by_code["DF012"]["message"]
     assert report["engines"]["vllm"]["status"] == "newer" and report["engines"]["vllm"]["requested"] == "0.35.0"
+
+
+def test_a_release_before_the_first_with_dflash_is_an_error(nothing_installed, tmp_path):
+    res, report = _json(["--engine-version", "vllm==0.19.1", "-b", "vllm"])
+    [f] = [f for f in report["findings"] if f["code"] == "DF012"]
+    assert f["severity"] == "error" and "predates DFlash" in f["message"] and "0.20.0" in f["message"]
+    assert res.exit_code == 1
+    refresh = CliRunner().invoke(cli, ["facts", "refresh", "--engine", "vllm==0.19.1", "--cache", str(tmp_path)])
+    assert refresh.exit_code == 2 and "vLLM 0.19.1 predates DFlash" in refresh.output
+    assert len(refresh.output.strip().splitlines()) == 1 and not any(tmp_path.iterdir())
+    # the first release with it is read on demand (DF012 warns, no error)
+    res, report = _json(["--engine-version", "vllm==0.20.0", "-b", "vllm"])
+    [f] = [f for f in report["findings"] if f["code"] == "DF012"]
+    assert f["severity"] == "warning" and "facts refresh --engine vllm==0.20.0" in f["fix"]
+
+
+def test_first_dflash_releases_match_the_docs_table():
+    import re
+
+    docs = (Path(__file__).resolve().parent.parent / "docs" / "engine-facts.md").read_text()
+    docs = docs.split("| first release with DFlash |", 1)[1].split("\n\n", 1)[0]
+    rows = dict(re.findall(r"^\| (\S+) \| (\S+)(?: \([^)]*\))? \|", docs, flags=re.M))
+    for name, info in ENGINES.items():
+        if info.package is None:
+            continue
+        assert rows[info.label] == (info.first_dflash or "n/a"), name
 
 
 def test_bundled_releases_give_no_version_warning(nothing_installed):

@@ -36,7 +36,12 @@ def refresh_cmd(engines: tuple[str, ...], wheels: Optional[str], cache: Optional
 
     for spec in engines:  # checked here, so a bad spec is the CLI's one error line (exit 2)
         if "==" in spec:
-            parse_spec(spec, "--engine")
+            name, version = parse_spec(spec, "--engine")
+            info = ENGINES[name]
+            if info.predates_dflash(version):
+                raise InputError(f"--engine {spec!r}: {info.label} {version} predates DFlash (its first release "
+                                 f"with DFlash is {info.first_dflash}; docs/engine-facts.md): there are no facts "
+                                 "to read")
         elif spec.strip().lower() not in ENGINES or ENGINES[spec.strip().lower()].package is None:
             raise InputError(f"--engine {spec!r}: expected NAME[==VERSION] with NAME one of "
                              f"{', '.join(n for n, e in ENGINES.items() if e.package)}")
