@@ -39,7 +39,8 @@ _SIZES = {
     **dict.fromkeys(("n_group", "num_expert_group", "topk_group"), 1),
     **dict.fromkeys(("moe_k", "num_experts_per_token"), 2),
     "rotary_dim": 8, "linear_num_heads": 4, "linear_num_key_heads": 4, "linear_head_dim": 16,
-    "layer_group_size": 2, "index_head_dim": 16, "index_n_heads": 4, "index_topk": 4,
+    "layer_group_size": 2, "index_head_dim": 16, "index_n_heads": 4,
+    "index_topk": 64,  # above the zoo's context, as a full-size model's 2048 is above most prompts (DF211)
 }
 # Keys set even where the class defaults them to None (a None the model then uses as a number).
 _EVEN_IF_NONE = ("num_key_value_heads", "num_experts_per_tok", "head_dim")
@@ -112,6 +113,8 @@ def tiny_config(model_type: str) -> Any:
             kwargs[key] = value
     if "qk_rope_head_dim" in scope and "head_dim" in scope:  # MLA: head_dim is the rotary part's width
         kwargs["head_dim"] = _SIZES["qk_rope_head_dim"]
+    if "kv_lora_rank" in scope and "num_key_value_heads" in scope:  # MLA expands keys to every query head: a
+        kwargs["num_key_value_heads"] = _SIZES["num_attention_heads"]  # smaller count breaks multi-token calls
     layers_default = next((scope[k] for k in ("num_hidden_layers", "n_layer", "num_layers") if
                            isinstance(scope.get(k), int)), None)
     for key, value in scope.items():  # per-layer number lists sized for the default depth

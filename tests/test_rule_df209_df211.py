@@ -1,5 +1,5 @@
-"""DF209: a target with hyper-connections (several residual streams per token) cannot condition a DFlash draft
-on the reference runtimes; found by the zoo truth benchmark (HY-V4, DeepSeek-V4 crash both runtimes)."""
+"""DF209 (hyper-connection streams: HY-V4 and DeepSeek-V4 crash both reference runtimes) and DF211 (a sparse-
+attention top-k: output differs past index_topk tokens), both found by the zoo truth benchmark."""
 
 from __future__ import annotations
 
@@ -21,3 +21,11 @@ def test_df209_passes_one_stream_and_leaves_the_serving_engines_alone():
     assert not catches("DF209", target(), draft())
     assert not catches("DF209", target(hc_mult=1), draft())
     assert not run_rule("DF209", _hy_v4(), draft(), backends=("vllm", "sglang"))
+
+
+def test_df211_notes_a_sparse_attention_target_and_passes_dense_ones():
+    dsa = target(model_type="deepseek_v32", architectures=["DeepseekV32ForCausalLM"], index_topk=2048)
+    [f] = run_rule("DF211", dsa, draft(), backends=("dflash",))
+    assert f.severity == "warning" and "top 2048 keys" in f.message and "longer than 2048 tokens" in f.message
+    assert not catches("DF211", target(), draft())
+    assert not run_rule("DF211", dsa, draft(), backends=("vllm",))
