@@ -464,7 +464,10 @@ def table(rows: dict[str, dict[str, Any]], backends: list[str], tv: str) -> str:
                              f"{('(' + x['why'] + ')') if x.get('why') else ''} | |".replace("||", "|"))
     not_built = sorted(t for t, r in rows.items() if not r.get("built"))
     if not_built:
-        lines += ["", f"Not built at a tiny size ({len(not_built)}): " + ", ".join(f"`{t}`" for t in not_built)]
+        def why(t: str) -> str:
+            text = " ".join(str(rows[t].get("error") or "").split()).replace("|", "/")
+            return f" ({text[:90]})" if text else ""
+        lines += ["", f"Not built at a tiny size ({len(not_built)}): " + "; ".join(f"`{t}`{why(t)}" for t in not_built)]
     return "\n".join(lines) + "\n"
 
 

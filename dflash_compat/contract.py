@@ -61,9 +61,12 @@ BACKEND_ENGINES = {
 TEXT_CONFIG_KEYS = ("text_config", "llm_config", "language_config")
 
 # Per-layer `layer_types` values that are ordinary attention: their cache entries are per-position
-# keys/values, so cropping the cache rolls them back exactly.
+# keys/values, so cropping the cache rolls them back exactly. `indexed_attention` (DSA: DeepSeek-V3.2,
+# GLM-MoE-DSA) keeps per-position indexer keys beside them, cropped with them (transformers 5.25.0
+# cache_utils.py:316, :378-386 DynamicIndexedLayer.crop; 5.24.0 :316, the same layer).
 ATTENTION_LAYER_TYPES = frozenset(
-    {"full_attention", "sliding_attention", "chunked_attention", "attention", "global", "local"}
+    {"full_attention", "sliding_attention", "chunked_attention", "attention", "global", "local",
+     "indexed_attention"}
 )
 
 # The block size a draft without one runs at (the dflash reference, SGLang and the MLX port all assume it).

@@ -6,6 +6,10 @@ from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
 
 from ._sources import HF_LAST_HIDDEN, MLX_HOOK, REF_FEATURES, VLLM_AUX_CAPTURE
 
+# Config keys of targets that apply their decoder layers more than once per token (HRM: H_cycles / L_cycles;
+# Dory: n_recurrent_loops, transformers 5.25.0 models/dory/configuration_dory.py:81).
+LOOP_KEYS = ("H_cycles", "L_cycles", "n_recurrent_loops")
+
 
 def check(ctx: CheckContext):
     t, d, p = ctx.target, ctx.draft, ctx.tree.paths
@@ -19,6 +23,18 @@ def check(ctx: CheckContext):
     past = [i for i in valid if i > built - 1]
     last = [i for i in valid if i == built - 1]
     where = [ctx.dloc("target_layer_ids"), ctx.module_loc(layers or "")]
+    loops = {k: t.raw.get(k) for k in LOOP_KEYS if isinstance(t.raw.get(k), int) and t.raw.get(k) > 1}
+    if past and loops:
+        # a looped target (HRM, Dory) reapplies its layer stacks: output_hidden_states has one entry per
+        # application, which is what the dflash reference indexes; the module count does not bound the ids
+        yield Violation(
+            f"target_layer_ids {past} index past {layers}[{built - 1}], but the target applies its {built} "
+            f"built layers in loops ({', '.join(f'{k}={v}' for k, v in loops.items())}): the reference's "
+            "output_hidden_states has one entry per application, so the ids may be valid; check that the draft "
+            "was trained against this target's hidden-state indices",
+            where, severity="warning",
+        )
+        return
     if past:
         yield Violation(
             f"target_layer_ids {past} index past {layers}[{built - 1}] (the target builds {built} "

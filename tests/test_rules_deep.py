@@ -281,6 +281,11 @@ def test_df705_catches_ids_past_the_built_layers():
     past, last = found("DF705", spec(paths__layers_len=2))  # 2 does not exist, 1 is the last
     assert past.severity == "error" and "[2]" in past.message and last.severity == "warning"
     assert not caught("DF705", spec())
+    # a looped target (HRM: num_hidden_layers counts layer applications, transformers 5.25.0
+    # configuration_hrm_text.py:45-52) is indexed by application in output_hidden_states: a warning only
+    looped = dict(TINY["llama"], H_cycles=2, L_cycles=3)
+    (f,) = found("DF705", spec(cfg=looped, paths__layers_len=2))
+    assert f.severity == "warning" and "loops (H_cycles=2, L_cycles=3)" in f.message
 
 
 @torch_required

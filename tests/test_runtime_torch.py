@@ -395,3 +395,24 @@ def test_weight_name_variants_load_the_same(tmp_path):
     other = load_draft(save_draft(tmp_path / "renamed", dcfg, renamed))
     for (name, a), (_, b) in zip(plain.state_dict().items(), other.state_dict().items()):
         assert torch.equal(a, b), name
+
+
+def test_the_built_cache_settles_layer_types_the_names_do_not_know():
+    # smoke's runtime asks the same built-cache classification as the deep check (adapters/cache_layers.py):
+    # a layer type it does not know by name but whose cache layers crop exactly is run, as DF201 passes it
+    # (zoo truth: inkling_text's `hybrid` names, DSA's `indexed_attention`); a real recurrent cache stays refused
+    from types import SimpleNamespace
+
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    from dflash_compat.runtime.torch_target import _rollback_kind
+    from tests.deep_helpers import TINY
+
+    odd = SimpleNamespace(model_type="llama", layer_types=["full_attention", "vendor_attention"])
+    assert _rollback_kind(odd)[0] == "none" and "vendor_attention" in _rollback_kind(odd)[1]
+    with torch.device("meta"):
+        llama = AutoModelForCausalLM.from_config(AutoConfig.for_model(**TINY["llama"]))
+        hybrid = AutoModelForCausalLM.from_config(AutoConfig.for_model(**TINY["qwen3_next"]))
+    assert _rollback_kind(odd, llama) == ("crop", None)
+    hybrid_types = SimpleNamespace(model_type="qwen3_next", layer_types=hybrid.config.layer_types)
+    assert _rollback_kind(hybrid_types, hybrid)[0] == "none"

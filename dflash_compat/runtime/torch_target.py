@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..adapters import TargetAdapter, torch_adapter_for
+from ..adapters.cache_layers import built_cache_crops
 from ..contract import ATTENTION_LAYER_TYPES, RECURRENT_MODEL_TYPES
 from ..exceptions import ConfigError, RemoteCodeError, RuntimeUnsupportedError, WeightsError, error_line, one_line
 from .checkpoints import target_folder
@@ -38,25 +39,11 @@ def _conv_crops_exactly() -> bool:
     return hasattr(DynamicCache, "activate_past_recording")
 
 
-def _built_cache_crops(model: Any) -> bool:
-    """The cache the model's forward builds, classified layer by layer as the deep check does (probe.torch_cache,
-    which DF201 reads): True where cropping it rolls every layer back exactly (e.g. layer types with names the
-    config-level list does not know, whose cache layers are plain KV layers)."""
-    from ..facts import ModulePaths
-    from ..probe.torch_cache import cache_facts
-
-    try:
-        facts = cache_facts(model, ModulePaths())
-    except Exception:  # noqa: BLE001 - a cache that cannot be built here: judge by the config's names
-        return False
-    return facts.error is None and facts.rollback == "crop"
-
-
 def _rollback_kind(text_config: Any, model: Any = None) -> tuple[RollbackKind, Optional[str]]:
     """Judged per layer where the config lists its layer types (as the check's DF201 does), else by model type;
     where the built cache says cropping is exact, that wins (DF201 returns there too)."""
     kind, problem = _rollback_by_name(text_config)
-    if kind == "none" and model is not None and _built_cache_crops(model):
+    if kind == "none" and model is not None and built_cache_crops(model):
         return "crop", None
     return kind, problem
 
