@@ -7,7 +7,7 @@ from dflash_compat.engine import CheckContext, EngineSource, Rule, Violation
 from dflash_compat.specs._reader import get_dotted
 
 HF_DSA_TOPK = EngineSource(
-    "transformers", "transformers/models/deepseek_v32/modeling_deepseek_v32.py", "225-241",
+    "transformers", "transformers/models/deepseek_v32/modeling_deepseek_v32.py", "227-241",
     "DeepseekV32Indexer: ReLU'd per-head scores, weighted and summed, then topk(min(index_topk, keys)) per query "
     "(GLM-MoE-DSA: modeling_glm_moe_dsa.py:237-242)", version="5.25.0")
 REF_VERIFY_BLOCK = EngineSource("dflash", "dflash/model.py", "269-272",
