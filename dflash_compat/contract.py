@@ -69,6 +69,12 @@ ATTENTION_LAYER_TYPES = frozenset(
      "indexed_attention"}
 )
 
+# Config keys of targets that apply their decoder layers more than once per token (HRM: H_cycles / L_cycles,
+# transformers 5.25.0 models/hrm_text/configuration_hrm_text.py:45-52, whose num_hidden_layers counts layer
+# applications; Dory: n_recurrent_loops, models/dory/configuration_dory.py:81). Their output_hidden_states has one
+# entry per application, which is what a draft's target_layer_ids index.
+LOOP_KEYS = ("H_cycles", "L_cycles", "n_recurrent_loops")
+
 # The block size a draft without one runs at (the dflash reference, SGLang and the MLX port all assume it).
 DEFAULT_BLOCK_SIZE = 16
 

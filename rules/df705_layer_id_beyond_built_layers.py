@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
+from dflash_compat.contract import LOOP_KEYS
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
 
 from ._sources import HF_LAST_HIDDEN, MLX_HOOK, REF_FEATURES, VLLM_AUX_CAPTURE
-
-# Config keys of targets that apply their decoder layers more than once per token (HRM: H_cycles / L_cycles;
-# Dory: n_recurrent_loops, transformers 5.25.0 models/dory/configuration_dory.py:81).
-LOOP_KEYS = ("H_cycles", "L_cycles", "n_recurrent_loops")
 
 
 def check(ctx: CheckContext):

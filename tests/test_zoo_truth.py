@@ -72,3 +72,17 @@ def test_the_whole_sample_agrees(cache):
     bad = [(t, b, r[b]) for t, r in rows.items() if r.get("built") for b in bench.BACKENDS
            if isinstance(r.get(b), dict) and bench.agrees(r[b]) is False]
     assert not bad, bad
+
+
+def test_a_looped_target_runs_in_smoke_as_in_the_reference(cache):
+    # HRM applies its 4-layer stacks in loops; num_hidden_layers counts applications and the draft's ids index
+    # output_hidden_states by application (the reference's way). DF705 warns, smoke runs it from
+    # output_hidden_states (a hook would fire once per application), both losslessly.
+    import transformers.models as models
+
+    if not hasattr(models, "hrm_text"):
+        pytest.skip("this transformers has no hrm_text")
+    row = bench.case("hrm_text", ["dflash", "smoke"], cache)
+    assert row["built"], row
+    assert row["dflash"]["outcome"] == row["smoke"]["outcome"] == "lossless", row
+    assert row["dflash"]["verdict"] == "pass" and bench.agrees(row["smoke"]), row

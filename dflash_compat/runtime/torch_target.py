@@ -18,7 +18,7 @@ from torch import nn
 
 from ..adapters import TargetAdapter, torch_adapter_for
 from ..adapters.cache_layers import built_cache_crops
-from ..contract import ATTENTION_LAYER_TYPES, RECURRENT_MODEL_TYPES
+from ..contract import ATTENTION_LAYER_TYPES, LOOP_KEYS, RECURRENT_MODEL_TYPES
 from ..exceptions import ConfigError, RemoteCodeError, RuntimeUnsupportedError, WeightsError, error_line, one_line
 from .checkpoints import target_folder
 from .target import RollbackKind, Target, TargetOutput, position_limit
@@ -46,6 +46,14 @@ def _rollback_kind(text_config: Any, model: Any = None) -> tuple[RollbackKind, O
     if kind == "none" and model is not None and built_cache_crops(model):
         return "crop", None
     return kind, problem
+
+
+def _applications(text_config: Any, built: int) -> Optional[int]:
+    """How many layer applications a looped target's output_hidden_states has (its config's num_hidden_layers),
+    or None for a target that applies each built layer once."""
+    looped = any(isinstance(getattr(text_config, k, None), int) and getattr(text_config, k) > 1 for k in LOOP_KEYS)
+    n = getattr(text_config, "num_hidden_layers", None)
+    return n if looped and isinstance(n, int) and n > built else None
 
 
 def _rollback_by_name(text_config: Any) -> tuple[RollbackKind, Optional[str]]:
@@ -80,6 +88,10 @@ class TorchTarget(Target):
         self._cache_kwarg = "cache" if "cache" in params else "past_key_values"
         self._keep_kwarg = next((k for k in ("logits_to_keep", "num_logits_to_keep") if k in params), None)
         self._kind, self._problem = _rollback_kind(self.text_config, self.model)
+        # A looped target (HRM, Dory) applies its layers more than once per token: a hook on a layer would fire
+        # once per application, so features come from output_hidden_states, indexed by application as the
+        # dflash reference indexes them (dflash 0.1.0 dflash/model.py:37-43)
+        self._applications = _applications(self.text_config, len(self._layers))
         # CUDA graphs (use_graphs): the compiled model, the block length it runs, persistent capture hooks
         self._graphed: Any = None
         self._graph_length = 0
@@ -186,6 +198,11 @@ class TorchTarget(Target):
             kwargs[self._keep_kwarg] = logits_to_keep
         if getattr(self, "_graphed", None) is not None:
             return self._graph_forward(input_ids, cache, start, kwargs, capture, logits_to_keep)
+        if self._applications is not None:
+            out = self.model(input_ids, output_hidden_states=bool(capture), **kwargs)
+            logits = out.logits if logits_to_keep == 0 or self._keep_kwarg else out.logits[:, -logits_to_keep:]
+            features = torch.cat([out.hidden_states[i + 1] for i in capture], dim=-1) if capture else None
+            return TargetOutput(logits, features)
         with self._capture(capture) as captured:
             out = self.model(input_ids, **kwargs)
         logits = out.logits if logits_to_keep == 0 or self._keep_kwarg else out.logits[:, -logits_to_keep:]
@@ -264,6 +281,18 @@ class TorchTarget(Target):
         finally:
             for h in handles:
                 h.remove()
+
+    @property
+    def num_layers(self) -> int:
+        return self._applications if self._applications is not None else len(self.layers)
+
+    def check_capture(self, capture: Sequence[int]) -> None:
+        if self._applications is None:
+            return super().check_capture(capture)
+        for i in capture:
+            if not 0 <= i < self._applications:
+                raise RuntimeUnsupportedError(
+                    f"target layer id {i} is out of range: the target applies its layers {self._applications} times")
 
     def cache_length(self, cache: Any) -> int:
         return int(cache.get_seq_length())
