@@ -117,12 +117,16 @@ def test_min_acceptance_fails_with_exit_1(models):
 
 def test_a_target_that_cannot_decode_alone_is_refused_not_a_crash(models, monkeypatch):
     # e.g. a checkpoint whose own forward raises: not a DFlash problem, so exit 2 with the target named, never exit 3
+    import functools
+
     from transformers import AutoModelForCausalLM
 
+    target_class = type(AutoModelForCausalLM.from_pretrained(str(models / "target")))
+
+    @functools.wraps(target_class.forward)  # the same signature for the checker's preflight
     def broken(self, *a, **k):
         raise RuntimeError("The size of tensor a (4) must match the size of tensor b (8)")
 
-    target_class = type(AutoModelForCausalLM.from_pretrained(str(models / "target")))
     monkeypatch.setattr(target_class, "forward", broken)
     res = _smoke(models, "--prompt-ids", "1,2,3", "--max-new-tokens", "4")
     assert res.exit_code == 2, res.output
