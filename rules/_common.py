@@ -7,7 +7,7 @@ from typing import Any
 from dflash_compat.engine import CheckContext
 from dflash_compat.findings import Location
 
-__all__ = ["is_int", "model_type_loc", "disagreeing_locations", "version_key",
+__all__ = ["is_int", "model_type_loc", "disagreeing_locations", "version_key", "text_int",
            "NATIVE_RECURRENT_ROLLBACK"]
 
 # transformers' native DFlash rolls a recurrent target back from this release on: 5.24.0 refuses stateful
@@ -30,6 +30,17 @@ def version_key(version: str) -> tuple[int, ...]:
 def is_int(value: Any) -> bool:
     """A JSON integer (bool is an int subclass in Python, but not a layer id or a token id)."""
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def text_int(ctx: CheckContext, key: str) -> tuple[str, Any]:
+    """(the dotted key, its integer value or None) of a key of the target's text config as config.json has it
+    (`text_config.KEY` for a wrapper), for keys the specs do not model."""
+    from dflash_compat.specs._reader import get_dotted
+
+    t = ctx.target
+    dotted = f"{t.text_prefix}.{key}" if t.text_prefix else key
+    value = get_dotted(t.raw, dotted)
+    return dotted, value if is_int(value) else None
 
 
 def model_type_loc(ctx: CheckContext) -> Location:

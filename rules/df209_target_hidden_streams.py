@@ -4,7 +4,8 @@ a DFlash draft is conditioned on are [batch, seq, streams, hidden], not [batch, 
 from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, EngineSource, Rule, Violation
-from dflash_compat.specs._reader import get_dotted
+
+from ._common import text_int
 
 HF_HC_STREAMS = EngineSource(
     "transformers", "transformers/models/hy_v4/modeling_hy_v4.py", "834",
@@ -28,10 +29,8 @@ STREAMS_KEY = "hc_mult"
 
 
 def check(ctx: CheckContext):
-    t = ctx.target
-    key = f"{t.text_prefix}.{STREAMS_KEY}" if t.text_prefix else STREAMS_KEY
-    n = get_dotted(t.raw, key)
-    if not isinstance(n, int) or isinstance(n, bool) or n <= 1:
+    key, n = text_int(ctx, STREAMS_KEY)
+    if n is None or n <= 1:
         return
     yield Violation(
         f"the target keeps {n} residual streams per token ({key} = {n}, hyper-connections): each layer's hidden "

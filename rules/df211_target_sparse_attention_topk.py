@@ -4,7 +4,8 @@ context a block verify and token-by-token decoding can attend to different keys.
 from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, EngineSource, Rule, Violation
-from dflash_compat.specs._reader import get_dotted
+
+from ._common import text_int
 
 HF_DSA_TOPK = EngineSource(
     "transformers", "transformers/models/deepseek_v32/modeling_deepseek_v32.py", "227-241",
@@ -17,10 +18,8 @@ TOPK_KEY = "index_topk"
 
 
 def check(ctx: CheckContext):
-    t = ctx.target
-    key = f"{t.text_prefix}.{TOPK_KEY}" if t.text_prefix else TOPK_KEY
-    k = get_dotted(t.raw, key)
-    if not isinstance(k, int) or isinstance(k, bool) or k <= 0:
+    key, k = text_int(ctx, TOPK_KEY)
+    if k is None or k <= 0:
         return
     yield Violation(
         f"the target's sparse attention keeps the top {k} keys per query ({key}, {HF_DSA_TOPK.cite()}): once the "
