@@ -454,14 +454,18 @@ def table(rows: dict[str, dict[str, Any]], backends: list[str], tv: str) -> str:
         pct = f"{100 * n_agree / len(judged):.0f}%" if judged else "-"
         lines.append(f"| {b} | {len(judged)} | {n_agree} ({pct}) | {counts['lossless']} | {counts['refused']} | "
                      f"{counts['crashed']} | {counts['not-lossless']} | {len(judged) - n_agree} |")
-    lines += ["", "| model type | backend | ran | checker | cause |", "|---|---|---|---|---|"]
+    disagreeing = []
     for t, r in sorted(rows.items()):
         for b in backends:
             x = r.get(b)
             if x and agrees(x) is False:
                 ran = x["outcome"] + (f" ({x['detail']})" if x.get("detail") else "")
-                lines.append(f"| {t} | {b} | {ran.replace('|', '/')} | {x['verdict']} "
-                             f"{('(' + x['why'] + ')') if x.get('why') else ''} | |".replace("||", "|"))
+                disagreeing.append(f"| {t} | {b} | {ran.replace('|', '/')} | {x['verdict']} "
+                                   f"{('(' + x['why'] + ')') if x.get('why') else ''} | |".replace("||", "|"))
+    if disagreeing:
+        lines += ["", "| model type | backend | ran | checker | cause |", "|---|---|---|---|---|", *disagreeing]
+    else:
+        lines += ["", "No disagreements."]
     not_built = sorted(t for t, r in rows.items() if not r.get("built"))
     if not_built:
         def why(t: str) -> str:
