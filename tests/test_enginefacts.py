@@ -320,8 +320,8 @@ def test_an_anchor_follows_moved_code_and_is_gone_when_the_code_is(tmp_path):
 
 def test_every_bundled_citation_resolves_to_its_typed_lines_where_it_was_typed():
     anchors = json.loads((window.STORE / "anchors.json").read_text())["anchors"]
-    typed = {"vllm": "0.33.0", "sglang": "0.5.23", "dflash": "0.1.0", "mlx-lm": "0.32.2", "transformers": "5.24.0",
-             "speculators": "0.9.0"}
+    from dflash_compat.enginefacts.__main__ import TYPED_AGAINST as typed
+
     own = {(s.engine, s.path, s.lines): s.version for s in _all_citations()}
     wrong = []
     for key in anchors:

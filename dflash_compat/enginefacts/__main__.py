@@ -41,10 +41,17 @@ def _parser() -> argparse.ArgumentParser:
     ref.add_argument("--check", action="store_true", help="Do not write: exit 1 if the bundled files differ from "
                      "the wheels or a fact is unknown at a bundled release.")
     ref.add_argument("--typed-against", action="append", default=[], metavar="NAME==VERSION",
-                     help="The release new citations' line numbers were typed against (default: the newest "
-                     "bundled).")
+                     help="The release new citations without version= were typed against (default: "
+                     "TYPED_AGAINST, else the newest bundled).")
     ref.add_argument("--output", type=Path, default=STORE, help=argparse.SUPPRESS)
     return ap
+
+
+# The release each engine's citations without `version=` were typed against (the newest bundled when most were
+# written; where it is not in the window, the newest bundled is); a new citation should name its release with
+# `version=` (EngineSource), which wins over this.
+TYPED_AGAINST = {"vllm": "0.33.0", "sglang": "0.5.23", "dflash": "0.1.0", "mlx-lm": "0.32.2",
+                 "transformers": "5.24.0", "speculators": "0.9.0"}
 
 
 def _requested(specs: list[str]) -> list[tuple[str, Optional[str]]]:
@@ -98,7 +105,8 @@ def _run(args: argparse.Namespace, requested: list[tuple[str, Optional[str]]], s
     store: Path = args.output
     known = json.loads((store / "anchors.json").read_text(encoding="utf-8")).get("anchors", {}) \
         if (store / "anchors.json").exists() else {}
-    typed = {e: sorted(v, key=ENGINES[e].key)[-1] for e, v in _window(store).items()}
+    typed = {e: TYPED_AGAINST[e] if TYPED_AGAINST.get(e) in v else sorted(v, key=ENGINES[e].key)[-1]
+             for e, v in _window(store).items()}
     for spec in args.typed_against:
         name, version = parse_spec(spec, "--typed-against")
         typed[name] = version
