@@ -35,8 +35,8 @@ def check(ctx: CheckContext):
     yield Violation(
         f"the target keeps {n} residual streams per token ({key} = {n}, hyper-connections): each layer's hidden "
         f"states are [batch, seq, {n}, hidden] ({HF_HC_STREAMS.cite()}), but the draft is conditioned on "
-        f"[batch, seq, hidden] features and concatenates them with its block's ({REF_FEATURES.cite()}, "
-        f"{HF_NATIVE_KV_CAT.cite()}): the runtime stops with \"Tensors must have same number of dimensions: got 4 "
+        f"[batch, seq, hidden] features and concatenates them with its block's ({REF_FEATURES.cite()}; "
+        "transformers' assistant alike, see `dflash-check rule DF209`): the runtime stops with \"Tensors must have same number of dimensions: got 4 "
         "and 3\"",
         [ctx.tloc(STREAMS_KEY, key=key)],
     )
