@@ -5,15 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Mapping, Optional, Sequence
 
-from .engine import BACKENDS, CheckContext, Rule, check_rules, select_rules
-from .exceptions import ConfigError
-from .options import CheckOptions
-from .report import Report, build_report
-from .resolve import Resolved, resolve
-from .specs import DraftSpec, TargetSpec, parse_draft_config, parse_target_config
+from dflash_compat.engine import BACKENDS, CheckContext, Rule, check_rules, select_rules
+from dflash_compat.exceptions import ConfigError
+from dflash_compat.options import CheckOptions
+from dflash_compat.report import Report, build_report
+from dflash_compat.resolve import Resolved, resolve
+from dflash_compat.specs import DraftSpec, TargetSpec, parse_draft_config, parse_target_config
 
 if TYPE_CHECKING:
-    from .engine_versions import Versions
+    from dflash_compat.engine_versions import Versions
 
 __all__ = ["CheckRequest", "load_target", "load_draft", "run_check"]
 
@@ -41,10 +41,10 @@ class CheckRequest:
 
 
 def _gguf_header(resolved: Resolved, token: Optional[str] = None):
-    from .gguf_header import read_gguf_header
+    from dflash_compat.gguf_header import read_gguf_header
 
     if resolved.is_hub:
-        from .hub import read_hub_gguf_header
+        from dflash_compat.hub import read_hub_gguf_header
 
         return read_hub_gguf_header(resolved.repo_id, resolved.gguf, revision=resolved.revision, token=token)
     return read_gguf_header(resolved.gguf)
@@ -52,7 +52,7 @@ def _gguf_header(resolved: Resolved, token: Optional[str] = None):
 
 def load_gguf_target(resolved: Resolved, token: Optional[str] = None) -> TargetSpec:
     """A GGUF target's spec: its header read (bounded), as the config a checkpoint would hold."""
-    from .specs.gguf import TARGET_SOURCES, gguf_info, gguf_target_config, sources_for
+    from dflash_compat.specs.gguf import TARGET_SOURCES, gguf_info, gguf_target_config, sources_for
 
     info = gguf_info(_gguf_header(resolved, token))
     spec = parse_target_config(gguf_target_config(info, f"target {resolved.ref}"), resolved.ref,
@@ -62,7 +62,7 @@ def load_gguf_target(resolved: Resolved, token: Optional[str] = None) -> TargetS
 
 def load_gguf_draft(resolved: Resolved, token: Optional[str] = None) -> DraftSpec:
     """A DFlash draft GGUF's spec (layer ids in the z-lab convention: dflash.target_layers - 1)."""
-    from .specs.gguf import DRAFT_SOURCES, gguf_draft_config, gguf_info, sources_for
+    from dflash_compat.specs.gguf import DRAFT_SOURCES, gguf_draft_config, gguf_info, sources_for
 
     info = gguf_info(_gguf_header(resolved, token))
     spec = parse_draft_config(gguf_draft_config(info, f"draft {resolved.ref}"), resolved.ref, config_file=info.file)
@@ -102,11 +102,11 @@ def run_check(req: CheckRequest, rules: Optional[Sequence[Rule]] = None) -> Repo
     """Resolve both models, describe them, gather the deep facts unless `options.deep` is off, run the
     selected rules and build the report. Raises a DFlashCompatError on bad input."""
     if rules is None:
-        from .rules import ALL_RULES
+        from dflash_compat.rules import ALL_RULES
 
         rules = ALL_RULES
     chosen = select_rules(rules, req.select, req.ignore)
-    from .engine_versions import select_versions
+    from dflash_compat.engine_versions import select_versions
 
     versions = req.versions if req.versions is not None else select_versions()
     t_res = resolve(req.target, "target", revision=req.revision, token=req.token)
@@ -114,7 +114,7 @@ def run_check(req: CheckRequest, rules: Optional[Sequence[Rule]] = None) -> Repo
     backends = list(req.backends)
     if t_res.is_gguf or d_res.is_gguf:  # only llama.cpp serves GGUF files
         if "llama.cpp" not in backends:
-            from .exceptions import InputError
+            from dflash_compat.exceptions import InputError
 
             raise InputError("GGUF models are checked for the llama.cpp backend only; add --backend llama.cpp or "
                              "pass the safetensors checkpoints")
@@ -122,8 +122,8 @@ def run_check(req: CheckRequest, rules: Optional[Sequence[Rule]] = None) -> Repo
     target, draft = load_target(t_res, req.token), load_draft(d_res, req.token)
     ctx = CheckContext(target=target, draft=draft, options=req.options, versions=versions)
     if req.options.deep:
-        from .facts import Skipped
-        from .probe import inspect_draft, inspect_target
+        from dflash_compat.facts import Skipped
+        from dflash_compat.probe import inspect_draft, inspect_target
 
         gguf = Skipped("gguf", "a GGUF file: its header is read, it is not built as a checkpoint")
         ctx = CheckContext(target=target, draft=draft, options=req.options, versions=versions,

@@ -10,10 +10,10 @@ from typing import Any, Optional
 
 import click
 
-from . import __version__
-from .commands.check_options import build_request, check_options
-from .commands.config_file import ConfigCommand
-from .errors import DEBUG_META, fail, internal_error, passes_through
+from dflash_compat import __version__
+from dflash_compat.commands.check_options import build_request, check_options
+from dflash_compat.commands.config_file import ConfigCommand
+from dflash_compat.errors import DEBUG_META, fail, internal_error, passes_through
 
 GLOBAL_FLAGS = ("--debug",)  # options of `dflash-check` itself, given before the command
 
@@ -52,12 +52,12 @@ class DefaultCommandGroup(click.Group):
         if not args and not leading:  # plain `dflash-check` runs the check a settings file describes, else help
             from pathlib import Path
 
-            from .commands.config_file import find_config
+            from dflash_compat.commands.config_file import find_config
 
             if find_config(Path.cwd()) is not None:
                 args = [self.default_command]
         if args and args[0] not in self.commands and args[0] not in ("--help", "-h", "--version"):
-            from .commands.suggest import mistyped_command
+            from dflash_compat.commands.suggest import mistyped_command
 
             near = mistyped_command(args[0], list(self.commands))
             if near is not None:
@@ -70,7 +70,7 @@ class DefaultCommandGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         """Every subcommand ends here: its user errors (and usage errors) as one line with their exit
         code, anything else as one "internal error" line with EXIT_INTERNAL (3), never exit 1."""
-        from .exceptions import DFlashCompatError
+        from dflash_compat.exceptions import DFlashCompatError
 
         try:
             return super().invoke(ctx)
@@ -120,8 +120,8 @@ def check_cmd(fmt: str, output: Optional[str], force: bool, **params: Any) -> No
     the current folder upward; command-line flags win over them.
     """
     with _imports_frozen():
-        from .check import run_check
-        from .rules import ALL_RULES  # noqa: F401 - run_check's rules, imported here with the collector paused
+        from dflash_compat.check import run_check
+        from dflash_compat.rules import ALL_RULES  # noqa: F401 - run_check's rules, imported here with the collector paused
 
     meta = click.get_current_context().meta
     req = build_request(params, meta.get("dflash_check.severity"), meta.get("dflash_check.engine_versions"))
@@ -167,21 +167,21 @@ def _progress(req):
 
     if not req.options.deep:
         return nullcontext()
-    from .console import make_console
+    from dflash_compat.console import make_console
 
     console = make_console(stderr=True)
     return console.status(f"building {req.target} without weights ...") if console.is_terminal else nullcontext()
 
 
 def _render(report, fmt: str, output: Optional[str]) -> str:
-    from .emitters import get_renderer
+    from dflash_compat.emitters import get_renderer
 
     render = get_renderer(fmt)
     if fmt != "text":
         return render(report)
     if output:
         return render(report, width=120)
-    from .console import color_enabled, terminal_width
+    from dflash_compat.console import color_enabled, terminal_width
 
     # on a terminal: its width and colour; piped or in a CI log: COLUMNS, else 80, and no colour
     return render(report, width=terminal_width(sys.stdout), color=color_enabled(sys.stdout))
@@ -191,15 +191,15 @@ class _Output:
     """`check -o FILE`: checked when the command starts, written atomically at its end (safe_write)."""
 
     def __init__(self, path: str, force: bool, refs: tuple[str, str]) -> None:
-        from .emitters import looks_like_report
-        from .safe_write import check_output, model_folders
+        from dflash_compat.emitters import looks_like_report
+        from dflash_compat.safe_write import check_output, model_folders
 
         self.kw = {"force": force, "option": "-o", "is_ours": looks_like_report, "protected": model_folders(*refs)}
         self.path = path
         check_output(path, **self.kw)
 
     def write(self, text: str) -> None:
-        from .safe_write import write_output
+        from dflash_compat.safe_write import write_output
 
         write_output(self.path, text, **self.kw)
 
@@ -210,15 +210,15 @@ class _Output:
               help="text: a table; json: every rule with its documentation; markdown: the README table.")
 def rules_cmd(fmt: str) -> None:
     """List every rule: code, name, severity, backends and what it checks."""
-    from .docs import rules_json, rules_markdown
-    from .rules import ALL_RULES
+    from dflash_compat.docs import rules_json, rules_markdown
+    from dflash_compat.rules import ALL_RULES
 
     if fmt == "json":
         click.echo(rules_json(ALL_RULES))
     elif fmt == "markdown":
         click.echo(rules_markdown(ALL_RULES), nl=False)
     else:
-        from .console import make_console, render_rules
+        from dflash_compat.console import make_console, render_rules
 
         render_rules(ALL_RULES, make_console())
 
@@ -231,15 +231,15 @@ def rules_cmd(fmt: str) -> None:
 def rule_cmd(code: str, engine_versions: tuple[str, ...]) -> None:
     """Explain one rule (e.g. `dflash-check rule DF101`): what it checks, why, an example, the fix, and the
     engine code it rests on at the releases selected."""
-    from .engine_versions import select_versions
-    from .exceptions import InputError
-    from .rules import get_rule
+    from dflash_compat.engine_versions import select_versions
+    from dflash_compat.exceptions import InputError
+    from dflash_compat.rules import get_rule
 
     rule = get_rule(code)
     if rule is None:
         raise InputError(f"no rule {code!r}; `dflash-check rules` lists them")
     versions = select_versions(option=engine_versions)
-    from .console import make_console, render_rule
+    from dflash_compat.console import make_console, render_rule
 
     render_rule(rule, make_console(), versions)
 
@@ -252,8 +252,8 @@ def schema_cmd(which: str) -> None:
     """Print the JSON Schema of the draft spec, the target spec and the check report."""
     import json
 
-    from .report import json_schema
-    from .specs import DraftSpec, TargetSpec
+    from dflash_compat.report import json_schema
+    from dflash_compat.specs import DraftSpec, TargetSpec
 
     schemas = {
         "draft": DraftSpec.model_json_schema(),
@@ -266,7 +266,7 @@ def schema_cmd(which: str) -> None:
 
 def _register_optional_commands() -> None:
     """Subcommands that live in their own modules (smoke, adapt); each registers itself lazily."""
-    from .commands import COMMANDS
+    from dflash_compat.commands import COMMANDS
 
     for name, (module, attr, short_help) in COMMANDS.items():
         cli.add_command(_LazyCommand(name, module, attr, short_help))

@@ -7,7 +7,7 @@ so any layer of the pipeline may depend on it; the one list derived from the eng
 
 from __future__ import annotations
 
-from .engine_versions import ENGINES, SOURCE_ENGINE_VERSIONS
+from dflash_compat.engine_versions import ENGINES, SOURCE_ENGINE_VERSIONS
 
 __all__ = [
     "ENGINE_VERSIONS",  # noqa: F822 (module __getattr__, read on first use)
@@ -41,7 +41,9 @@ __all__ = [
 
 def cited_version(engine: str) -> str:
     """The release an engine's citations were read from (a wheel's or a source tree's)."""
-    from .engine_support import engine_versions  # ENGINE_VERSIONS, which a module's own code cannot read lazily
+    from dflash_compat.engine_support import (
+        engine_versions,  # ENGINE_VERSIONS, which a module's own code cannot read lazily
+    )
 
     return engine_versions().get(engine) or SOURCE_ENGINE_VERSIONS[engine]
 
@@ -113,11 +115,11 @@ def __getattr__(name: str):
     # PEP 562: `from dflash_compat.contract import RECURRENT_MODEL_TYPES` reads the engine facts on
     # first use only, so importing the contract stays free of I/O.
     if name == "ENGINE_VERSIONS":
-        from .engine_support import engine_versions
+        from dflash_compat.engine_support import engine_versions
 
         return engine_versions()
     if name == "RECURRENT_MODEL_TYPES":
-        from .engine_support import recurrent_model_types
+        from dflash_compat.engine_support import recurrent_model_types
 
         value = recurrent_model_types()
         globals()[name] = value

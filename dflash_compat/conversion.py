@@ -19,10 +19,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from .exceptions import ConversionError
-from .specs import DraftSpec
-from .specs.families import SPECULATORS_FORMATS
-from .specs.tensor_names import canonical, stored_name
+from dflash_compat.exceptions import ConversionError
+from dflash_compat.specs import DraftSpec
+from dflash_compat.specs.families import SPECULATORS_FORMATS
+from dflash_compat.specs.tensor_names import canonical, stored_name
 
 __all__ = ["Plan", "plan_conversion", "rename_tensors"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Sequence
 
-from .engine import Rule
+from dflash_compat.engine import Rule
 
 __all__ = ["rule_doc", "rule_sources_markdown", "rules_json", "rules_markdown"]
 
@@ -29,14 +29,14 @@ def rule_doc(rule: Rule) -> dict:
 
 
 def _version(engine: str) -> str:
-    from .contract import cited_version
+    from dflash_compat.contract import cited_version
 
     return cited_version(engine)
 
 
 def _releases(src) -> list[tuple[str, "str | None"]]:
     """(release, lines or None) of a citation in every bundled release of its engine, oldest first."""
-    from .engine_versions import bundled_versions
+    from dflash_compat.engine_versions import bundled_versions
 
     return [src.at(v) for v in bundled_versions(src.engine)]
 
@@ -94,7 +94,7 @@ def rules_markdown(rules: Sequence[Rule]) -> str:
 
 def rule_sources_markdown(rules: Sequence[Rule]) -> str:
     """docs/rule-sources.md: for every rule, the engine code its verdict rests on, one line per citation."""
-    from .engine_versions import ENGINES, bundled_versions
+    from dflash_compat.engine_versions import ENGINES, bundled_versions
 
     releases = "; ".join(f"{name} {', '.join(bundled_versions(name))}" for name in ENGINES if bundled_versions(name))
     lines = [
@@ -129,8 +129,8 @@ def gpt2_shim() -> str:
     import tempfile
     from pathlib import Path
 
-    from .adapters.shim import render_shim
-    from .commands.adapt import plan_for_target
+    from dflash_compat.adapters.shim import render_shim
+    from dflash_compat.commands.adapt import plan_for_target
 
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "gpt2"
@@ -141,7 +141,7 @@ def gpt2_shim() -> str:
 
 def readme_blocks() -> dict[tuple[str, str], str]:
     """The generated parts of README.md, by their markers."""
-    from .rules import ALL_RULES
+    from dflash_compat.rules import ALL_RULES
 
     return {
         (START, END): rules_markdown(ALL_RULES),
@@ -151,7 +151,7 @@ def readme_blocks() -> dict[tuple[str, str], str]:
 
 def generated_docs() -> dict[str, str]:
     """Whole documents generated from the rules, by their path from the repository root."""
-    from .rules import ALL_RULES
+    from dflash_compat.rules import ALL_RULES
 
     return {SOURCES_DOC: rule_sources_markdown(ALL_RULES)}
 
@@ -175,8 +175,8 @@ def _names_of(value) -> set:
 
 def engine_changes_markdown() -> str:
     """What changed between consecutive bundled releases of each engine, computed from the facts."""
-    from .engine_support import SECTION_ENGINE, engine_data
-    from .engine_versions import bundled_versions
+    from dflash_compat.engine_support import SECTION_ENGINE, engine_data
+    from dflash_compat.engine_versions import bundled_versions
 
     lines = ["| engine | release | what changed (from the previous bundled release) |", "|---|---|---|"]
     for section, kinds in _CHANGE_KINDS.items():

@@ -10,15 +10,15 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Optional, Sequence, Union
 
-from .engine_store import UnknownFact
-from .engine_versions import ENGINES, Versions, default_versions, satisfies
-from .findings import COMMON, Finding, Location, RuleDocs, RuleResults, RuleRun, backend_counts
-from .options import CheckOptions
-from .provenance import EngineSource
-from .specs import DraftSpec, TargetSpec
+from dflash_compat.engine_store import UnknownFact
+from dflash_compat.engine_versions import ENGINES, Versions, default_versions, satisfies
+from dflash_compat.findings import COMMON, Finding, Location, RuleDocs, RuleResults, RuleRun, backend_counts
+from dflash_compat.options import CheckOptions
+from dflash_compat.provenance import EngineSource
+from dflash_compat.specs import DraftSpec, TargetSpec
 
 if TYPE_CHECKING:  # the fact classes load only where facts were gathered (config-only checks stay fast)
-    from .facts import DraftWeights, ModuleFacts, Skipped
+    from dflash_compat.facts import DraftWeights, ModuleFacts, Skipped
 
 __all__ = [
     "BACKENDS",
@@ -80,7 +80,7 @@ class CheckContext:
     def facts(self, section: str) -> dict:
         """The engine facts of one section ("vllm", "sglang", "mlx", "transformers", "speculators",
         "dflash") at the selected release of its engine."""
-        from .engine_support import SECTION_ENGINE, engine_data
+        from dflash_compat.engine_support import SECTION_ENGINE, engine_data
 
         return engine_data(section, self.version(SECTION_ENGINE[section]))
 
@@ -97,7 +97,7 @@ class CheckContext:
         """Why the module tree could not be inspected or read (None: it was, or was not tried)."""
         if self.modules is None:
             return None
-        from .facts import Skipped
+        from dflash_compat.facts import Skipped
 
         return self.modules if isinstance(self.modules, Skipped) else self.modules.skipped
 
@@ -106,7 +106,7 @@ class CheckContext:
         """Why the draft's weight headers could not be read (None: they were, or were not tried)."""
         if self.weights is None:
             return None
-        from .facts import Skipped
+        from dflash_compat.facts import Skipped
 
         return self.weights if isinstance(self.weights, Skipped) else None
 
@@ -253,7 +253,7 @@ def select_rules(
     for flag, patterns in (("--select", sel), ("--ignore", ign)):
         unknown = [p for p in patterns if not any(_matches(r.code, [p]) for r in rules)]
         if unknown:
-            from .exceptions import InputError
+            from dflash_compat.exceptions import InputError
 
             raise InputError(f"{flag} {', '.join(unknown)} matches no rule code (codes look like DF101; "
                              "`dflash-check rules` lists them)")
@@ -319,7 +319,7 @@ def _run_one(ctx: CheckContext, rule: Rule, backends: Sequence[str],
 
 def _not_judged(e: UnknownFact) -> tuple[str, str]:
     """(why, command) for a fact unknown at a release: why reads "vllm 0.35.0: FACT unknown (reason)"."""
-    from .engine_versions import refresh_command
+    from dflash_compat.engine_versions import refresh_command
 
     return (str(e), f"`{refresh_command(e.engine, e.version)}` after updating dflash-compat (its readers may "
             "know that release's layout)")
@@ -328,7 +328,7 @@ def _not_judged(e: UnknownFact) -> tuple[str, str]:
 def _unknown_facts(ctx: CheckContext, rule: Rule) -> list[tuple[str, str]]:
     """(why, command) per fact the rule `requires` that is unknown at the selected release. A fact the rule
     reads without declaring it gives the same when it is read (UnknownFact, engine_store.Facts)."""
-    from .engine_support import SECTION_ENGINE
+    from dflash_compat.engine_support import SECTION_ENGINE
 
     out = []
     for fact in rule.requires:

@@ -9,7 +9,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Optional
 
-from .engine_versions import bundled_versions, cache_dir
+from dflash_compat.engine_versions import bundled_versions, cache_dir
 
 __all__ = ["SECTION_ENGINE", "Facts", "UnknownFact", "apply_patch", "cite_lines"]
 

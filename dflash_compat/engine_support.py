@@ -11,7 +11,7 @@ from __future__ import annotations
 from functools import cache
 from typing import TYPE_CHECKING, Any, Literal, Optional, Sequence
 
-from .engine_store import (  # noqa: F401 (_engine_file, _sources_file, _located: read by the tests)
+from dflash_compat.engine_store import (  # noqa: F401 (_engine_file, _sources_file, _located: read by the tests)
     _ENGINE_OF_PACKAGE,
     SECTION_ENGINE,
     _engine_file,
@@ -23,10 +23,10 @@ from .engine_store import (  # noqa: F401 (_engine_file, _sources_file, _located
     apply_patch,
     cite_lines,
 )
-from .engine_versions import ENGINES, bundled_versions
+from dflash_compat.engine_versions import ENGINES, bundled_versions
 
 if TYPE_CHECKING:
-    from .provenance import EngineSource
+    from dflash_compat.provenance import EngineSource
 
 __all__ = [
     "SECTION_ENGINE",
@@ -76,7 +76,7 @@ def recurrent_model_types() -> frozenset[str]:
 
 
 def _source(entry: dict[str, Any], version: tuple[str, str]) -> "EngineSource":
-    from .provenance import EngineSource  # imported here to keep this module light
+    from dflash_compat.provenance import EngineSource  # imported here to keep this module light
 
     path = entry["file"]
     engine, section_engine = _ENGINE_OF_PACKAGE[path.split("/", 1)[0]], version[0]

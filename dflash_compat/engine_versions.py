@@ -163,7 +163,7 @@ def version_key(engine: str, version: str) -> tuple:
 
 def parse_spec(text: str, where: str = "--engine-version") -> tuple[str, str]:
     """`NAME==VERSION` -> (name, version). InputError (one line, exit 2) when malformed or unknown."""
-    from .exceptions import InputError
+    from dflash_compat.exceptions import InputError
 
     name, sep, version = str(text).strip().partition("==")
     name, version = name.strip().lower(), version.strip()
@@ -174,7 +174,7 @@ def parse_spec(text: str, where: str = "--engine-version") -> tuple[str, str]:
 
 
 def _checked(name: str, version: str, where: str) -> tuple[str, str]:
-    from .exceptions import InputError
+    from dflash_compat.exceptions import InputError
 
     if name not in ENGINES:
         raise InputError(f"{where}: unknown engine {name!r} (engines: {', '.join(ENGINES)})")
@@ -343,7 +343,7 @@ def select_versions(option: Sequence[str] = (), config: Optional[Mapping[str, st
     """Per engine: --engine-version (`option`, raw NAME==VERSION strings) > a launch file's pin >
     the settings file's `engine-versions` table > the installed distribution > the newest bundled.
     InputError on a malformed spec, an unknown engine, or two different versions of one engine."""
-    from .exceptions import InputError
+    from dflash_compat.exceptions import InputError
 
     asked: dict[str, tuple[str, Origin]] = {}
     for text in option:

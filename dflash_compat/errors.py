@@ -15,7 +15,7 @@ from typing import NoReturn, Optional
 
 import click
 
-from .exceptions import EXIT_INTERNAL, DFlashCompatError, error_line
+from dflash_compat.exceptions import EXIT_INTERNAL, DFlashCompatError, error_line
 
 __all__ = ["fail", "internal_error", "debug_enabled", "DEBUG_ENV", "DEBUG_META"]
 
@@ -35,7 +35,7 @@ MAX_LINE = 1000  # characters of a message shown (a 100,000-character path stays
 
 
 def _one_line(text: str) -> str:
-    from .emitters._safe import printable
+    from dflash_compat.emitters._safe import printable
 
     # one line, and no control or reordering characters from a hostile value reach the terminal
     text = " ".join(text.split())
@@ -58,7 +58,7 @@ def fail(exc: Exception) -> NoReturn:
     else:
         message, code = str(exc), exc.exit_code if isinstance(exc, DFlashCompatError) else 2
     message = _one_line(message) or f"{type(exc).__name__} (no message)"
-    from .console import error_text
+    from dflash_compat.console import error_text
 
     click.echo(error_text(f"dflash-check: error: {message}{hint}", sys.stderr), err=True)
     sys.exit(code)

@@ -8,7 +8,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
-from .provenance import EngineSource
+from dflash_compat.provenance import EngineSource
 
 __all__ = ["EngineCheck", "FamilySupport", "family_support", "engines_loading", "read_date"]
 

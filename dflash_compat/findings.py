@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, Optional, Sequence
 
-from .provenance import EngineSource
+from dflash_compat.provenance import EngineSource
 
 __all__ = [
     "COMMON",

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Optional, Union
 
-from .exceptions import WeightsError
-from .safe_read import file_kind
+from dflash_compat.exceptions import WeightsError
+from dflash_compat.safe_read import file_kind
 
 __all__ = [
     "GGUF_MAGIC",

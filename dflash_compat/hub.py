@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator, Optional, Sequence
 
-from .exceptions import InputError, ResolutionError, error_line
+from dflash_compat.exceptions import InputError, ResolutionError, error_line
 
 __all__ = ["HUB_TIMEOUT_S", "MissingOnHub", "check_revision", "is_repo_id", "quiet", "fetch_files", "offline",
            "gguf_files", "read_hub_gguf_header"]
@@ -238,7 +238,7 @@ def read_hub_gguf_header(repo_id: str, filename: str, *, revision: Optional[str]
                          fs: Any = None) -> Any:
     """The header of a GGUF file on the Hub, read front to back by HTTP range requests (1 MiB blocks)
     through huggingface_hub's file system, never the whole file; GGUFHeader (gguf_header.py bounds)."""
-    from .gguf_header import parse_gguf_header
+    from dflash_compat.gguf_header import parse_gguf_header
 
     if fs is None:
         from huggingface_hub import HfFileSystem

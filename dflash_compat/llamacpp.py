@@ -16,8 +16,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Optional
 
-from .contract import ENGINE_BUILDS
-from .exceptions import InputError
+from dflash_compat.contract import ENGINE_BUILDS
+from dflash_compat.exceptions import InputError
 
 __all__ = [
     "ENGINE",
@@ -118,7 +118,7 @@ def register() -> bool:
     """Register llama.cpp with the engine-version registry (`dflash_compat.engine_versions`, issue #21:
     `--engine-version llama.cpp==b11434`), when this build of dflash-compat has one; True if it did."""
     try:
-        from . import engine_versions as ev  # type: ignore[attr-defined]
+        from dflash_compat import engine_versions as ev  # type: ignore[attr-defined]
     except ImportError:
         return False
     ev.register_engine(ev.EngineInfo(ENGINE, None, None, key=llama_build_key, backends=(ENGINE,), label=ENGINE))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .contract import MLX_ROTATING_CACHES
+from dflash_compat.contract import MLX_ROTATING_CACHES
 
 __all__ = ["get_path", "cache_facts"]
 

@@ -26,11 +26,11 @@ class EngineSource:
 
     def at(self, version: Optional[str] = None) -> tuple[str, Optional[str]]:
         """(release, its lines); lines None when the anchor is gone at that release."""
-        from .engine_versions import SOURCE_ENGINE_VERSIONS, bundled_versions
+        from dflash_compat.engine_versions import SOURCE_ENGINE_VERSIONS, bundled_versions
 
         v = version or (bundled_versions(self.engine) or (SOURCE_ENGINE_VERSIONS.get(self.engine, "?"),))[-1]
         try:
-            from .engine_store import cite_lines
+            from dflash_compat.engine_store import cite_lines
 
             return v, cite_lines(self.engine, self.path, self.lines, v)
         except (KeyError, OSError, ValueError):  # no anchor (a located fact, or not refreshed yet): as given

@@ -10,13 +10,13 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Optional, Union
 
-from . import __version__
-from .findings import BackendCounts, Finding, Location, RuleResults, RuleRun
+from dflash_compat import __version__
+from dflash_compat.findings import BackendCounts, Finding, Location, RuleResults, RuleRun
 
 if TYPE_CHECKING:  # only for annotations: building a report needs no pydantic import here
-    from .engine_versions import Versions
-    from .facts import DraftWeights, ModuleFacts, Skipped
-    from .specs import DraftSpec, TargetSpec
+    from dflash_compat.engine_versions import Versions
+    from dflash_compat.facts import DraftWeights, ModuleFacts, Skipped
+    from dflash_compat.specs import DraftSpec, TargetSpec
 
 __all__ = [
     "Finding",
@@ -129,7 +129,7 @@ def judged_engines(runs: list[RuleRun], backends: list[str], versions: "Optional
                    ) -> dict[str, dict[str, str]]:
     """The engines (name -> version, requested, origin, status) that speak for the selected backends, in
     registry order."""
-    from .engine_versions import ENGINES, default_versions
+    from dflash_compat.engine_versions import ENGINES, default_versions
 
     versions = versions if versions is not None else default_versions()
     speaking = [name for name, info in ENGINES.items() if set(info.backends) & set(backends)]
@@ -161,7 +161,7 @@ def build_report(
     versions: "Optional[Versions]" = None,
 ) -> Report:
     """The report of one check: the specs and deep facts as plain dicts, and the engine's `RuleResults`."""
-    from .facts.report_fields import module_fields, weights_field
+    from dflash_compat.facts.report_fields import module_fields, weights_field
 
     gguf_t = {"gguf": target.gguf.summary()} if getattr(target, "gguf", None) is not None else {}
     gguf_d = {"gguf": draft.gguf.summary()} if getattr(draft, "gguf", None) is not None else {}

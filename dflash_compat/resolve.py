@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from .exceptions import ConfigError, ResolutionError, one_line
-from .safe_read import MAX_CONFIG_BYTES, decode_float_tags, is_regular_file, load_json_file
+from dflash_compat.exceptions import ConfigError, ResolutionError, one_line
+from dflash_compat.safe_read import MAX_CONFIG_BYTES, decode_float_tags, is_regular_file, load_json_file
 
 __all__ = ["Resolved", "resolve", "check_hub_ref", "local_path", "looks_local", "load_json", "download_weights",
            "SMALL_FILES", "WEIGHT_PATTERNS"]
@@ -152,7 +152,7 @@ def check_hub_ref(ref: str, role: str, *, revision: Optional[str] = None) -> tup
     """(repo id, the revision after `@`) of a ref that names no existing path, checked without any request:
     ResolutionError in one line for a name that looks like a path or is no repo id, and for a revision
     that is no branch, tag or commit (`../` never reaches the Hub or its cache)."""
-    from .hub import check_revision, is_repo_id
+    from dflash_compat.hub import check_revision, is_repo_id
 
     repo_id, rev = _split_revision(ref)
     if looks_local(repo_id):
@@ -167,7 +167,7 @@ def check_hub_ref(ref: str, role: str, *, revision: Optional[str] = None) -> tup
 
 
 def _resolve_hub(ref: str, repo_id: str, revision: Optional[str], role: str, token: Optional[str]) -> Resolved:
-    from .hub import MissingOnHub, fetch_files, gguf_files
+    from dflash_compat.hub import MissingOnHub, fetch_files, gguf_files
 
     try:
         files = fetch_files(repo_id, SMALL_FILES, revision=revision, token=token, limit=MAX_CONFIG_BYTES,
@@ -200,7 +200,7 @@ def download_weights(resolved: Resolved, *, token: Optional[str] = None,
     except ImportError:  # pragma: no cover - a core dependency
         raise ResolutionError(
             f"{resolved.ref}: huggingface_hub is not installed; pip install huggingface_hub") from None
-    from .hub import quiet
+    from dflash_compat.hub import quiet
 
     try:
         with quiet():

@@ -14,7 +14,7 @@ import os
 import stat
 from typing import Any, Union
 
-from .exceptions import DFlashCompatError, InputError
+from dflash_compat.exceptions import DFlashCompatError, InputError
 
 __all__ = [
     "MAX_CONFIG_BYTES",

@@ -15,8 +15,8 @@ import tempfile
 from pathlib import Path
 from typing import Callable, Iterable, Optional, Union
 
-from .exceptions import InputError
-from .safe_read import file_kind
+from dflash_compat.exceptions import InputError
+from dflash_compat.safe_read import file_kind
 
 __all__ = ["check_output", "check_output_folder", "make_output_folder", "write_output", "model_folders",
            "HEAD_BYTES"]

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Iterable, Optional
 
-from .exceptions import WeightsError
-from .probe.safetensors_header import MAX_HEADER_BYTES, read_header
+from dflash_compat.exceptions import WeightsError
+from dflash_compat.probe.safetensors_header import MAX_HEADER_BYTES, read_header
 
 __all__ = ["CHUNK_BYTES", "SourceTensor", "read_tensors", "write_tensors"]
 

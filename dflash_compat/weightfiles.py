@@ -14,9 +14,9 @@ import stat
 from pathlib import Path
 from typing import Optional
 
-from .exceptions import WeightsError, one_line
-from .quoting import quote, quote_items
-from .safe_read import file_kind, parse_json, read_text
+from dflash_compat.exceptions import WeightsError, one_line
+from dflash_compat.quoting import quote, quote_items
+from dflash_compat.safe_read import file_kind, parse_json, read_text
 
 __all__ = [
     "INDEX_FILE",

@@ -33,7 +33,7 @@ class _OwnModules:
 
 # taken out again below (left in after a broken rule file, it still finds only this package's files)
 sys.meta_path.insert(0, _OwnModules)
-from . import (  # noqa: E402 - after the finder that speeds it up
+from dflash_compat.rules import (  # noqa: E402 - after the finder that speeds it up
     df001_target_needs_remote_code,
     df002_target_not_causal_lm,
     df003_target_config_incomplete,

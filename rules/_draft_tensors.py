@@ -9,10 +9,9 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Optional
 
+from dflash_compat.rules._family_heads import COMPANIONS, VOCAB_MAPS, canonical, head_prefixes, head_tensors
 from dflash_compat.specs import DraftSpec
 from dflash_compat.specs.families import FAMILIES
-
-from ._family_heads import COMPANIONS, VOCAB_MAPS, canonical, head_prefixes, head_tensors
 
 if TYPE_CHECKING:
     from dflash_compat.facts import DraftWeights

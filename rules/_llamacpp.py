@@ -9,8 +9,7 @@ from typing import Any, Optional
 from dflash_compat import llamacpp
 from dflash_compat.engine import CheckContext, EngineSource
 from dflash_compat.findings import Location
-
-from ._common import is_int
+from dflash_compat.rules._common import is_int
 
 __all__ = ["src", "entry_src", "facts", "target_arch", "llama_layers", "draft_is_gguf", "gguf_loc", "CONVERT"]
 

@@ -6,9 +6,8 @@ from typing import NamedTuple, Optional
 
 from dflash_compat.engine import CheckContext
 from dflash_compat.findings import Location
+from dflash_compat.rules._common import is_int
 from dflash_compat.specs._reader import get_dotted
-
-from ._common import is_int
 
 __all__ = ["GivenK", "given_k"]
 

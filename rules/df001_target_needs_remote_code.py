@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, EngineSource, Rule, Violation
 from dflash_compat.quoting import MAX_CHARS, MAX_ITEMS, quote, quote_items
-
-from ._sources import MLX_LOAD_TARGET, REF_LOAD
+from dflash_compat.rules._sources import MLX_LOAD_TARGET, REF_LOAD
 
 HF_REMOTE_CODE = EngineSource("transformers", "transformers/dynamic_module_utils.py", "790-794",
                               "remote code without trust_remote_code=True: ValueError")

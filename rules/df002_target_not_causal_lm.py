@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
 from dflash_compat.quoting import quote
+from dflash_compat.rules._sources import MLX_BIND, REF_EMBED, REF_LOAD, REF_TARGET_CALL
 from dflash_compat.specs.target import ENCODER_DECODER_MODEL_TYPES
-
-from ._sources import MLX_BIND, REF_EMBED, REF_LOAD, REF_TARGET_CALL
 
 
 def check(ctx: CheckContext):

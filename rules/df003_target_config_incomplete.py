@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
-
-from ._sources import MLX_HOOK, REF_EMBED, REF_FEATURES
+from dflash_compat.rules._sources import MLX_HOOK, REF_EMBED, REF_FEATURES
 
 REQUIRED = ("hidden_size", "num_hidden_layers", "vocab_size")
 

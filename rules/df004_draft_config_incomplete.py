@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
-
-from ._sources import MLX_LOAD_DRAFT, REF_ATTENTION, REF_DRAFT_INIT
+from dflash_compat.rules._sources import MLX_LOAD_DRAFT, REF_ATTENTION, REF_DRAFT_INIT
 
 REQUIRED = ("vocab_size", "num_attention_heads", "num_key_value_heads", "intermediate_size", "rms_norm_eps")
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
 from dflash_compat.quoting import quote
+from dflash_compat.rules._sources import DRAFT_REGISTRIES
 from dflash_compat.specs.families import FAMILIES
-
-from ._sources import DRAFT_REGISTRIES
 
 
 def check(ctx: CheckContext):

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, EngineSource, Rule, Violation
-
-from ._sources import REF_LOAD
+from dflash_compat.rules._sources import REF_LOAD
 
 REASONS = ("unknown-model-type", "build-failed", "no-causal-lm-class")
 

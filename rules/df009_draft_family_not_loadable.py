@@ -6,8 +6,7 @@ from typing import Callable
 
 from dflash_compat.engine import CheckContext, Rule, Violation
 from dflash_compat.family_support import ENGINE_NAMES, engines_loading, family_support
-
-from ._sources import DRAFT_REGISTRIES
+from dflash_compat.rules._sources import DRAFT_REGISTRIES
 
 # The backends data/draft_families.json judges (llama.cpp's converter decides for llama.cpp: DF814).
 FAMILY_BACKENDS = ("transformers", "dflash", "vllm", "sglang", "mlx")

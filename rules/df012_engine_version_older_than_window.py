@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.engine import BACKENDS, CheckContext, Rule
-
-from .df011_engine_version_newer_than_facts import fallback_violations
+from dflash_compat.rules.df011_engine_version_newer_than_facts import fallback_violations
 
 
 def check(ctx: CheckContext):

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
-
-from ._sources import (
+from dflash_compat.rules._sources import (
     MLX_DRAFT_INIT,
     REF_DRAFT_INIT,
     REF_EMBED,

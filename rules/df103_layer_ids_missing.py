@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, EngineSource, Rule, Violation
-
-from ._sources import (
+from dflash_compat.rules._sources import (
     REF_DRAFT_INIT,
     SGL_IDS,
     SGL_TARGET_DEPTH,

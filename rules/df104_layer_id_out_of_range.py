@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
 from dflash_compat.quoting import MAX_ITEMS, quote, quote_items
-
-from ._common import is_int
-from ._sources import MLX_HOOK, REF_FEATURES, SGL_IDS, VLLM_FC_CHECK
+from dflash_compat.rules._common import is_int
+from dflash_compat.rules._sources import MLX_HOOK, REF_FEATURES, SGL_IDS, VLLM_FC_CHECK
 
 
 def check(ctx: CheckContext):

@@ -6,8 +6,7 @@ from collections import Counter
 
 from dflash_compat.engine import COMMON, CheckContext, EngineSource, Rule, Violation
 from dflash_compat.quoting import quote, quote_items
-
-from ._sources import REF_FEATURES, SGL_IDS, VLLM_AUX_SORTED, VLLM_FC_CHECK
+from dflash_compat.rules._sources import REF_FEATURES, SGL_IDS, VLLM_AUX_SORTED, VLLM_FC_CHECK
 
 SGL_IDS_NONEMPTY = EngineSource("sglang", "sglang/srt/speculative/dflash_utils.py", "657-675",
                                 "dflash_config.target_layer_ids must be non-empty")

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, EngineSource, Rule, Violation
 from dflash_compat.quoting import quote
-
-from ._common import is_int
-from ._sources import MLX_HOOK, REF_FEATURES, VLLM_AUX_SORTED
+from dflash_compat.rules._common import is_int
+from dflash_compat.rules._sources import MLX_HOOK, REF_FEATURES, VLLM_AUX_SORTED
 
 
 def check(ctx: CheckContext):

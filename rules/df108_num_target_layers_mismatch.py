@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
 from dflash_compat.quoting import quote
-
-from ._sources import MLX_LOAD_DRAFT, REF_DRAFT_INIT, SGL_TARGET_DEPTH
+from dflash_compat.rules._sources import MLX_LOAD_DRAFT, REF_DRAFT_INIT, SGL_TARGET_DEPTH
 
 
 def check(ctx: CheckContext):

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, Rule, Violation
 from dflash_compat.quoting import quote
-from dflash_compat.specs.draft import build_target_layer_ids
-
-from ._sources import (
+from dflash_compat.rules._sources import (
     REF_DRAFT_INIT,
     REF_IDS_FORMULA,
     SGL_IDS,
@@ -17,7 +15,8 @@ from ._sources import (
     VLLM_FC_CHECK,
     VLLM_FC_WIDTH,
 )
-from .df103_layer_ids_missing import SPECULATORS_IDS
+from dflash_compat.rules.df103_layer_ids_missing import SPECULATORS_IDS
+from dflash_compat.specs.draft import build_target_layer_ids
 
 
 def _vllm(ctx: CheckContext):

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, EngineSource, Rule, Violation
 from dflash_compat.quoting import quote
-from dflash_compat.specs._reader import get_dotted
-
-from ._sources import (
+from dflash_compat.rules._sources import (
     MLX_LOAD_DRAFT,
     REF_DRAFT_INIT,
     SGL_MASK_CONFIG,
@@ -14,6 +12,7 @@ from ._sources import (
     VLLM_MASK_V1,
     VLLM_MASK_V2,
 )
+from dflash_compat.specs._reader import get_dotted
 
 REF_MASK_FILL = EngineSource("dflash", "dflash/model.py", "197-199", "output ids pre-filled with mask_token_id")
 SPECULATORS_MASK = EngineSource("vllm", "vllm/transformers_utils/configs/speculators/algos.py", "118-119",

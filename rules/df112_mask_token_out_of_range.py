@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, EngineSource, Rule, Violation
-
-from ._sources import MLX_EMBED, REF_EMBED
+from dflash_compat.rules._sources import MLX_EMBED, REF_EMBED
 
 SGL_MASK_RANGE = EngineSource("sglang", "sglang/srt/speculative/dflash_worker_v2.py", "1400-1407",
                               "mask_token_id outside the target vocab: ValueError")

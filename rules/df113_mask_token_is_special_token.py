@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
-
-from ._sources import REF_BLOCK
+from dflash_compat.rules._sources import REF_BLOCK
 
 
 def _ids(value) -> list[int]:

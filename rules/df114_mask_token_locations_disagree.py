@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, Rule
-
-from ._common import disagreeing_locations
-from ._sources import HF_NATIVE_KEYS, MLX_LOAD_DRAFT, REF_DRAFT_VALUE, SGL_MASK_CONFIG, VLLM_MASK_V1, VLLM_MASK_V2
+from dflash_compat.rules._common import disagreeing_locations
+from dflash_compat.rules._sources import (
+    HF_NATIVE_KEYS,
+    MLX_LOAD_DRAFT,
+    REF_DRAFT_VALUE,
+    SGL_MASK_CONFIG,
+    VLLM_MASK_V1,
+    VLLM_MASK_V2,
+)
 
 
 def check(ctx: CheckContext):

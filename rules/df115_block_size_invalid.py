@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from dflash_compat.contract import DEFAULT_BLOCK_SIZE
 from dflash_compat.engine import COMMON, CheckContext, EngineSource, Rule, Violation
-
-from ._sources import MLX_LOAD_DRAFT, REF_DRAFT_INIT, SGL_BLOCK
+from dflash_compat.rules._sources import MLX_LOAD_DRAFT, REF_DRAFT_INIT, SGL_BLOCK
 
 SGL_BLOCK_DEFAULT = EngineSource("sglang", "sglang/srt/speculative/dflash_worker_v2.py", "509",
                                  "block size from the draft config, default 16")

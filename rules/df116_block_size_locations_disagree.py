@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, Rule
-
-from ._common import disagreeing_locations
-from ._sources import HF_NATIVE_KEYS, MLX_LOAD_DRAFT, REF_DRAFT_INIT, SGL_BLOCK, SPEC_CONVERT
+from dflash_compat.rules._common import disagreeing_locations
+from dflash_compat.rules._sources import HF_NATIVE_KEYS, MLX_LOAD_DRAFT, REF_DRAFT_INIT, SGL_BLOCK, SPEC_CONVERT
 
 
 def check(ctx: CheckContext):

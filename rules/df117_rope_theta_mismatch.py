@@ -5,8 +5,7 @@ from __future__ import annotations
 import math
 
 from dflash_compat.engine import COMMON, CheckContext, EngineSource, Rule, Violation
-
-from ._sources import HF_QWEN3_ROPE, HF_ROPE_PARAMS, MLX_THETA, SGL_THETA
+from dflash_compat.rules._sources import HF_QWEN3_ROPE, HF_ROPE_PARAMS, MLX_THETA, SGL_THETA
 
 VLLM_ROPE_BASE = EngineSource("vllm", "vllm/model_executor/layers/rotary_embedding/__init__.py", "64",
                               "base = rope_parameters rope_theta (10000 when absent)")

@@ -6,8 +6,7 @@ import math
 
 from dflash_compat.engine import COMMON, CheckContext, EngineSource, Rule, Violation
 from dflash_compat.quoting import quote
-
-from ._sources import HF_QWEN3_ROPE, MLX_ROPE, MLXLM_ROPE, SGL_ROPE, SGL_ROPE_OLD, VLLM_ROPE_DIM
+from dflash_compat.rules._sources import HF_QWEN3_ROPE, MLX_ROPE, MLXLM_ROPE, SGL_ROPE, SGL_ROPE_OLD, VLLM_ROPE_DIM
 
 VLLM_DRAFT_ROPE = EngineSource("vllm", "vllm/model_executor/models/qwen3_dflash.py", "222-227",
                                "draft rotary embedding from the draft's rope_parameters")

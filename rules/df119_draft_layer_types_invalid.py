@@ -5,8 +5,7 @@ from __future__ import annotations
 from dflash_compat.contract import DRAFT_LAYER_TYPES as KNOWN
 from dflash_compat.engine import COMMON, CheckContext, EngineSource, Rule, Violation
 from dflash_compat.quoting import quote, quote_items
-
-from ._sources import MLX_LOAD_DRAFT, REF_ATTENTION
+from dflash_compat.rules._sources import MLX_LOAD_DRAFT, REF_ATTENTION
 
 SGL_LAYER_TYPES = EngineSource("sglang", "sglang/srt/models/dflash.py", "166-190",
                                "layer_types: one entry per layer, full/sliding only, else ValueError")

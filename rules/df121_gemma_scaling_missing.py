@@ -5,8 +5,7 @@ from __future__ import annotations
 import math
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
-
-from ._sources import (
+from dflash_compat.rules._sources import (
     HF_NATIVE_LOGITS,
     HF_SCALED_EMBED,
     MLX_SCALES,

@@ -4,8 +4,14 @@ from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, EngineSource, Rule, Violation
 from dflash_compat.quoting import quote
-
-from ._sources import SPEC_CONVERT, VLLM_AUX_CAPTURE, VLLM_FC_CHECK, VLLM_FC_WIDTH, VLLM_LLAMA_CAPTURE, VLLM_SPECULATORS
+from dflash_compat.rules._sources import (
+    SPEC_CONVERT,
+    VLLM_AUX_CAPTURE,
+    VLLM_FC_CHECK,
+    VLLM_FC_WIDTH,
+    VLLM_LLAMA_CAPTURE,
+    VLLM_SPECULATORS,
+)
 
 SPEC_VERIFIER = EngineSource("speculators", "speculators/convert/dflash/converter.py", "100-108",
                              "conversion refuses a base model of another hidden_size")

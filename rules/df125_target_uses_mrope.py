@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, EngineSource, Rule, Violation
 from dflash_compat.quoting import quote
-
-from ._sources import REF_BLOCK
+from dflash_compat.rules._sources import REF_BLOCK
 
 REF_POSITIONS = EngineSource("dflash", "dflash/model.py", "200", "draft and target positions: one 1-D arange")
 MLX_POSITIONS = EngineSource("dflash", "dflash/model_mlx.py", "190-192", "draft RoPE offsets: 1-D cache offsets")

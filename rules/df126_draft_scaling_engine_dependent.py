@@ -6,9 +6,7 @@ import math
 from typing import Optional
 
 from dflash_compat.engine import CheckContext, EngineSource, Rule, Violation
-from dflash_compat.specs._reader import MISSING, get_dotted
-
-from ._sources import (
+from dflash_compat.rules._sources import (
     HF_SCALED_EMBED,
     MLX_BIND,
     MLX_EMBED,
@@ -31,6 +29,7 @@ from ._sources import (
     VLLM_V2_LOGITS,
     VLLM_V2_SHARE_EMBED,
 )
+from dflash_compat.specs._reader import MISSING, get_dotted
 
 # Targets whose embedding MODULE multiplies by sqrt(hidden_size) in SGLang (the DFLASH worker embeds with
 # that module); SGLang's other models scale inline, after the lookup.

@@ -5,10 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from dflash_compat.engine import COMMON, CheckContext, EngineSource, Rule, Violation
-from dflash_compat.specs._reader import get_dotted
-
-from ._common import is_int
-from ._sources import (
+from dflash_compat.rules._common import is_int
+from dflash_compat.rules._sources import (
     HF_QWEN3_ROPE,
     HF_ROPE_PARAMS,
     MLX_ROPE,
@@ -18,6 +16,7 @@ from ._sources import (
     VLLM_NEOX,
     VLLM_ROPE_DIM,
 )
+from dflash_compat.specs._reader import get_dotted
 
 HF_EXTRA_KEYS = EngineSource("transformers", "transformers/configuration_utils.py", "499-505",
                              "config keys a config class does not declare become attributes (is_neox_style, ...)")

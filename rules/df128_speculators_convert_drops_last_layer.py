@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, EngineSource, Rule, Violation
 from dflash_compat.quoting import quote
-
-from ._common import is_int
-from ._sources import SPEC_CONVERT, SPEC_FC
+from dflash_compat.rules._common import is_int
+from dflash_compat.rules._sources import SPEC_CONVERT, SPEC_FC
 
 SPEC_SAVE = EngineSource("speculators", "speculators/convert/dflash/converter.py", "212-230",
                          "load_state_dict(strict=False): a size mismatch still raises; fc sliced only for fused qkv")

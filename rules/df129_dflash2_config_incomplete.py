@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, EngineSource, Rule, Violation
-
-from ._common import is_int
+from dflash_compat.rules._common import is_int
 
 REF_V2_VALUES = EngineSource("dflash", "dflash/model.py", "131-132",
                              "_draft_value: dflash_config[key], else the config attribute, else None")

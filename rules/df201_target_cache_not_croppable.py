@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, EngineSource, Rule, Violation
 from dflash_compat.quoting import quote
-
-from ._common import NATIVE_RECURRENT_ROLLBACK, model_type_loc
-from ._sources import HF_LINEAR_CROP, HF_STATEFUL, MLX_GDN, REF_CACHE, REF_VERIFY
+from dflash_compat.rules._common import NATIVE_RECURRENT_ROLLBACK, model_type_loc
+from dflash_compat.rules._sources import HF_LINEAR_CROP, HF_STATEFUL, MLX_GDN, REF_CACHE, REF_VERIFY
 
 HF_NATIVE_HISTORY = EngineSource(
     "transformers", "transformers/cache_utils.py", "1162-1207",

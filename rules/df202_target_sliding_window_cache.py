@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, Rule, Violation
-
-from ._sources import HF_SLIDING_CROP, HF_SLIDING_CROP_RAISES, REF_CACHE
+from dflash_compat.rules._sources import HF_SLIDING_CROP, HF_SLIDING_CROP_RAISES, REF_CACHE
 
 
 def check(ctx: CheckContext):

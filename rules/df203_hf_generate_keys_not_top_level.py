@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, EngineSource, Rule, Violation
+from dflash_compat.rules._sources import HF_NATIVE_KEYS, HF_NATIVE_SETUP, REF_DRAFT_VALUE
 from dflash_compat.specs._reader import MISSING, get_dotted
 from dflash_compat.specs.families import DFLASH_PACKAGE_FORMATS
-
-from ._sources import HF_NATIVE_KEYS, HF_NATIVE_SETUP, REF_DRAFT_VALUE
 
 HF_ASSISTANT_DEFAULTS = EngineSource(
     "transformers", "transformers/models/muse_glimmer_assistant/configuration_muse_glimmer_assistant.py", "81-90",

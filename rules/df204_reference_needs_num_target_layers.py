@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, EngineSource, Rule, Violation
+from dflash_compat.rules._sources import REF_DRAFT_INIT, REF_DRAFT_VALUE, REF_IDS_FORMULA
 from dflash_compat.specs.families import DFLASH_PACKAGE_FORMATS
-
-from ._sources import REF_DRAFT_INIT, REF_DRAFT_VALUE, REF_IDS_FORMULA
 
 HF_MISSING_ATTRIBUTE = EngineSource("transformers", "transformers/configuration_utils.py", "658-662",
                                     "config attribute lookup: an absent key raises AttributeError")

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, EngineSource, Rule, Violation
+from dflash_compat.rules._sources import HF_QWEN3_ROPE, MLX_ROPE
 from dflash_compat.specs.runtime_support import RUNTIME_ROPE_TYPES, draft_rope_unsupported
-
-from ._sources import HF_QWEN3_ROPE, MLX_ROPE
 
 HF_DYNAMIC_ROPE = EngineSource("transformers", "transformers/modeling_rope_utils.py", "34-130",
                                "dynamic / longrope: inverse frequencies recomputed from the sequence length")

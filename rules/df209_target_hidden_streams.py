@@ -4,8 +4,7 @@ a DFlash draft is conditioned on are [batch, seq, streams, hidden], not [batch, 
 from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, EngineSource, Rule, Violation
-
-from ._common import text_int
+from dflash_compat.rules._common import text_int
 
 HF_HC_STREAMS = EngineSource(
     "transformers", "transformers/models/hy_v4/modeling_hy_v4.py", "834",

@@ -4,8 +4,7 @@ extend or crop."""
 from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, EngineSource, Rule, Violation
-
-from ._sources import REF_CACHE, REF_TARGET_CALL, REF_VERIFY
+from dflash_compat.rules._sources import REF_CACHE, REF_TARGET_CALL, REF_VERIFY
 
 HF_NO_CACHE_FORWARD = EngineSource(
     "transformers", "transformers/models/openai/modeling_openai.py", "424-437",

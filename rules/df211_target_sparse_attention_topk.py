@@ -4,8 +4,7 @@ context a block verify and token-by-token decoding can attend to different keys.
 from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, EngineSource, Rule, Violation
-
-from ._common import text_int
+from dflash_compat.rules._common import text_int
 
 HF_DSA_TOPK = EngineSource(
     "transformers", "transformers/models/deepseek_v32/modeling_deepseek_v32.py", "227-241",

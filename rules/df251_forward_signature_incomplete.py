@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, Rule, Violation
-
-from ._modules import ADAPT_HINT
-from ._sources import REF_TARGET_CALL, REF_VERIFY
+from dflash_compat.rules._modules import ADAPT_HINT
+from dflash_compat.rules._sources import REF_TARGET_CALL, REF_VERIFY
 
 # What the reference passes besides the cache (the cache keyword is DF254's).
 NEEDED = ("input_ids", "position_ids", "use_cache", "logits_to_keep", "output_hidden_states")

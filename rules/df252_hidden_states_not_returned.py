@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, Rule, Violation
-
-from ._modules import ADAPT_HINT
-from ._sources import REF_FEATURES, REF_TARGET_CALL
+from dflash_compat.rules._modules import ADAPT_HINT
+from dflash_compat.rules._sources import REF_FEATURES, REF_TARGET_CALL
 
 
 def check(ctx: CheckContext):

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, Rule, Violation
-
-from ._modules import ADAPT_HINT
-from ._sources import HF_NATIVE_SETUP, REF_EMBED
+from dflash_compat.rules._modules import ADAPT_HINT
+from dflash_compat.rules._sources import HF_NATIVE_SETUP, REF_EMBED
 
 
 def check(ctx: CheckContext):

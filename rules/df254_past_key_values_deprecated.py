@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, EngineSource, Rule, Violation
-
-from ._sources import HF_PKV_ALIAS, REF_TARGET_CALL
+from dflash_compat.rules._sources import HF_PKV_ALIAS, REF_TARGET_CALL
 
 HF_DEPRECATION = EngineSource("transformers", "transformers/utils/deprecation.py", "105-171",
                               "deprecate_kwarg: the old keyword is renamed, with a warning until the named version")

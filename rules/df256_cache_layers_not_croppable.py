@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, Rule, Violation
-
-from ._sources import HF_LINEAR_CROP, HF_ROLLBACK_CROP, REF_CACHE, REF_VERIFY
-from .df201_target_cache_not_croppable import SGL_HYBRID, VLLM_HYBRID
+from dflash_compat.rules._sources import HF_LINEAR_CROP, HF_ROLLBACK_CROP, REF_CACHE, REF_VERIFY
+from dflash_compat.rules.df201_target_cache_not_croppable import SGL_HYBRID, VLLM_HYBRID
 
 
 def check(ctx: CheckContext):

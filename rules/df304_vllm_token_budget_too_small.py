@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, EngineSource, Rule, Violation
-
-from ._vllm import given_k
+from dflash_compat.rules._vllm import given_k
 
 
 def _k(ctx: CheckContext):

@@ -6,9 +6,8 @@ from typing import Any
 
 from dflash_compat.engine import CheckContext, EngineSource, Rule, Violation
 from dflash_compat.quoting import quote
+from dflash_compat.rules._common import is_int
 from dflash_compat.specs._reader import get_dotted
-
-from ._common import is_int
 
 TOP = "eagle_aux_hidden_state_layer_ids"
 IN_EAGLE_CONFIG = "eagle_config.eagle_aux_hidden_state_layer_ids"

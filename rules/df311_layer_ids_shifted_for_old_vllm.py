@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, EngineSource, Rule, Violation
 from dflash_compat.quoting import quote
+from dflash_compat.rules._common import is_int
+from dflash_compat.rules._sources import REF_IDS_FORMULA
 from dflash_compat.specs.draft import build_target_layer_ids
-
-from ._common import is_int
-from ._sources import REF_IDS_FORMULA
 
 
 def check(ctx: CheckContext):

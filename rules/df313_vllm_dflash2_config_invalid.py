@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, EngineSource, Rule, Violation
+from dflash_compat.rules._common import is_int
 from dflash_compat.specs._reader import MISSING, get_dotted
-
-from ._common import is_int
 
 # vLLM's DFlash 2 classes read these from `dflash_config` with [] (a KeyError when absent).
 REQUIRED = ("conv_kernel_size", "conv_group_size", "selector_rank", "selector_top_k")

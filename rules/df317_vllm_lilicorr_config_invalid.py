@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, EngineSource, Rule, Violation
 from dflash_compat.quoting import quote
-
-from ._common import is_int
+from dflash_compat.rules._common import is_int
 
 
 def check(ctx: CheckContext):

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, EngineSource, Rule, Violation
-
-from ._modules import vllm_reaches
+from dflash_compat.rules._modules import vllm_reaches
 
 
 def check(ctx: CheckContext):

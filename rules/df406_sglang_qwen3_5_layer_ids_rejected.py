@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, EngineSource, Rule, Violation
-
-from ._common import is_int
+from dflash_compat.rules._common import is_int
 
 # The text-only Qwen3.5 classes (sglang/srt/models/qwen3_5_text.py EntryClass); the multimodal
 # Qwen3_5*ForConditionalGeneration classes capture through Qwen3-VL's hook instead (DF407).

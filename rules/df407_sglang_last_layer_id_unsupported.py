@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, EngineSource, Rule, Violation
-
-from ._common import is_int
+from dflash_compat.rules._common import is_int
 
 # SGLang captures the output of layer id at the INPUT of layer id + 1, so id N - 1 asks for capture
 # point N, one past the last layer. What happens then depends on the target class (sglang 0.5.23):

@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from dflash_compat.engine import CheckContext, EngineSource, Rule, Violation
+from dflash_compat.rules._common import is_int
 from dflash_compat.specs._reader import MISSING, get_dotted
-
-from ._common import is_int
 
 PAIRS = (("conv_kernel_size", "conv_group_size"), ("selector_rank", "selector_top_k"))
 # SGLang draft classes that build the candidate selector (sglang/srt/models/dflash.py EntryClass).

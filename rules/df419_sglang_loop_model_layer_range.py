@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, EngineSource, Rule, Violation
-
-from ._common import is_int
+from dflash_compat.rules._common import is_int
 
 
 def check(ctx: CheckContext):

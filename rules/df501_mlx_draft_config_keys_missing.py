@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, Rule, Violation
+from dflash_compat.rules._sources import MLX_LOAD_DRAFT
 from dflash_compat.specs._reader import MISSING, get_dotted
-
-from ._sources import MLX_LOAD_DRAFT
 
 KEYS = (
     "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim",

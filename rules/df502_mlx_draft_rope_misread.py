@@ -7,8 +7,7 @@ from typing import Any
 
 from dflash_compat.engine import CheckContext, Rule, Violation
 from dflash_compat.quoting import quote
-
-from ._sources import HF_ROPE_PARAMS, MLX_ROPE, MLX_THETA, MLXLM_ROPE, SGL_THETA
+from dflash_compat.rules._sources import HF_ROPE_PARAMS, MLX_ROPE, MLX_THETA, MLXLM_ROPE, SGL_THETA
 
 # The rope types mlx_lm.models.rope_utils.initialize_rope builds (anything else: ValueError).
 MLX_ROPE_TYPES = frozenset({"default", "linear", "dynamic", "llama3", "yarn", "deepseek_yarn", "telechat3-yarn",

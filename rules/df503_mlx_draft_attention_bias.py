@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, Rule, Violation
-
-from ._sources import MLX_ATTENTION, MLX_LOAD_WEIGHTS
+from dflash_compat.rules._sources import MLX_ATTENTION, MLX_LOAD_WEIGHTS
 
 
 def check(ctx: CheckContext):

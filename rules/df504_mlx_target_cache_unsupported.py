@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, EngineSource, Rule, Violation
 from dflash_compat.quoting import quote
-
-from ._common import model_type_loc
-from ._modules import mlx_replayed
-from ._sources import MLX_GDN, MLX_LOOP, MLX_ROLLBACK, MLX_TRIM, MLXLM_ROTATING, MLXLM_TRIM
+from dflash_compat.rules._common import model_type_loc
+from dflash_compat.rules._modules import mlx_replayed
+from dflash_compat.rules._sources import MLX_GDN, MLX_LOOP, MLX_ROLLBACK, MLX_TRIM, MLXLM_ROTATING, MLXLM_TRIM
 
 
 def check(ctx: CheckContext):

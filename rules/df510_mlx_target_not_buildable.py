@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, Rule, Violation
 from dflash_compat.quoting import quote
-
-from ._sources import MLX_LOAD_TARGET, MLXLM_CLASSES
+from dflash_compat.rules._sources import MLX_LOAD_TARGET, MLXLM_CLASSES
 
 
 def check(ctx: CheckContext):

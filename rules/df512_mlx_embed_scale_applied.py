@@ -5,8 +5,7 @@ from __future__ import annotations
 import math
 
 from dflash_compat.engine import CheckContext, Rule, Violation
-
-from ._sources import MLX_BIND, MLX_EMBED, MLXLM_EMBED_SCALE, MLXLM_GEMMA3_SCALE, REF_EMBED
+from dflash_compat.rules._sources import MLX_BIND, MLX_EMBED, MLXLM_EMBED_SCALE, MLXLM_GEMMA3_SCALE, REF_EMBED
 
 
 def check(ctx: CheckContext):

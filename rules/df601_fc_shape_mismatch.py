@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
 from dflash_compat.quoting import quote
-
-from ._draft_tensors import modelled, source_name, weight_shapes
-from ._sources import MLX_DRAFT_INIT, MLX_LOAD_WEIGHTS, REF_DRAFT_INIT, SGL_DRAFT_FC, VLLM_FC_WIDTH
+from dflash_compat.rules._draft_tensors import modelled, source_name, weight_shapes
+from dflash_compat.rules._sources import MLX_DRAFT_INIT, MLX_LOAD_WEIGHTS, REF_DRAFT_INIT, SGL_DRAFT_FC, VLLM_FC_WIDTH
 
 
 def check(ctx: CheckContext):

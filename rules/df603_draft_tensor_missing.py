@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, EngineSource, Rule, Violation
-
-from ._draft_tensors import expected, expected_head, layer_index, modelled, source_name, weight_shapes
-from ._sources import MLX_ATTENTION, MLX_DRAFT_INIT, MLX_LOAD_WEIGHTS, REF_ATTENTION, REF_DRAFT_INIT
+from dflash_compat.rules._draft_tensors import (
+    expected,
+    expected_head,
+    layer_index,
+    modelled,
+    source_name,
+    weight_shapes,
+)
+from dflash_compat.rules._sources import MLX_ATTENTION, MLX_DRAFT_INIT, MLX_LOAD_WEIGHTS, REF_ATTENTION, REF_DRAFT_INIT
 
 REF_LAYER = EngineSource("dflash", "dflash/model.py", "423-431", "decoder layer: self_attn, mlp, two layernorms")
 MLX_LAYER = EngineSource("dflash", "dflash/model_mlx.py", "210-216", "decoder layer: self_attn, mlp, two layernorms")

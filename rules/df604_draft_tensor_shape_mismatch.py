@@ -4,9 +4,16 @@ from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
 from dflash_compat.quoting import quote
-
-from ._draft_tensors import FLOAT_DTYPES, expected, expected_head, layer_index, modelled, source_name, weight_shapes
-from ._sources import MLX_ATTENTION, MLX_LOAD_WEIGHTS, REF_ATTENTION
+from dflash_compat.rules._draft_tensors import (
+    FLOAT_DTYPES,
+    expected,
+    expected_head,
+    layer_index,
+    modelled,
+    source_name,
+    weight_shapes,
+)
+from dflash_compat.rules._sources import MLX_ATTENTION, MLX_LOAD_WEIGHTS, REF_ATTENTION
 
 # The config field a wrong shape most likely contradicts, by tensor suffix.
 _BLAME = {

@@ -4,9 +4,16 @@ from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, EngineSource, Rule, Violation
 from dflash_compat.quoting import quote, quote_items
-
-from ._draft_tensors import expected_v2, layer_index, modelled, normalise_v2, source_name, v2_name, weight_shapes
-from ._sources import MLX_LOAD_WEIGHTS, REF_LOAD, REF_V2, REF_V2_INIT
+from dflash_compat.rules._draft_tensors import (
+    expected_v2,
+    layer_index,
+    modelled,
+    normalise_v2,
+    source_name,
+    v2_name,
+    weight_shapes,
+)
+from dflash_compat.rules._sources import MLX_LOAD_WEIGHTS, REF_LOAD, REF_V2, REF_V2_INIT
 
 MLX_V2 = EngineSource("dflash", "dflash/model_mlx.py", "239-295", "DFlash 2 conv and selector modules (MLX)")
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, EngineSource, Rule, Violation
 from dflash_compat.quoting import quote
-
-from ._draft_tensors import BUNDLED, own_head, weight_shapes
+from dflash_compat.rules._draft_tensors import BUNDLED, own_head, weight_shapes
 
 
 def check(ctx: CheckContext):

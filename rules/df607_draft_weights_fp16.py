@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
-
-from ._sources import MLX_LOAD_WEIGHTS, REF_LOAD
+from dflash_compat.rules._sources import MLX_LOAD_WEIGHTS, REF_LOAD
 
 
 def check(ctx: CheckContext):

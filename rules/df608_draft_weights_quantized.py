@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
-
-from ._draft_tensors import FLOAT_DTYPES, is_quant_aux
-from ._sources import MLX_LOAD_WEIGHTS, REF_MLX_QUANTIZE
+from dflash_compat.rules._draft_tensors import FLOAT_DTYPES, is_quant_aux
+from dflash_compat.rules._sources import MLX_LOAD_WEIGHTS, REF_MLX_QUANTIZE
 
 
 def check(ctx: CheckContext):

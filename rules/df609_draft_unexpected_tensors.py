@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
-
-from ._draft_tensors import known, modelled, source_name, weight_shapes
-from ._sources import MLX_LOAD_WEIGHTS, REF_LOAD
+from dflash_compat.rules._draft_tensors import known, modelled, source_name, weight_shapes
+from dflash_compat.rules._sources import MLX_LOAD_WEIGHTS, REF_LOAD
 
 
 def check(ctx: CheckContext):

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, EngineSource, Rule, Violation
+from dflash_compat.rules._draft_tensors import has_selector, weight_shapes
 from dflash_compat.specs.tensor_names import CODEBOOKS
-
-from ._draft_tensors import has_selector, weight_shapes
 
 # What each engine does with `candidate_selector.<book>.weight` (every engine loads the bare name).
 ENGINES = (

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
-
-from ._sources import MLX_BIND, REF_EMBED, SGL_EMBED_MODULE, VLLM_SHARE_EMBED, VLLM_V2_SHARE_EMBED
+from dflash_compat.rules._sources import MLX_BIND, REF_EMBED, SGL_EMBED_MODULE, VLLM_SHARE_EMBED, VLLM_V2_SHARE_EMBED
 
 
 def check(ctx: CheckContext):

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
-
-from ._sources import MLX_HOOK, REF_FEATURES, VLLM_LLAMA_CAPTURE
+from dflash_compat.rules._sources import MLX_HOOK, REF_FEATURES, VLLM_LLAMA_CAPTURE
 
 
 def check(ctx: CheckContext):

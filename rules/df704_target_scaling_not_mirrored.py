@@ -5,9 +5,8 @@ from __future__ import annotations
 import math
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
-
-from ._sources import HF_NATIVE_EMBED, REF_BLOCK, REF_EMBED, REF_LOGITS
-from .df121_gemma_scaling_missing import READ_BY
+from dflash_compat.rules._sources import HF_NATIVE_EMBED, REF_BLOCK, REF_EMBED, REF_LOGITS
+from dflash_compat.rules.df121_gemma_scaling_missing import READ_BY
 
 
 def _close(a, b) -> bool:

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from dflash_compat.contract import LOOP_KEYS
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
-
-from ._sources import HF_LAST_HIDDEN, MLX_HOOK, REF_FEATURES, VLLM_AUX_CAPTURE
+from dflash_compat.rules._sources import HF_LAST_HIDDEN, MLX_HOOK, REF_FEATURES, VLLM_AUX_CAPTURE
 
 
 def check(ctx: CheckContext):

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, Rule, Violation
 from dflash_compat.quoting import quote, quote_items
-
-from . import df504_mlx_target_cache_unsupported as df504
-from ._modules import mlx_replayed, model_type
-from ._sources import MLX_GDN, MLX_LOOP, MLX_ROLLBACK
+from dflash_compat.rules import df504_mlx_target_cache_unsupported as df504
+from dflash_compat.rules._modules import mlx_replayed, model_type
+from dflash_compat.rules._sources import MLX_GDN, MLX_LOOP, MLX_ROLLBACK
 
 
 def check(ctx: CheckContext):

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, Rule, Violation
-
-from . import df504_mlx_target_cache_unsupported as df504
-from ._sources import MLX_ROLLBACK, MLX_TRIM, MLXLM_ROTATING, MLXLM_TRIM
+from dflash_compat.rules import df504_mlx_target_cache_unsupported as df504
+from dflash_compat.rules._sources import MLX_ROLLBACK, MLX_TRIM, MLXLM_ROTATING, MLXLM_TRIM
 
 
 def check(ctx: CheckContext):

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, Rule, Violation
-
-from ._modules import ADAPT_HINT, MLX_EMBED_PATHS, MLX_HEAD_PATHS, MLX_LAYER_PATHS
-from ._sources import MLX_BIND, MLX_HOOK
+from dflash_compat.rules._modules import ADAPT_HINT, MLX_EMBED_PATHS, MLX_HEAD_PATHS, MLX_LAYER_PATHS
+from dflash_compat.rules._sources import MLX_BIND, MLX_HOOK
 
 
 def check(ctx: CheckContext):

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, EngineSource, Rule, Violation
-
-from ._modules import ADAPT_HINT
-from ._sources import MLX_HOOK, REF_FEATURES
+from dflash_compat.rules._modules import ADAPT_HINT
+from dflash_compat.rules._sources import MLX_HOOK, REF_FEATURES
 
 HF_LAYER_HOOK = EngineSource("transformers", "transformers/utils/output_capturing.py", "131-145",
                              "output_hidden_states hooks keep output[index] of a tuple (0 for decoder layers)")

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.engine import COMMON, CheckContext, Rule, Violation
-
-from ._sources import MLX_BIND, REF_EMBED
+from dflash_compat.rules._sources import MLX_BIND, REF_EMBED
 
 
 def check(ctx: CheckContext):

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, Rule, Violation
 from dflash_compat.quoting import quote_items
-
-from ._llamacpp import CONVERT, entry_src, target_arch
+from dflash_compat.rules._llamacpp import CONVERT, entry_src, target_arch
 
 
 def check(ctx: CheckContext):

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, Rule, Violation
 from dflash_compat.quoting import quote
+from dflash_compat.rules._common import is_int
+from dflash_compat.rules._llamacpp import draft_is_gguf, gguf_loc, llama_layers, src
 from dflash_compat.specs import build_target_layer_ids
-
-from ._common import is_int
-from ._llamacpp import draft_is_gguf, gguf_loc, llama_layers, src
 
 
 def check(ctx: CheckContext):

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, Rule, Violation
-
-from ._llamacpp import CONVERT, draft_is_gguf, facts, gguf_loc, src
+from dflash_compat.rules._llamacpp import CONVERT, draft_is_gguf, facts, gguf_loc, src
 
 
 def check(ctx: CheckContext):

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, Rule, Violation
+from dflash_compat.rules._common import is_int
+from dflash_compat.rules._llamacpp import CONVERT, draft_is_gguf, gguf_loc, src
 from dflash_compat.specs._reader import get_dotted
-
-from ._common import is_int
-from ._llamacpp import CONVERT, draft_is_gguf, gguf_loc, src
 
 KEY = "tokenizer.ggml.mask_token_id"
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, Rule, Violation
 from dflash_compat.quoting import quote
-
-from ._common import is_int
-from ._llamacpp import draft_is_gguf, gguf_loc, src
+from dflash_compat.rules._common import is_int
+from dflash_compat.rules._llamacpp import draft_is_gguf, gguf_loc, src
 
 KEY = "dflash.rope.dimension_sections"
 

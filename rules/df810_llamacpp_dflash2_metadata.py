@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, Rule, Violation
 from dflash_compat.quoting import quote_items
+from dflash_compat.rules._common import is_int
+from dflash_compat.rules._llamacpp import CONVERT, draft_is_gguf, gguf_loc, src
 from dflash_compat.specs._reader import MISSING, get_dotted
-
-from ._common import is_int
-from ._llamacpp import CONVERT, draft_is_gguf, gguf_loc, src
 
 FIELDS = ("conv_kernel_size", "conv_group_size", "selector_rank", "selector_top_k")
 _BLOCK = "block_size"

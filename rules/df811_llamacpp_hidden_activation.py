@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, Rule, Violation
 from dflash_compat.quoting import quote, quote_items
-
-from ._llamacpp import CONVERT, draft_is_gguf, facts, gguf_loc, src
+from dflash_compat.rules._llamacpp import CONVERT, draft_is_gguf, facts, gguf_loc, src
 
 KEY = "dflash.hidden_activation"
 

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, Rule, Violation
-
-from ._llamacpp import gguf_loc, src
+from dflash_compat.rules._llamacpp import gguf_loc, src
 
 KEY = "tokenizer.ggml.tokens"
 

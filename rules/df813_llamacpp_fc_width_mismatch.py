@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, Rule, Violation
-
-from ._common import is_int
-from ._llamacpp import gguf_loc, llama_layers, src
+from dflash_compat.rules._common import is_int
+from dflash_compat.rules._llamacpp import gguf_loc, llama_layers, src
 
 
 def check(ctx: CheckContext):

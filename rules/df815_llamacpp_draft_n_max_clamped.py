@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.engine import CheckContext, Rule, Violation
-
-from ._llamacpp import draft_is_gguf, facts, src
+from dflash_compat.rules._llamacpp import draft_is_gguf, facts, src
 
 
 def check(ctx: CheckContext):

@@ -12,9 +12,9 @@ __all__ = ["adapt_cmd", "plan_for_target"]
 
 def _probe_paths(resolved, spec, framework: str, trust_remote_code: bool, notes: list[str]) -> dict[str, str]:
     """Paths from the deep inspection (the target built without weights), or {} when it cannot run."""
-    from ..facts import Skipped
-    from ..options import CheckOptions
-    from ..probe import inspect_target
+    from dflash_compat.facts import Skipped
+    from dflash_compat.options import CheckOptions
+    from dflash_compat.probe import inspect_target
 
     facts = inspect_target(resolved, spec, CheckOptions(trust_remote_code=trust_remote_code), framework)
     if isinstance(facts, Skipped):
@@ -34,9 +34,9 @@ def _validate_mapping(resolved, spec, framework: str, mapping: dict[str, str], t
                       notes: list[str]) -> None:
     """Refuse a --map path the target's tree does not have (one line naming the closest paths that
     exist); when the tree cannot be built, say in `notes` that the paths were not validated."""
-    from ..exceptions import InputError
-    from ..facts import Skipped
-    from ..probe.tree_paths import check_paths
+    from dflash_compat.exceptions import InputError
+    from dflash_compat.facts import Skipped
+    from dflash_compat.probe.tree_paths import check_paths
 
     found = check_paths(resolved, spec, framework, sorted(set(mapping.values())), trust_remote_code)
     if isinstance(found, Skipped):
@@ -79,16 +79,16 @@ def plan_for_target(
 ):
     """The ShimPlan for TARGET: the built-in layout for its model_type, else the deep inspection's
     paths, then `mapping` (--map-file, --map) on top. Raises a DFlashCompatError on bad input."""
-    from ..adapters import registry
-    from ..adapters.shim import ShimPlan, validate_path
-    from ..check import load_target
-    from ..resolve import resolve
+    from dflash_compat.adapters import registry
+    from dflash_compat.adapters.shim import ShimPlan, validate_path
+    from dflash_compat.check import load_target
+    from dflash_compat.resolve import resolve
 
     notes = notes if notes is not None else []
     resolved = resolve(target, "target", revision=revision, token=token)
     spec = load_target(resolved)
     if framework == "auto":
-        from ..probe import detect_framework
+        from dflash_compat.probe import detect_framework
 
         framework = detect_framework(resolved)
     model_type = spec.model_type
@@ -121,7 +121,7 @@ def plan_for_target(
         source=", then ".join(source) or "--map",
     )
     if "embed" not in paths or "layers" not in paths:
-        from ..exceptions import InputError
+        from dflash_compat.exceptions import InputError
 
         missing = [r for r in ("embed", "layers") if r not in paths]
         why = f" ({notes[-1]})" if notes else ""
@@ -168,8 +168,8 @@ def adapt_cmd(target: str, output: Optional[str], framework: str, maps: tuple[st
     Paths come from the built-in layout for the model's model_type, else from building the model
     without weights, then from --map-file and --map. Exit codes: 0 written, 2 bad input.
     """
-    from ..adapters.shim import load_map_file, looks_like_shim, parse_map_options, render_shim, write_shim
-    from ..safe_write import check_output, model_folders
+    from dflash_compat.adapters.shim import load_map_file, looks_like_shim, parse_map_options, render_shim, write_shim
+    from dflash_compat.safe_write import check_output, model_folders
 
     protected = model_folders(target)
     if output is not None and output != "-":  # refused before the model is built, not after
@@ -180,7 +180,7 @@ def adapt_cmd(target: str, output: Optional[str], framework: str, maps: tuple[st
     plan = plan_for_target(target, framework, mapping, revision=revision, token=token,
                            trust_remote_code=trust_remote_code, notes=notes)
     source = render_shim(plan)
-    from ..emitters._safe import printable
+    from dflash_compat.emitters._safe import printable
 
     for note in notes:  # after the shim is rendered: a refused plan is one error line, nothing else
         if note.startswith("--map "):
@@ -192,8 +192,8 @@ def adapt_cmd(target: str, output: Optional[str], framework: str, maps: tuple[st
 
     roles = ", ".join(f"{role} -> {p}" for role, p in plan.checked().paths.items())
     fw = " --framework mlx" if plan.framework == "mlx" else ""
-    from ..console import wrap_block
-    from ..emitters._safe import shell_quote
+    from dflash_compat.console import wrap_block
+    from dflash_compat.emitters._safe import shell_quote
 
     click.echo(wrap_block([printable(f"wrote {path} ({plan.framework}): {roles}"),
                            f"use it: dflash-check {shell_quote(target)} --draft DRAFT{fw} --adapter "

@@ -124,7 +124,7 @@ def engine_version_option() -> Callable:
 
 def selected_versions(params: dict[str, Any], file_versions: Optional[dict[str, str]] = None):
     """The engine releases a command judges against: --engine-version > the settings file > installed > newest."""
-    from ..engine_versions import select_versions
+    from dflash_compat.engine_versions import select_versions
 
     return select_versions(option=tuple(params.get("engine_versions") or ()), config=file_versions or {})
 
@@ -140,10 +140,10 @@ def build_request(params: dict[str, Any], file_severity: Optional[dict[str, str]
                   file_versions: Optional[dict[str, str]] = None):
     """The CheckRequest for `check`'s command-line options (and a settings file's severity and
     engine-versions tables)."""
-    from ..check import CheckRequest
-    from ..engine import BACKENDS
-    from ..exceptions import InputError
-    from ..options import CheckOptions
+    from dflash_compat.check import CheckRequest
+    from dflash_compat.engine import BACKENDS
+    from dflash_compat.exceptions import InputError
+    from dflash_compat.options import CheckOptions
 
     if params["adapter"] and params["no_deep"]:
         raise InputError("--adapter changes the module facts, which --no-deep skips; drop one of them")
@@ -183,8 +183,8 @@ def build_request(params: dict[str, Any], file_severity: Optional[dict[str, str]
 
 def _severity(values: tuple[str, ...], file_severity: dict[str, str]) -> dict[str, str]:
     """The settings file's severity table, then --severity CODE=LEVEL on top of it."""
-    from ..exceptions import InputError
-    from .config_file import parse_severity
+    from dflash_compat.commands.config_file import parse_severity
+    from dflash_compat.exceptions import InputError
 
     out = dict(file_severity)
     entries = {}
@@ -194,7 +194,7 @@ def _severity(values: tuple[str, ...], file_severity: dict[str, str]) -> dict[st
             raise InputError(f"--severity {value!r}: expected CODE=LEVEL (e.g. DF113=error)")
         entries[code.strip()] = level.strip()
     if entries:
-        from ..rules import ALL_RULES
+        from dflash_compat.rules import ALL_RULES
 
         out.update(parse_severity(entries, [r.code for r in ALL_RULES], "--severity "))
     return out

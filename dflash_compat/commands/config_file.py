@@ -19,7 +19,7 @@ from typing import Any, Optional
 
 import click
 
-from ..exceptions import InputError
+from dflash_compat.exceptions import InputError
 
 __all__ = ["CONFIG_NAME", "ConfigCommand", "SEVERITY_LEVELS", "find_config", "load_settings", "parse_severity"]
 
@@ -45,7 +45,7 @@ def _read_toml(path: Path) -> dict[str, Any]:
     except ImportError:  # Python 3.10
         import tomli as tomllib  # type: ignore[no-redef]
 
-    from ..safe_read import read_text
+    from dflash_compat.safe_read import read_text
 
     text = read_text(path, MAX_CONFIG_BYTES)  # a regular file of bounded size (a FIFO never blocks it)
     try:
@@ -180,7 +180,7 @@ def load_settings(path: Path, command: click.Command, ctx: click.Context) -> tup
         if key in ("engine-versions", "engine_versions"):
             if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
                 raise InputError(f"{where} {key}: expected a table like {{vllm = \"0.33.0\"}}")
-            from ..engine_versions import select_versions
+            from dflash_compat.engine_versions import select_versions
 
             select_versions(config=value, installed=False)  # a malformed entry fails here, naming the file
             ctx.meta["dflash_check.engine_versions"] = {str(k).lower(): v for k, v in value.items()}
@@ -188,7 +188,7 @@ def load_settings(path: Path, command: click.Command, ctx: click.Context) -> tup
         if key == "severity":
             if not isinstance(value, dict):
                 raise InputError(f"{where} severity: expected a table like {{DF203 = \"ignore\"}}")
-            from ..rules import ALL_RULES
+            from dflash_compat.rules import ALL_RULES
 
             severity = parse_severity(value, [r.code for r in ALL_RULES], f"{where} severity.")
             continue

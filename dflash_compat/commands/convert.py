@@ -12,8 +12,8 @@ from typing import Any, Optional
 
 import click
 
-from ..exceptions import ConfigError, DFlashCompatError, InputError
-from ..weightfiles import INDEX_FILE
+from dflash_compat.exceptions import ConfigError, DFlashCompatError, InputError
+from dflash_compat.weightfiles import INDEX_FILE
 
 __all__ = ["convert_cmd", "convert_checkpoint", "Converted"]
 
@@ -39,8 +39,8 @@ class Converted:
 def _paths(src: Path, out: Path, force: bool, verifier: Optional[str]) -> tuple[Path, Path]:
     """The input folder (resolved) and the output path (absolute, not resolved: a symlink named as OUT is
     replaced itself with --force, never the folder it points to), checked before anything is read."""
-    from ..safe_read import is_regular_file
-    from ..safe_write import check_output_folder, model_folders
+    from dflash_compat.safe_read import is_regular_file
+    from dflash_compat.safe_write import check_output_folder, model_folders
 
     if not is_regular_file(src / "config.json"):  # never raises (a name too long, a NUL: not a folder)
         raise InputError(f"{src}: not a local draft folder with a config.json (convert reads local folders; "
@@ -59,9 +59,9 @@ def _paths(src: Path, out: Path, force: bool, verifier: Optional[str]) -> tuple[
 
 
 def _read_source(src: Path):
-    from ..probe.safetensors_header import read_local_headers
-    from ..safetensors_stream import read_tensors
-    from ..weightfiles import weight_paths
+    from dflash_compat.probe.safetensors_header import read_local_headers
+    from dflash_compat.safetensors_stream import read_tensors
+    from dflash_compat.weightfiles import weight_paths
 
     # the one checked lookup (the runtimes' too): index names inside the folder, safetensors only,
     # regular files, no symlink out of the folder, no FIFO or device among its files
@@ -75,7 +75,7 @@ def _read_source(src: Path):
 
 
 def _write(tmp: Path, plan, files: list[str], indexed: bool, per_file: dict) -> tuple[int, int]:
-    from ..safetensors_stream import write_tensors
+    from dflash_compat.safetensors_stream import write_tensors
 
     weight_map: dict[str, str] = {}
     total = count = 0
@@ -94,9 +94,9 @@ def _write(tmp: Path, plan, files: list[str], indexed: bool, per_file: dict) -> 
 
 def _verify(tmp: Path, expect_formats: tuple[str, ...]) -> None:
     """The output must read back: its config as the intended format, every header complete."""
-    from ..probe.safetensors_header import read_local_headers
-    from ..resolve import load_json
-    from ..specs import parse_draft_config
+    from dflash_compat.probe.safetensors_header import read_local_headers
+    from dflash_compat.resolve import load_json
+    from dflash_compat.specs import parse_draft_config
 
     spec = parse_draft_config(load_json(tmp / "config.json"), str(tmp))
     if spec.format not in expect_formats:  # pragma: no cover - a bug in the conversion table
@@ -109,8 +109,8 @@ def _verify(tmp: Path, expect_formats: tuple[str, ...]) -> None:
 def _copy_companion(src: Path, dst: Path) -> None:
     """Copy a small file beside the weights as bytes (a bounded read of a regular file: a FIFO or a device
     in its place is refused, never waited on)."""
-    from ..safe_read import read_bytes
-    from ..weightfiles import refuse_link_out
+    from dflash_compat.safe_read import read_bytes
+    from dflash_compat.weightfiles import refuse_link_out
 
     refuse_link_out(src, src.parent)  # never copy a file from outside the draft folder into the output
     dst.write_bytes(read_bytes(src, MAX_COMPANION_BYTES, what=f"{src.parent.name}/{src.name}"))
@@ -137,17 +137,17 @@ def _swap_in(tmp: Path, out: Path) -> None:
 
 def _verifier(name: Optional[str]) -> dict[str, Any]:
     """speculators' verifier record: a local folder's config gives the architectures; a repo id is kept as is."""
-    from ..inputs import check_name
+    from dflash_compat.inputs import check_name
 
     if name is None:
         return {"name_or_path": None, "architectures": []}
     check_name(name, "--verifier")  # written into the converted config and printed
-    from ..safe_read import is_regular_file
+    from dflash_compat.safe_read import is_regular_file
 
     cfg = Path(name) / "config.json"
     archs: list[str] = []
     if is_regular_file(cfg):
-        from ..resolve import load_json
+        from dflash_compat.resolve import load_json
 
         raw = load_json(cfg)
         if not isinstance(raw, dict):
@@ -161,9 +161,9 @@ def _verifier(name: Optional[str]) -> dict[str, Any]:
 
 def convert_checkpoint(src: Path, out: Path, to: str, force: bool = False, verifier: Optional[str] = None) -> Converted:
     """Convert the draft in folder `src` to format `to` ("zlab" / "speculators") in a new folder `out`."""
-    from ..conversion import plan_conversion
-    from ..resolve import load_json
-    from ..specs import parse_draft_config
+    from dflash_compat.conversion import plan_conversion
+    from dflash_compat.resolve import load_json
+    from dflash_compat.specs import parse_draft_config
 
     s, o = _paths(src, out, force, verifier)
     spec = parse_draft_config(load_json(s / "config.json"), str(src))
@@ -214,8 +214,8 @@ def convert_cmd(draft: str, to: str, output: str, force: bool, verifier: Optiona
     """
     # a DFlashCompatError is rendered by the CLI group (dflash_compat/errors.py): one escaped line, exit 2
     done = convert_checkpoint(Path(draft), Path(output), to, force=force, verifier=verifier)
-    from ..emitters._safe import printable
-    from ..quoting import quote, quote_items
+    from dflash_compat.emitters._safe import printable
+    from dflash_compat.quoting import quote, quote_items
 
     # the output policy of every command: what came from the draft is quoted short and escaped
     lines = [f"converted {draft} ({done.source_format}) -> {output} ({done.target_format})",

@@ -30,9 +30,9 @@ def facts_cmd() -> None:
 def refresh_cmd(engines: tuple[str, ...], wheels: Optional[str], cache: Optional[str]) -> None:
     """Read engine releases into facts in your cache, where the next check finds them. Maintainers
     regenerate the bundled window with `python -m dflash_compat.enginefacts refresh` (docs/engine-facts.md)."""
-    from ..engine_versions import ENGINES, parse_spec
-    from ..enginefacts.__main__ import main
-    from ..exceptions import InputError
+    from dflash_compat.engine_versions import ENGINES, parse_spec
+    from dflash_compat.enginefacts.__main__ import main
+    from dflash_compat.exceptions import InputError
 
     for spec in engines:  # checked here, so a bad spec is the CLI's one error line (exit 2)
         if "==" in spec:

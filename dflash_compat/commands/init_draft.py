@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from ..inputs import SeedRange
+from dflash_compat.inputs import SeedRange
 
 __all__ = ["init_draft_cmd"]
 
@@ -14,7 +14,7 @@ __all__ = ["init_draft_cmd"]
 def _parse_ids(value: str | None) -> list[int] | None:
     if value is None:
         return None
-    from ..inputs import parse_int_list
+    from dflash_compat.inputs import parse_int_list
 
     # ASCII digits only: int() would read Arabic-Indic '\u0661,\u0662' as [1, 2]
     return parse_int_list(value.replace(" ", ""), "--layer-ids", allow_negative=True)
@@ -53,8 +53,8 @@ def init_draft_cmd(target, out, layers, block_size, layer_ids, mask_token_id, ve
     \b
     Exit codes: 0 written; 2 bad input (nothing written).
     """
-    from ..init_draft import InitOptions, init_draft
-    from ..init_draft.verify import check_pair
+    from dflash_compat.init_draft import InitOptions, init_draft
+    from dflash_compat.init_draft.verify import check_pair
 
     # a DFlashCompatError is rendered by the CLI group (dflash_compat/errors.py): one escaped line, exit 2
     options = InitOptions(layers=layers, block_size=block_size, layer_ids=_parse_ids(layer_ids),
@@ -62,7 +62,7 @@ def init_draft_cmd(target, out, layers, block_size, layer_ids, mask_token_id, ve
                           seed=seed, dtype=dtype, force=force, token=token)
     result = init_draft(target, out, options)
     report = check_pair(target, out, token=token)
-    from ..emitters._safe import printable
+    from dflash_compat.emitters._safe import printable
 
     cfg = result.config
     dflash = cfg["dflash_config"]
@@ -76,6 +76,6 @@ def init_draft_cmd(target, out, layers, block_size, layer_ids, mask_token_id, ve
     verdict = ", ".join(f"{b} {v}" for b, v in report.summary.verdict.items())
     lines.append(f"config check: {verdict} (run `dflash-check {target} --draft {out}` for the findings)")
     # what came from the target (a token's text, paths) reaches the terminal escaped
-    from ..console import wrap_block
+    from dflash_compat.console import wrap_block
 
     click.echo(wrap_block([printable(line) for line in lines], sys.stdout))

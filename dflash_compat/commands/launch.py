@@ -9,7 +9,7 @@ from typing import Any, Optional
 
 import click
 
-from .check_options import _split
+from dflash_compat.commands.check_options import _split
 
 __all__ = ["launch_cmd"]
 
@@ -25,8 +25,16 @@ class LaunchConfigCommand(click.Command):
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if any(a in ("--help", "-h") for a in args):
             return super().parse_args(ctx, args)
-        from ..exceptions import InputError
-        from .config_file import _chosen_file, _convert, _read_toml, _table, _where, find_config, parse_severity
+        from dflash_compat.commands.config_file import (
+            _chosen_file,
+            _convert,
+            _read_toml,
+            _table,
+            _where,
+            find_config,
+            parse_severity,
+        )
+        from dflash_compat.exceptions import InputError
 
         chosen, off = _chosen_file(args)
         if chosen is not None and off:
@@ -43,7 +51,7 @@ class LaunchConfigCommand(click.Command):
         for key, value in table.items():
             norm = key.replace("_", "-")
             if norm == "severity" and isinstance(value, dict):
-                from ..rules import ALL_RULES
+                from dflash_compat.rules import ALL_RULES
 
                 ctx.meta["dflash_check.severity"] = parse_severity(value, [r.code for r in ALL_RULES],
                                                                    f"{where} severity.")
@@ -93,10 +101,10 @@ def launch_cmd(files: tuple[str, ...], commands: tuple[str, ...], engine_version
     Exit codes: 0 every launch passes, 1 a launch fails, 2 bad input (invalid YAML, unbalanced quotes;
     a file with no launch only with --require-launch).
     """
-    from ..exceptions import InputError
-    from ..launch.render import exit_code, render
-    from ..launch.run import LaunchSettings, check_files, check_text
-    from .check_options import _severity
+    from dflash_compat.commands.check_options import _severity
+    from dflash_compat.exceptions import InputError
+    from dflash_compat.launch.render import exit_code, render
+    from dflash_compat.launch.run import LaunchSettings, check_files, check_text
 
     if not files and not commands:
         raise click.UsageError("give launch FILEs or -c 'COMMAND'")
@@ -119,7 +127,7 @@ def launch_cmd(files: tuple[str, ...], commands: tuple[str, ...], engine_version
     empty = [r.file for r in results if not r.launches]
     if empty and require_launch:
         raise InputError(f"{empty[0]}: no engine launch found (--require-launch)")
-    from ..console import terminal_width
+    from dflash_compat.console import terminal_width
 
     text = render(results, fmt, strict=strict, fix=fix, width=terminal_width(sys.stdout))
     click.echo(text, nl=False)

@@ -7,8 +7,8 @@ import sys
 
 import click
 
-from ..exceptions import InputError
-from ..inputs import FiniteFloatRange
+from dflash_compat.exceptions import InputError
+from dflash_compat.inputs import FiniteFloatRange
 
 __all__ = ["probe_cmd"]
 
@@ -61,15 +61,15 @@ def probe_cmd(url, model, engine, prompts_path, max_tokens, timeout, reference_t
     Exit codes: 0 passed; 1 speculation not active, not lossless, or tau under --min-acceptance;
     2 bad input, or a server that refuses, times out or answers something unreadable.
     """
-    from ..serving.http import parse_url
-    from ..serving.probe import ProbeRequest, probe_exit_code, read_prompts, run_probe
+    from dflash_compat.serving.http import parse_url
+    from dflash_compat.serving.probe import ProbeRequest, probe_exit_code, read_prompts, run_probe
 
     parse_url(url)  # the whole URL checked before any file is read, model loaded or connection made
     if draft and not reference_target:
         raise InputError("--draft needs --reference TARGET (the draft runs next to the local target)")
     if profile_out:  # refused before the run that would fill it
-        from ..safe_write import model_folders
-        from ..serving.profile import check_profile_out
+        from dflash_compat.safe_write import model_folders
+        from dflash_compat.serving.profile import check_profile_out
 
         protected = model_folders(reference_target, draft)
         check_profile_out(profile_out, force=force, protected=protected)
@@ -77,21 +77,21 @@ def probe_cmd(url, model, engine, prompts_path, max_tokens, timeout, reference_t
                        timeout=timeout, engine=engine)
     reference = None
     if reference_target:
-        from ..serving.reference import load_reference
+        from dflash_compat.serving.reference import load_reference
 
         reference = load_reference(reference_target, draft, token=token, trust_remote_code=trust_remote_code)
     payload = run_probe(req, reference)
     if profile_out:
-        from ..serving.profile import profile_from_probe, write_profile
+        from dflash_compat.serving.profile import profile_from_probe, write_profile
 
         write_profile(profile_out, profile_from_probe(payload), force=force, protected=protected)
     if fmt == "json":
-        from ..emitters._safe import dumps
+        from dflash_compat.emitters._safe import dumps
 
         click.echo(dumps(payload), nl=False)
     else:
-        from ..console import make_console
-        from ..serving.render import render_probe
+        from dflash_compat.console import make_console
+        from dflash_compat.serving.render import render_probe
 
         render_probe(payload, make_console(), min_acceptance)
     sys.exit(probe_exit_code(payload, min_acceptance))

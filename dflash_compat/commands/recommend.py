@@ -6,7 +6,7 @@ from typing import Any, Optional
 
 import click
 
-from ..inputs import FiniteFloatRange
+from dflash_compat.inputs import FiniteFloatRange
 
 __all__ = ["recommend_cmd", "recommend_doc", "engine_flags"]
 
@@ -15,8 +15,8 @@ __all__ = ["recommend_cmd", "recommend_doc", "engine_flags"]
 def engine_flags(k: int, draft: str) -> dict[str, str]:
     """The launch flags that run K draft tokens per step (block K+1) on each engine (names as in
     serving/launch.py, which cites each engine's parser)."""
-    from ..emitters._safe import shell_quote
-    from ..serving.launch import speculative_config_args
+    from dflash_compat.emitters._safe import shell_quote
+    from dflash_compat.serving.launch import speculative_config_args
 
     spec = speculative_config_args({"method": "dflash", "model": draft, "num_speculative_tokens": k})
     return {
@@ -29,7 +29,7 @@ def engine_flags(k: int, draft: str) -> dict[str, str]:
 
 def recommend_doc(profile: dict[str, Any], cost: Optional[dict[str, float]], draft: str) -> dict[str, Any]:
     """Everything `recommend` prints, as data: the profile, the cost model used, the table, the choice."""
-    from ..serving.profile import DEFAULT_COST, recommend_k, speedup_table
+    from dflash_compat.serving.profile import DEFAULT_COST, recommend_k, speedup_table
 
     assumed = cost is None
     origin = "given" if cost is not None else None
@@ -85,7 +85,7 @@ def recommend_cmd(profile_path, draft_cost, verify_cost_per_token, draft_name, p
       S(K) = E(K) x plain step / c(K) modelled speed-up
     Exit codes: 0 done; 2 bad input.
     """
-    from ..serving.profile import DEFAULT_COST, read_profile
+    from dflash_compat.serving.profile import DEFAULT_COST, read_profile
 
     profile = read_profile(profile_path)
     cost = None
@@ -95,17 +95,17 @@ def recommend_cmd(profile_path, draft_cost, verify_cost_per_token, draft_name, p
         cost = {"draft": base["draft"] if draft_cost is None else draft_cost, "verify_per_token": verify}
     doc = recommend_doc(profile, cost, draft_name)
     if plot_path:
-        from ..safe_write import model_folders
-        from ..serving.render import plot_profile
+        from dflash_compat.safe_write import model_folders
+        from dflash_compat.serving.render import plot_profile
 
         plot_profile(doc, plot_path, force=force, protected=model_folders())
     if fmt == "json":
-        from ..emitters._safe import dumps
+        from dflash_compat.emitters._safe import dumps
 
         click.echo(dumps(doc), nl=False)
     else:
-        from ..console import make_console
-        from ..serving.render import render_recommend
+        from dflash_compat.console import make_console
+        from dflash_compat.serving.render import render_recommend
 
         render_recommend(doc, make_console())
     if plot_path and fmt == "text":

@@ -7,11 +7,11 @@ import sys
 
 import click
 
-from ..console import terminal_width, wrap
-from ..emitters import counts as summary_counts
-from ..emitters._safe import dumps, printable
-from ..exceptions import EXIT_FAIL, EXIT_OK
-from .check_options import engine_version_option, pair_options
+from dflash_compat.commands.check_options import engine_version_option, pair_options
+from dflash_compat.console import terminal_width, wrap
+from dflash_compat.emitters import counts as summary_counts
+from dflash_compat.emitters._safe import dumps, printable
+from dflash_compat.exceptions import EXIT_FAIL, EXIT_OK
 
 __all__ = ["serve_cmd", "serve_payload", "render_serve_text"]
 
@@ -42,7 +42,7 @@ def _comment(text: str, width: int) -> list[str]:
 def render_serve_text(plan, report, errors, width: int = 80) -> str:
     """A shell script: `#` comment lines (verdict, notes, findings) and, when servable, the command.
     Never coloured (it is meant for `> launch.sh`); comments wrapped to `width`."""
-    from ..serving.launch import shell_command
+    from dflash_compat.serving.launch import shell_command
 
     s = report.summary
     counts = summary_counts(s.errors, s.warnings, s.infos)
@@ -65,7 +65,7 @@ def render_serve_text(plan, report, errors, width: int = 80) -> str:
 def _profile(path):
     if path is None:
         return None
-    from ..serving.profile import read_profile
+    from dflash_compat.serving.profile import read_profile
 
     return read_profile(path)
 
@@ -126,10 +126,10 @@ def serve_cmd(target, draft, engine, num_speculative_tokens, num_draft_tokens, t
 
     Exit codes: 0 servable (warnings allowed); 1 the engine cannot serve this pair; 2 bad input.
     """
-    from ..engine_versions import select_versions
-    from ..inputs import check_name
-    from ..serving import pipeline
-    from ..serving.launch import (
+    from dflash_compat.engine_versions import select_versions
+    from dflash_compat.inputs import check_name
+    from dflash_compat.serving import pipeline
+    from dflash_compat.serving.launch import (
         DEFAULT_PROMPT,
         OPTION_FLAGS,
         LaunchRequest,
@@ -156,7 +156,7 @@ def serve_cmd(target, draft, engine, num_speculative_tokens, num_draft_tokens, t
     pair = pipeline.PairRef(target=target, draft=draft, revision=revision, draft_revision=draft_revision, token=token,
                             framework=framework, deep=not no_deep, trust_remote_code=trust_remote_code)
     if prompt is not None and engine not in ("mlx", "transformers"):
-        from ..exceptions import InputError
+        from dflash_compat.exceptions import InputError
 
         raise InputError(f"--prompt: not an option of `serve --engine {engine}`")
     plan = build_plan(req, pipeline.draft_facts(pair))
@@ -176,8 +176,8 @@ def _accepted_flags(engine: str, versions) -> "frozenset[str] | None":
     its engine facts; vLLM's (and its --speculative-config keys, which serve prints in the dotted form) from
     the flags read out of its argument parser (data/launch_flags.json, the same facts `launch` judges by)."""
     if engine == "sglang":
-        from ..engine_store import UnknownFact
-        from ..engine_support import engine_data
+        from dflash_compat.engine_store import UnknownFact
+        from dflash_compat.engine_support import engine_data
 
         try:
             flags = engine_data("sglang", versions.used("sglang")).get("cli_flags")
@@ -185,7 +185,7 @@ def _accepted_flags(engine: str, versions) -> "frozenset[str] | None":
             return None
         return frozenset(flags) if flags else None
     if engine == "vllm":
-        from ..launch.flagfacts import flag_facts
+        from dflash_compat.launch.flagfacts import flag_facts
 
         facts = flag_facts("vllm", versions.used("vllm"))
         if not facts:

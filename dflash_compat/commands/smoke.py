@@ -9,7 +9,8 @@ from typing import Any, Callable, Optional
 
 import click
 
-from ..exceptions import (
+from dflash_compat.commands.smoke_preflight import ACCEPTANCE_ONLY, preflight, refusal_line
+from dflash_compat.exceptions import (
     EXIT_FAIL,
     EXIT_INPUT,
     EXIT_OK,
@@ -19,8 +20,8 @@ from ..exceptions import (
     RuntimeUnsupportedError,
     one_line,
 )
-from ..inputs import FiniteFloatRange, SeedRange, check_texts
-from ..runtime.core import (
+from dflash_compat.inputs import FiniteFloatRange, SeedRange, check_texts
+from dflash_compat.runtime.core import (
     ATTENTION_CHOICES,
     CACHE_KINDS,
     GREEDY,
@@ -31,7 +32,6 @@ from ..runtime.core import (
     first_difference,
     verdict_of,
 )
-from .smoke_preflight import ACCEPTANCE_ONLY, preflight, refusal_line
 
 __all__ = ["smoke_cmd", "SmokeRequest", "SmokeRun", "PromptRun", "build_payload", "SCHEMA_VERSION"]
 
@@ -103,7 +103,7 @@ def _run_backend(backend: str, req: SmokeRequest, step: Callable[[], None], tota
 
 
 def _run_mlx(req: SmokeRequest, step: Callable[[], None], total: Callable[[int], None]) -> SmokeRun:
-    from .smoke_mlx import run_mlx
+    from dflash_compat.commands.smoke_mlx import run_mlx
 
     # the shared protocol is handed over, so that smoke_mlx never imports this module (no import circle)
     return run_mlx(req, step, total, tokenize=_tokenize, run_prompts=run_prompts, make_run=SmokeRun)
@@ -115,7 +115,7 @@ def _tokenize(folder: Path, texts: list[str], target: str) -> list[list[int]]:
     if not any((folder / name).is_file() for name in _TOKENIZER_FILES):
         raise InputError(
             f"target {target} has no tokenizer, so text prompts cannot be encoded; pass --prompt-ids 1,2,3")
-    from ..safe_read import check_tokenizer_files
+    from dflash_compat.safe_read import check_tokenizer_files
 
     check_tokenizer_files(folder, f"target {target}")  # bounded, typed JSON before transformers parses it
     try:
@@ -148,7 +148,7 @@ def _set_threads(target, draft, requested: Optional[int]) -> None:
     (runtime/threads.py); --threads or OMP_NUM_THREADS / MKL_NUM_THREADS win."""
     import torch
 
-    from ..runtime.threads import choose_threads
+    from dflash_compat.runtime.threads import choose_threads
 
     params = sum(p.numel() for p in target.model.parameters()) + sum(p.numel() for p in draft.parameters())
     choice = choose_threads(params, torch.get_num_threads(), requested=requested)
@@ -227,8 +227,8 @@ def _run_torch(req: SmokeRequest, step: Callable[[], None], total: Callable[[int
     except ImportError:
         raise MissingDependencyError(
             "the torch backend needs torch and transformers: pip install 'dflash-compat[torch]'") from None
-    from ..runtime import torch_generate as rt
-    from ..runtime.checkpoints import target_folder
+    from dflash_compat.runtime import torch_generate as rt
+    from dflash_compat.runtime.checkpoints import target_folder
 
     transformers.utils.logging.disable_progress_bar()  # ours is on stderr already
     device, dtype_name, dtype = _torch_device_dtype(req.device, req.dtype)
@@ -311,7 +311,7 @@ def build_payload(run: SmokeRun, temperature: float, strict: bool = False) -> di
     two logits, within the dtype's rounding: numbers in `divergence`) or differs (a bug). `speedup`
     is against the faster of the two baselines users would run: our greedy loop and transformers'
     generate() (same dtype, kernels and cache); `runtime` names what ran."""
-    from ..runtime.stats import histogram, mean_acceptance
+    from dflash_compat.runtime.stats import histogram, mean_acceptance
 
     greedy = temperature <= 0
     results, lengths = [], []
@@ -429,7 +429,7 @@ def _parse_ids(values: tuple[str, ...]) -> list[list[int]]:
 def _read_prompts_file(path: Optional[str]) -> list[str]:
     if path is None:
         return []
-    from ..safe_read import read_text
+    from dflash_compat.safe_read import read_text
 
     # a regular file of bounded size: never /dev/zero or a FIFO that blocks
     text = read_text(path, MAX_PROMPTS_BYTES, what=f"--prompts-file {path}")
@@ -442,19 +442,19 @@ def _check_files(req: SmokeRequest, profile_out: Optional[str], force: bool) -> 
     folders the checked weight lookup (an index leading out of the folder, pickled shards, FIFOs or
     devices among the files). Hub snapshots are checked the same way once downloaded. Returns the
     folders outputs must stay out of."""
-    from ..resolve import local_path
-    from ..runtime.checkpoints import draft_checkpoint, target_folder
-    from ..safe_write import model_folders
+    from dflash_compat.resolve import local_path
+    from dflash_compat.runtime.checkpoints import draft_checkpoint, target_folder
+    from dflash_compat.safe_write import model_folders
 
     protected = model_folders(req.target, req.draft)
     if profile_out:
-        from ..serving.profile import check_profile_out
+        from dflash_compat.serving.profile import check_profile_out
 
         check_profile_out(profile_out, force=force, protected=protected)
     if local_path(req.target) is not None:
         target_folder(req.target, token=req.token, trust_remote_code=req.trust_remote_code)
         if req.texts:  # its tokenizer files too, before torch is imported (again in _tokenize, for Hub snapshots)
-            from ..safe_read import check_tokenizer_files
+            from dflash_compat.safe_read import check_tokenizer_files
 
             check_tokenizer_files(local_path(req.target), f"target {req.target}")
     if local_path(req.draft) is not None:
@@ -465,7 +465,7 @@ def _check_files(req: SmokeRequest, profile_out: Optional[str], force: bool) -> 
 def _refuse(findings) -> None:
     """Exit 2 with one stderr line, as for every input error: the first finding smoke refuses the pair
     for (the check's own code and message), then the codes of the others, which `dflash-check` lists."""
-    from ..emitters._safe import printable
+    from dflash_compat.emitters._safe import printable
 
     line = f"dflash-check: error: {refusal_line(findings[0])}"
     if len(findings) > 1:
@@ -595,23 +595,23 @@ def smoke_cmd(target, draft, prompts, prompts_file, prompt_ids, max_new_tokens, 
         run = _run_with_progress(backend, req)
         payload = build_payload(run, temperature, strict)
         if profile_out:
-            from ..serving.profile import profile_from_smoke, write_profile
+            from dflash_compat.serving.profile import profile_from_smoke, write_profile
 
             write_profile(profile_out, profile_from_smoke(run, payload["summary"]["speedup"]), force=force,
                           protected=protected)
     except DFlashCompatError:
         raise  # rendered by the CLI group (dflash_compat/errors.py): one escaped line, its exit code
     if fmt == "json":
-        from ..emitters._safe import dumps
+        from dflash_compat.emitters._safe import dumps
 
         click.echo(dumps(payload), nl=False)  # strict JSON, like every JSON output
     else:
-        from ..console import make_console, render_smoke
+        from dflash_compat.console import make_console, render_smoke
 
         divergence = [first_divergence(r["output_tokens"], r["baseline_tokens"]) for r in payload["results"]]
         render_smoke(payload, make_console(), divergence=divergence, min_acceptance=min_acceptance)
     if forced:  # the check fails this pair: say why, after the measured acceptance
-        from ..emitters._safe import printable
+        from dflash_compat.emitters._safe import printable
 
         for f in forced:
             click.echo(printable(f"dflash-check: ran anyway (--force); the check fails this pair: {refusal_line(f)}"),
@@ -623,7 +623,7 @@ def smoke_cmd(target, draft, prompts, prompts_file, prompt_ids, max_new_tokens, 
 def _run_with_progress(backend: str, req: SmokeRequest) -> SmokeRun:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from ..console import make_console
+    from dflash_compat.console import make_console
 
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     console = make_console(stderr=True)

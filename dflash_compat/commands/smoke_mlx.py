@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ..exceptions import InputError, MissingDependencyError
+from dflash_compat.exceptions import InputError, MissingDependencyError
 
 __all__ = ["run_mlx"]
 
@@ -32,8 +32,8 @@ def run_mlx(req, step: Callable[[], None], total: Callable[[int], None], *, toke
         import mlx_lm  # noqa: F401
     except ImportError:
         raise MissingDependencyError("the mlx backend needs mlx and mlx-lm: pip install 'dflash-compat[mlx]'") from None
-    from ..runtime import mlx_generate as rt
-    from ..runtime.checkpoints import target_folder
+    from dflash_compat.runtime import mlx_generate as rt
+    from dflash_compat.runtime.checkpoints import target_folder
     device = _mlx_device(req.device)
     folder = target_folder(req.target, token=req.token, trust_remote_code=req.trust_remote_code)
     prompts = tokenize(folder, req.texts, req.target) + [list(p) for p in req.prompt_ids]

@@ -6,12 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-from ..contract import DEFAULT_BLOCK_SIZE
-from ..engine import CheckContext, check_rules
-from ..exceptions import RuntimeUnsupportedError
-from ..findings import Finding
-from ..options import CheckOptions
-from ..specs import DraftSpec, TargetSpec
+from dflash_compat.contract import DEFAULT_BLOCK_SIZE
+from dflash_compat.engine import CheckContext, check_rules
+from dflash_compat.exceptions import RuntimeUnsupportedError
+from dflash_compat.findings import Finding
+from dflash_compat.options import CheckOptions
+from dflash_compat.specs import DraftSpec, TargetSpec
 
 __all__ = ["ACCEPTANCE_ONLY", "ENGINE_OF", "RUNTIME_LIMITS", "RUNTIME_READS_ITSELF", "Preflight",
            "preflight", "refusal_line"]
@@ -53,10 +53,10 @@ def preflight(target: str, draft: str, backend: str, *, token: Optional[str] = N
     """Resolve both configs (no weights), describe them and run every config-only rule for the backend's
     engine. Raises a DFlashCompatError for a config the checker itself refuses, or a draft family the
     runtime does not implement (one line, exit 2)."""
-    from ..check import load_draft, load_target
-    from ..resolve import resolve
-    from ..rules import ALL_RULES
-    from ..runtime.draft_config import refusal
+    from dflash_compat.check import load_draft, load_target
+    from dflash_compat.resolve import resolve
+    from dflash_compat.rules import ALL_RULES
+    from dflash_compat.runtime.draft_config import refusal
 
     d_spec = load_draft(resolve(draft, "draft", token=token))
     why = refusal(d_spec)
@@ -88,9 +88,9 @@ def preflight(target: str, draft: str, backend: str, *, token: Optional[str] = N
 
 def _builtin_adapter(target: str, backend: str, token: Optional[str]) -> Optional[str]:
     """The built-in adapter smoke's runtime picks for the target's model_type (adapters/registry.py), by name."""
-    from ..adapters.registry import adapter_ref
-    from ..check import load_target
-    from ..resolve import resolve
+    from dflash_compat.adapters.registry import adapter_ref
+    from dflash_compat.check import load_target
+    from dflash_compat.resolve import resolve
 
     spec = load_target(resolve(target, "target", token=token))
     framework = "mlx" if backend == "mlx" else "torch"
@@ -101,7 +101,7 @@ def _builtin_adapter(target: str, backend: str, token: Optional[str]) -> Optiona
 def _deep_findings(target: str, draft: str, backend: str, token: Optional[str], trust_remote_code: bool,
                    adapter: Optional[str]) -> Sequence[Finding]:
     """The deep rules' findings for the backend's engine (the config rules already passed)."""
-    from ..check import CheckRequest, run_check
+    from dflash_compat.check import CheckRequest, run_check
 
     if adapter is None:  # the runtime runs a listed layout through its built-in adapter: the check sees the same
         adapter = _builtin_adapter(target, backend, token)

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from ..inputs import FiniteFloatRange, SeedRange
+from dflash_compat.inputs import FiniteFloatRange, SeedRange
 
 __all__ = ["train_cmd"]
 
@@ -18,7 +18,7 @@ def _set_threads(session, requested) -> None:
         return
     import torch
 
-    from ..runtime.threads import choose_threads
+    from dflash_compat.runtime.threads import choose_threads
 
     params = sum(p.numel() for p in session.target.model.parameters()) + sum(p.numel() for p in
                                                                              session.draft.parameters())
@@ -80,15 +80,15 @@ def train_cmd(target, draft, data, out, steps, batch_size, seq_len, anchors, lr,
     Exit codes: 0 trained; 2 bad input or out of memory (one line says what
     to lower); 130 interrupted (a checkpoint is saved: continue with --resume).
     """
-    from ..emitters._safe import printable
-    from ..train import TrainConfig, prepare
+    from dflash_compat.emitters._safe import printable
+    from dflash_compat.train import TrainConfig, prepare
 
     config = TrainConfig(steps=steps, batch_size=batch_size, seq_len=seq_len, anchors=anchors, lr=lr, warmup=warmup,
                          gamma=gamma, labels=labels, eval_every=eval_every, checkpoint_every=checkpoint_every,
                          seed=seed, device=device, export_dtype=export_dtype)
     try:
         session = prepare(target, draft, data, out, config, resume=resume, force=force, token=token)
-        from ..train.loop import run_training  # torch: imported once the inputs and OUT passed their checks
+        from dflash_compat.train.loop import run_training  # torch: imported once the inputs and OUT passed their checks
 
         _set_threads(session, threads)
         result = run_training(session, log=lambda line: click.echo(line, err=True))

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .source import LayoutError, SourceTree
+from dflash_compat.enginefacts.source import LayoutError, SourceTree
 
 __all__ = ["DATA", "extract", "vllm_flags", "sglang_flags", "llamacpp_flags", "main"]
 

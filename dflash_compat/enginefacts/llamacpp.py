@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-from .source import LayoutError
+from dflash_compat.enginefacts.source import LayoutError
 
 __all__ = ["LlamaTree", "Anchor", "extract", "find_anchor"]
 

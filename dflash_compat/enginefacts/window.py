@@ -9,12 +9,12 @@ import json
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
 
-from ..engine_versions import ENGINES
-from . import dflash, mlx, sglang, speculators, transformers, vllm
-from .anchors import Anchor, anchor_at, resolve
-from .build import META_KEYS, _is_location, render
-from .facts import Section
-from .source import LayoutError, SourceTree
+from dflash_compat.engine_versions import ENGINES
+from dflash_compat.enginefacts import dflash, mlx, sglang, speculators, transformers, vllm
+from dflash_compat.enginefacts.anchors import Anchor, anchor_at, resolve
+from dflash_compat.enginefacts.build import META_KEYS, _is_location, render
+from dflash_compat.enginefacts.facts import Section
+from dflash_compat.enginefacts.source import LayoutError, SourceTree
 
 __all__ = ["SECTION", "STORE", "extract_one", "make_patch", "store_files", "unknown_facts"]
 
@@ -61,8 +61,8 @@ def citation_key(engine: str, path: str, lines: str) -> str:
 
 def citations() -> list[tuple[str, str, str, Optional[str]]]:
     """Every (engine, path, lines, typed release or None) a rule or data/draft_families.json cites."""
-    from ..family_support import all_sources
-    from ..rules import ALL_RULES
+    from dflash_compat.family_support import all_sources
+    from dflash_compat.rules import ALL_RULES
 
     seen = set()
     for rule in ALL_RULES:
@@ -187,7 +187,7 @@ def extract_window(window: dict[str, list[str]], open_tree: Callable[[str, str],
     for engine, needs in DEPENDS.items():
         if engine in window:
             for dep in needs:
-                from ..engine_versions import bundled_versions
+                from dflash_compat.engine_versions import bundled_versions
 
                 versions = sorted(window.get(dep) or list(bundled_versions(dep)), key=ENGINES[dep].key)
                 deps[dep] = open_tree(dep, versions[-1])

@@ -11,7 +11,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .modules import (
+    from dflash_compat.facts.modules import (
         CacheFacts,
         DeprecatedKwarg,
         ForwardFacts,
@@ -23,8 +23,8 @@ if TYPE_CHECKING:
         ModulePaths,
         Scaling,
     )
-    from .skipped import Skipped
-    from .weights import DraftWeights
+    from dflash_compat.facts.skipped import Skipped
+    from dflash_compat.facts.weights import DraftWeights
 
 __all__ = [
     "CacheFacts",

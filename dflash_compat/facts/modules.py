@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping, Optional
 
-from .skipped import Skipped
+from dflash_compat.facts.skipped import Skipped
 
 __all__ = [
     "ArgAcceptance",

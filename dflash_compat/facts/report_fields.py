@@ -6,9 +6,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Optional, Union
 
 if TYPE_CHECKING:  # a config-only report (no facts) is written without loading the fact classes
-    from .modules import CacheFacts, ForwardFacts, LayerReturns, MlxCache, ModuleFacts, ModulePaths, Scaling
-    from .skipped import Skipped
-    from .weights import DraftWeights
+    from dflash_compat.facts.modules import (
+        CacheFacts,
+        ForwardFacts,
+        LayerReturns,
+        MlxCache,
+        ModuleFacts,
+        ModulePaths,
+        Scaling,
+    )
+    from dflash_compat.facts.skipped import Skipped
+    from dflash_compat.facts.weights import DraftWeights
 
 __all__ = ["module_fields", "weights_field"]
 
@@ -16,7 +24,9 @@ def weights_field(weights: Optional[Union[DraftWeights, Skipped]]) -> Optional[d
     """`draft.weights`: None when the headers were not looked for."""
     if weights is None:
         return None
-    from .skipped import Skipped  # here, not at the top: a config-only report has no facts (start-up)
+    from dflash_compat.facts.skipped import (
+        Skipped,  # here, not at the top: a config-only report has no facts (start-up)
+    )
 
     if isinstance(weights, Skipped):
         return {"checked": False, "files": [], "tensor_count": 0, "dtype": None, "dtypes": [],
@@ -36,7 +46,7 @@ def weights_field(weights: Optional[Union[DraftWeights, Skipped]]) -> Optional[d
 def module_fields(modules: Optional[Union[ModuleFacts, Skipped]]) -> dict[str, Any]:
     """The report's module keys of `target`: embed_path ... layer_returns, then `deep`."""
     if modules is not None:  # a config-only report has no facts: Skipped loads only with them (start-up)
-        from .skipped import Skipped
+        from dflash_compat.facts.skipped import Skipped
     m = None if modules is None or isinstance(modules, Skipped) else modules
     paths, cache = (m.paths, m.cache) if m else (None, None)
     forward, returns = (m.forward, m.layer_returns) if m else (None, None)
@@ -150,7 +160,7 @@ def _cache(c: CacheFacts, forward: Optional[ForwardFacts]) -> dict[str, Any]:
 
 
 def _mlx_deep(m: ModuleFacts) -> dict[str, Any]:
-    from .modules import LayerReturns, ModulePaths, Scaling
+    from dflash_compat.facts.modules import LayerReturns, ModulePaths, Scaling
 
     x = m.mlx
     if x is None or not x.supported:

@@ -6,13 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional
 
-from ..findings import Location
-from .parse import Launch
-from .shellwords import Word
-from .versions import LaunchVersion
+from dflash_compat.findings import Location
+from dflash_compat.launch.parse import Launch
+from dflash_compat.launch.shellwords import Word
+from dflash_compat.launch.versions import LaunchVersion
 
 if TYPE_CHECKING:
-    from ..specs import DraftSpec, TargetSpec
+    from dflash_compat.specs import DraftSpec, TargetSpec
 
 __all__ = ["FileLocation", "LaunchContext"]
 

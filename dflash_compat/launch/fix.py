@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from typing import Any, Optional, Sequence
 
-from ..findings import Finding
-from .parse import SETTING_FLAGS, Launch
+from dflash_compat.findings import Finding
+from dflash_compat.launch.parse import SETTING_FLAGS, Launch
 
 __all__ = ["corrected"]
 

@@ -11,12 +11,12 @@ import posixpath
 from typing import Optional, Sequence
 from urllib.parse import quote as url_quote
 
-from .. import __version__
-from ..console import wrap
-from ..emitters import counts
-from ..emitters._safe import dumps, github_data, github_property, printable
-from ..findings import Location
-from .run import FileResult, LaunchReport
+from dflash_compat import __version__
+from dflash_compat.console import wrap
+from dflash_compat.emitters import counts
+from dflash_compat.emitters._safe import dumps, github_data, github_property, printable
+from dflash_compat.findings import Location
+from dflash_compat.launch.run import FileResult, LaunchReport
 
 __all__ = ["FORMATS", "render", "exit_code"]
 
@@ -139,7 +139,7 @@ _SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 
 
 def _sarif(results: Sequence[FileResult]) -> str:
-    from ..emitters.sarif import _rule
+    from dflash_compat.emitters.sarif import _rule
 
     runs_by_code = {}
     engines_by_code: dict = {}  # the releases a rule was judged at (its first launch's), for its citations
@@ -218,7 +218,7 @@ def _github(results: Sequence[FileResult], strict: bool) -> str:
 def _junit(results: Sequence[FileResult], strict: bool) -> str:
     from xml.etree import ElementTree as ET
 
-    from ..emitters.junit import _make_safe
+    from dflash_compat.emitters.junit import _make_safe
 
     root = ET.Element("testsuites", name="dflash-check")
     tests = fails = 0

@@ -8,16 +8,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
-from ..engine import COMMON, Rule, select_rules, severity_override
-from ..exceptions import DFlashCompatError, InputError
-from ..findings import Finding, RuleRun, backend_counts
-from ..options import CheckOptions
-from ..report import Report, summarize
-from .context import LaunchContext
-from .flagfacts import flag_facts
-from .parse import Launch, find_launch
-from .sources import candidates, pins_in
-from .versions import LaunchVersion, pair_versions, select_version
+from dflash_compat.engine import COMMON, Rule, select_rules, severity_override
+from dflash_compat.exceptions import DFlashCompatError, InputError
+from dflash_compat.findings import Finding, RuleRun, backend_counts
+from dflash_compat.launch.context import LaunchContext
+from dflash_compat.launch.flagfacts import flag_facts
+from dflash_compat.launch.parse import Launch, find_launch
+from dflash_compat.launch.sources import candidates, pins_in
+from dflash_compat.launch.versions import LaunchVersion, pair_versions, select_version
+from dflash_compat.options import CheckOptions
+from dflash_compat.report import Report, summarize
 
 __all__ = ["LaunchSettings", "LaunchReport", "FileResult", "check_files", "check_text", "launch_options"]
 
@@ -127,7 +127,7 @@ def _placed(f: Finding, ctx: LaunchContext) -> Finding:
 
 
 def _launch_rules(settings: LaunchSettings) -> list[Rule]:
-    from ..rules import ALL_RULES
+    from dflash_compat.rules import ALL_RULES
 
     return [r for r in select_rules(ALL_RULES, settings.select, settings.ignore) if "launch" in r.needs]
 
@@ -168,8 +168,8 @@ def _pair(launch: Launch, settings: LaunchSettings, version: LaunchVersion
             return None, None, None, f"the {ref} comes from {names}"
         if not isinstance(launch.settings.get(ref), str) or not launch.settings.get(ref):
             return None, None, None, f"the launch names no {ref}"
-    from ..check import CheckRequest, load_draft, load_target, run_check
-    from ..resolve import resolve
+    from dflash_compat.check import CheckRequest, load_draft, load_target, run_check
+    from dflash_compat.resolve import resolve
 
     options = CheckOptions(**launch_options(launch), deep=settings.deep, token=settings.token)
     req = CheckRequest(target=launch.settings["target"], draft=launch.settings["draft"], backends=[backend],
@@ -192,8 +192,8 @@ def _pair(launch: Launch, settings: LaunchSettings, version: LaunchVersion
 
 def _engine_entry(engine: str, version: str, origin: str) -> dict[str, str]:
     """The report's `engines` entry (engine_versions.Selected.as_json's shape) of the release a launch pins."""
-    from ..engine_versions import select_versions
-    from ..exceptions import DFlashCompatError
+    from dflash_compat.engine_versions import select_versions
+    from dflash_compat.exceptions import DFlashCompatError
 
     try:
         sel = select_versions(launch={engine: version}, engines=[engine], installed=False)[engine]
@@ -227,7 +227,7 @@ def _judge(launch: Launch, earlier: Sequence[Launch], pins: Mapping[str, tuple[s
         backends=[backend], findings=findings, summary=summarize(findings, counts), strict=settings.strict,
         rules=all_runs, engines=engines,
     )
-    from .fix import corrected
+    from dflash_compat.launch.fix import corrected
 
     return LaunchReport(launch, version, report, fixed=corrected(launch, findings, draft))
 

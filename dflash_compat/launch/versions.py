@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Optional
 
-from .flagfacts import newest
-from .parse import Launch, image_version
+from dflash_compat.launch.flagfacts import newest
+from dflash_compat.launch.parse import Launch, image_version
 
 __all__ = ["LaunchVersion", "select_version", "pair_versions"]
 
@@ -51,7 +51,7 @@ def pair_versions(selected: LaunchVersion, options: Mapping[str, str],
     """The project's version selection for the pair check, where the branch that adds it is present
     (`engine_versions.select_versions`); None keeps `check`'s own default."""
     try:
-        from .. import engine_versions  # type: ignore[attr-defined]
+        from dflash_compat import engine_versions  # type: ignore[attr-defined]
     except ImportError:
         return None
     engine = selected.engine  # only this launch's engine: another's name may not be registered there

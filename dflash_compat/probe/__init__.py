@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from typing import Any, Optional, Union
 
-from ..facts import DraftWeights, ModuleFacts, Skipped
-from ..foreign import ForeignExit, contained
-from ..options import CheckOptions
-from ..quoting import quote_items
-from ..resolve import Resolved
-from ..specs import TargetSpec
-from ..specs.sizes import oversized
+from dflash_compat.facts import DraftWeights, ModuleFacts, Skipped
+from dflash_compat.foreign import ForeignExit, contained
+from dflash_compat.options import CheckOptions
+from dflash_compat.quoting import quote_items
+from dflash_compat.resolve import Resolved
+from dflash_compat.specs import TargetSpec
+from dflash_compat.specs.sizes import oversized
 
 __all__ = ["FRAMEWORKS", "detect_framework", "inspect_draft", "inspect_target"]
 
@@ -23,7 +23,7 @@ FRAMEWORKS = ("auto", "torch", "mlx")
 
 def detect_framework(resolved: Resolved) -> str:
     """"mlx" for mlx-lm checkpoints (an mlx `quantization` block, mlx-format weights, mlx-community), else "torch"."""
-    from .mlx_build import looks_like_mlx_model  # pure Python: imports no mlx
+    from dflash_compat.probe.mlx_build import looks_like_mlx_model  # pure Python: imports no mlx
 
     return "mlx" if looks_like_mlx_model(resolved.folder, resolved.repo_id) else "torch"
 
@@ -32,7 +32,7 @@ def inspect_target(resolved: Resolved, target: TargetSpec, options: CheckOptions
                    framework: str = "auto") -> Union[ModuleFacts, Skipped]:
     """The target's module facts from transformers (torch) or mlx-lm; `auto` picks by the checkpoint."""
     if framework not in FRAMEWORKS:
-        from ..exceptions import InputError
+        from dflash_compat.exceptions import InputError
 
         raise InputError(f"--framework {framework}: expected one of {', '.join(FRAMEWORKS)}")
     if framework == "auto":
@@ -45,10 +45,10 @@ def inspect_target(resolved: Resolved, target: TargetSpec, options: CheckOptions
     try:
         with contained(who):  # what foreign code prints stays out of the report; sys.exit() is caught
             if framework == "mlx":
-                from .mlx_tree import inspect_mlx_target
+                from dflash_compat.probe.mlx_tree import inspect_mlx_target
 
                 return inspect_mlx_target(resolved, options)
-            from .torch_meta import inspect_torch_target
+            from dflash_compat.probe.torch_meta import inspect_torch_target
 
             return inspect_torch_target(resolved, target, options)
     except ForeignExit as exc:
@@ -57,6 +57,6 @@ def inspect_target(resolved: Resolved, target: TargetSpec, options: CheckOptions
 
 def inspect_draft(resolved: Resolved, token: Optional[str] = None, api: Any = None) -> Union[DraftWeights, Skipped]:
     """The draft's weight facts from its safetensors headers (local files, else the Hub's header API)."""
-    from .safetensors_header import inspect_draft_weights
+    from dflash_compat.probe.safetensors_header import inspect_draft_weights
 
     return inspect_draft_weights(resolved, api=api, token=token)

@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 from typing import Any, Optional, Union
 
-from ..exceptions import DFlashCompatError, MissingDependencyError, RemoteCodeError, WeightsError
-from ..facts import Skipped
-from ..safe_read import load_json_file
+from dflash_compat.exceptions import DFlashCompatError, MissingDependencyError, RemoteCodeError, WeightsError
+from dflash_compat.facts import Skipped
+from dflash_compat.safe_read import load_json_file
 
 __all__ = [
     "looks_like_mlx_model", "import_mlx", "model_classes", "build_mlx_model", "local_weight_names", "target_config",
@@ -40,7 +40,7 @@ def looks_like_mlx_model(folder: Union[str, Path], repo_id: Optional[str] = None
     text = config.get("text_config") if isinstance(config.get("text_config"), dict) else {}
     if isinstance(quant, dict) or isinstance(text.get("quantization"), dict):
         return True
-    from .safetensors_header import read_local_headers
+    from dflash_compat.probe.safetensors_header import read_local_headers
 
     try:
         headers = read_local_headers(folder)
@@ -164,7 +164,7 @@ def build_mlx_model(
 
 def local_weight_names(folder: Path) -> tuple[Optional[set[str]], tuple[str, ...]]:
     """Tensor names of a local folder's weights (None when there are none or they cannot be read), and a note."""
-    from .safetensors_header import read_local_headers
+    from dflash_compat.probe.safetensors_header import read_local_headers
 
     try:
         headers = read_local_headers(folder)

@@ -14,7 +14,7 @@ import textwrap
 from pathlib import Path
 from typing import Any, Optional, Union
 
-from ..contract import (
+from dflash_compat.contract import (
     FINAL_NORM_NAMES,
     MLX_CROP_CACHES,
     MLX_REFERENCE_EMBED_PATHS,
@@ -23,8 +23,8 @@ from ..contract import (
     MLX_ROTATING_CACHES,
     MLX_RUNTIME_REPLAY_MODULES,
 )
-from ..exceptions import RemoteCodeError, error_line
-from ..facts import (
+from dflash_compat.exceptions import RemoteCodeError, error_line
+from dflash_compat.facts import (
     CacheFacts,
     ForwardFacts,
     LayerReturns,
@@ -36,11 +36,11 @@ from ..facts import (
     Scaling,
     Skipped,
 )
-from ..foreign import contained
-from ..mlx_layout import cache_facts, get_path
-from ..options import CheckOptions
-from ..resolve import Resolved
-from .mlx_build import build_mlx_model, buildable_config, local_weight_names
+from dflash_compat.foreign import contained
+from dflash_compat.mlx_layout import cache_facts, get_path
+from dflash_compat.options import CheckOptions
+from dflash_compat.probe.mlx_build import build_mlx_model, buildable_config, local_weight_names
+from dflash_compat.resolve import Resolved
 
 __all__ = ["get_path", "cache_facts", "describe_mlx_model", "inspect_mlx_target"]
 
@@ -349,7 +349,7 @@ def inspect_mlx_target(resolved: Resolved, options: CheckOptions) -> Union[Modul
                        supported=False, error=error)
         return ModuleFacts(framework="mlx", mlx=mlx, notes=(*notes, f"mlx-lm cannot build this target ({error})"))
     if options.adapter:  # --adapter: the module rules see the adapted model
-        from ..adapters.loading import check_wrapper
+        from dflash_compat.adapters.loading import check_wrapper
 
         wrap = check_wrapper(options.adapter, "mlx")
         model = wrap(model) if wrap is not None else model

@@ -12,12 +12,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Union
 
-from ..exceptions import WeightsError, one_line
-from ..facts import DraftWeights, Skipped
-from ..quoting import quote_items
-from ..resolve import Resolved
-from ..safe_read import file_kind, parse_json
-from ..weightfiles import INDEX_FILE, PickledShardsError, local_weight_files
+from dflash_compat.exceptions import WeightsError, one_line
+from dflash_compat.facts import DraftWeights, Skipped
+from dflash_compat.quoting import quote_items
+from dflash_compat.resolve import Resolved
+from dflash_compat.safe_read import file_kind, parse_json
+from dflash_compat.weightfiles import INDEX_FILE, PickledShardsError, local_weight_files
 
 __all__ = [
     "DTYPE_BITS",
@@ -267,7 +267,7 @@ def _hub_headers(resolved: Resolved, api: Any, token: Optional[str]) -> Union[li
         from huggingface_hub import errors as hf_errors
     except ImportError:  # pragma: no cover - a core dependency
         return Skipped("hub-unreachable", "huggingface_hub is not installed")
-    from ..hub import quiet
+    from dflash_compat.hub import quiet
 
     try:
         with quiet():  # bounded timeouts, no retry noise on stderr

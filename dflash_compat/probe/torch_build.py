@@ -9,11 +9,11 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any, Iterator, Optional, Union
 
-from ..adapters.locate import call_hook, text_config
-from ..exceptions import error_line
-from ..facts import Skipped
-from ..resolve import Resolved
-from ..specs import TargetSpec
+from dflash_compat.adapters.locate import call_hook, text_config
+from dflash_compat.exceptions import error_line
+from dflash_compat.facts import Skipped
+from dflash_compat.resolve import Resolved
+from dflash_compat.specs import TargetSpec
 
 __all__ = ["BuiltModel", "build", "call_hook", "is_native", "quiet", "text_config"]
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..adapters.cache_layers import cache_class, classify_layers, records_recurrent_history
-from ..exceptions import error_line
-from ..facts import CacheFacts, ModulePaths
-from .torch_build import text_config
-from .torch_locate import unwrapped
+from dflash_compat.adapters.cache_layers import cache_class, classify_layers, records_recurrent_history
+from dflash_compat.exceptions import error_line
+from dflash_compat.facts import CacheFacts, ModulePaths
+from dflash_compat.probe.torch_build import text_config
+from dflash_compat.probe.torch_locate import unwrapped
 
 __all__ = ["cache_facts", "crop_semantics"]
 

@@ -11,9 +11,9 @@ import textwrap
 import typing
 from typing import Any, Optional
 
-from ..contract import REFERENCE_CALL_ARGS
-from ..facts import DeprecatedKwarg, ForwardFacts, LayerReturns, ModulePaths
-from .torch_build import call_hook
+from dflash_compat.contract import REFERENCE_CALL_ARGS
+from dflash_compat.facts import DeprecatedKwarg, ForwardFacts, LayerReturns, ModulePaths
+from dflash_compat.probe.torch_build import call_hook
 
 __all__ = ["forward_facts", "layer_return_facts"]
 

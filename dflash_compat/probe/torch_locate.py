@@ -6,9 +6,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Optional
 
-from ..adapters.locate import locate_modules, text_config
-from ..facts import ModulePaths, Scaling
-from ..specs import TargetSpec
+from dflash_compat.adapters.locate import locate_modules, text_config
+from dflash_compat.facts import ModulePaths, Scaling
+from dflash_compat.specs import TargetSpec
 
 __all__ = ["locate", "scaling_facts", "strip_wrapper_prefix", "unwrapped"]
 

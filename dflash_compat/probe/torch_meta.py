@@ -11,15 +11,15 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, Optional, Union
 
-from ..exceptions import error_line
-from ..facts import ModuleFacts, Skipped
-from ..options import CheckOptions
-from ..resolve import Resolved
-from ..specs import TargetSpec
-from .torch_build import build, is_native, quiet
-from .torch_cache import cache_facts, crop_semantics
-from .torch_forward import forward_facts, layer_return_facts
-from .torch_locate import locate, scaling_facts, strip_wrapper_prefix
+from dflash_compat.exceptions import error_line
+from dflash_compat.facts import ModuleFacts, Skipped
+from dflash_compat.options import CheckOptions
+from dflash_compat.probe.torch_build import build, is_native, quiet
+from dflash_compat.probe.torch_cache import cache_facts, crop_semantics
+from dflash_compat.probe.torch_forward import forward_facts, layer_return_facts
+from dflash_compat.probe.torch_locate import locate, scaling_facts, strip_wrapper_prefix
+from dflash_compat.resolve import Resolved
+from dflash_compat.specs import TargetSpec
 
 __all__ = ["inspect_torch_target"]
 
@@ -47,7 +47,7 @@ def inspect_torch_target(resolved: Resolved, target: TargetSpec,
             return built
         model = built.model
         if options.adapter:  # --adapter: the module rules see the adapted model
-            from ..adapters.loading import check_wrapper
+            from dflash_compat.adapters.loading import check_wrapper
 
             wrap = check_wrapper(options.adapter, "torch")
             model = wrap(model) if wrap is not None else model

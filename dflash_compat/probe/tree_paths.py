@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence, Union
 
-from ..facts import Skipped
-from ..resolve import Resolved
-from ..specs import TargetSpec
+from dflash_compat.facts import Skipped
+from dflash_compat.resolve import Resolved
+from dflash_compat.specs import TargetSpec
 
 __all__ = ["PathCheck", "check_paths"]
 
@@ -59,7 +59,7 @@ def _torch(resolved: Resolved, target: TargetSpec, paths: Sequence[str],
         import transformers  # noqa: F401
     except ImportError as exc:
         return Skipped("torch-missing", f"{exc.name or 'torch'} is not installed", framework="torch")
-    from .torch_build import build, is_native, quiet
+    from dflash_compat.probe.torch_build import build, is_native, quiet
 
     remote = target.needs_remote_code and trust_remote_code
     if target.needs_remote_code and not remote and not is_native(target):
@@ -74,9 +74,9 @@ def _torch(resolved: Resolved, target: TargetSpec, paths: Sequence[str],
 
 
 def _mlx(resolved: Resolved, paths: Sequence[str], trust_remote_code: bool) -> Union[PathCheck, Skipped]:
-    from ..exceptions import error_line
-    from .mlx_build import build_mlx_model, buildable_config
-    from .mlx_tree import _walk
+    from dflash_compat.exceptions import error_line
+    from dflash_compat.probe.mlx_build import build_mlx_model, buildable_config
+    from dflash_compat.probe.mlx_tree import _walk
 
     config = buildable_config(resolved)
     if isinstance(config, Skipped):
@@ -94,9 +94,9 @@ def check_paths(resolved: Resolved, target: TargetSpec, framework: str, paths: S
     when the tree cannot be built (then the paths cannot be validated). The deep check's guards apply:
     sizes no real model has are refused before anything is imported (a build would take minutes and
     gigabytes), and what the framework prints or sys.exit()s is contained."""
-    from ..foreign import ForeignExit, contained
-    from ..quoting import quote_items
-    from ..specs.sizes import oversized
+    from dflash_compat.foreign import ForeignExit, contained
+    from dflash_compat.quoting import quote_items
+    from dflash_compat.specs.sizes import oversized
 
     too_big = oversized(target.raw)
     if too_big:

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import Any, Optional
 from urllib.parse import urlsplit
 
-from ..exceptions import DFlashCompatError
-from ..safe_read import parse_json
+from dflash_compat.exceptions import DFlashCompatError
+from dflash_compat.safe_read import parse_json
 
 __all__ = ["ServerError", "Endpoint", "Response", "Client", "parse_url", "MAX_BODY_BYTES"]
 
@@ -46,8 +46,8 @@ def parse_url(url: str) -> Endpoint:
     Checked whole before any connection: valid Unicode, no spaces or control characters, at most
     MAX_URL_CHARS, a host that IDNA can encode (labels of 1-63 characters, 253 in all) or an IP
     address; the endpoint holds the ASCII (punycode) host."""
-    from ..emitters._safe import printable
-    from ..inputs import check_text
+    from dflash_compat.emitters._safe import printable
+    from dflash_compat.inputs import check_text
 
     check_text(url, "URL")
     url = url.strip()

@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from ..exceptions import InputError
+from dflash_compat.exceptions import InputError
 
 __all__ = ["ENGINES", "OPTION_FLAGS", "LaunchRequest", "LaunchPlan", "build_plan", "for_release", "options_from_argv",
            "shell_command", "DEFAULT_PROMPT", "DEFAULT_BLOCK_SIZE"]
@@ -88,7 +88,7 @@ class LaunchPlan:
 
 def _split(ref: str, revision: Optional[str]) -> tuple[str, Optional[str]]:
     """`org/name@rev` -> (org/name, rev); an explicit --revision wins; local paths stay whole."""
-    from ..resolve import _split_revision
+    from dflash_compat.resolve import _split_revision
 
     name, rev = _split_revision(ref)
     return name, revision or rev
@@ -310,7 +310,7 @@ def _llamacpp(req: LaunchRequest, bs: int) -> LaunchPlan:
             continue
         local = ref
         if not (ref.startswith((".", "/", "~")) or "/" not in ref or ref.count("/") > 1):
-            from ..resolve import local_path
+            from dflash_compat.resolve import local_path
 
             if local_path(ref) is None:  # a Hub repo: the converter reads a local folder
                 local = _gguf_name(ref)[:-5]
@@ -335,7 +335,7 @@ def _llamacpp(req: LaunchRequest, bs: int) -> LaunchPlan:
     if req.spec_draft_n_max is not None:
         n = req.spec_draft_n_max
     elif req.profile is not None:
-        from .profile import DEFAULT_COST, recommend_k
+        from dflash_compat.serving.profile import DEFAULT_COST, recommend_k
 
         n = recommend_k(req.profile["per_position_acceptance"], req.profile.get("cost") or DEFAULT_COST) or 1
         n = min(n, limit)
@@ -358,7 +358,7 @@ def shell_command(plan: LaunchPlan, width: int = 80, argv: Optional[list[str]] =
     """The argv as one shell command, every argument quoted by shlex (a hostile path stays one
     argument), broken with backslash-newlines before each flag when it would pass `width`, and before
     any other argument that would take a line past `width`."""
-    from ..emitters._safe import shell_quote
+    from dflash_compat.emitters._safe import shell_quote
 
     # shell_quote: shlex, or $'...' showing control / bidi characters as escapes (never raw in a script)
     env = [f"{shell_quote(k)}={shell_quote(v)}" for k, v in sorted(plan.env.items())] if argv is None else []

@@ -12,7 +12,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from ..exceptions import InputError
+from dflash_compat.exceptions import InputError
 
 __all__ = ["PairRef", "make_options", "option_supported", "draft_facts", "check_for_engine", "blocking_findings"]
 
@@ -32,7 +32,7 @@ class PairRef:
 
 
 def _option_fields() -> set[str]:
-    from ..options import CheckOptions
+    from dflash_compat.options import CheckOptions
 
     return {f.name for f in dataclasses.fields(CheckOptions)}
 
@@ -47,7 +47,7 @@ def make_options(values: dict[str, Any], pair: PairRef, flags: Optional[dict[str
     """CheckOptions from launch options (`flags`: option name -> the flag the user typed, for messages).
     A set option the checker has no field for cannot be judged by its rules: that is an input error,
     never a silently unchecked command."""
-    from ..options import CheckOptions
+    from dflash_compat.options import CheckOptions
 
     known = _option_fields()
     unknown = sorted(k for k, v in values.items() if v is not None and v is not False and k not in known)
@@ -62,8 +62,8 @@ def make_options(values: dict[str, Any], pair: PairRef, flags: Optional[dict[str
 
 def draft_facts(pair: PairRef) -> dict[str, Any]:
     """The draft's config facts a launch command is derived from (config.json only, no weights)."""
-    from ..check import load_draft
-    from ..resolve import resolve
+    from dflash_compat.check import load_draft
+    from dflash_compat.resolve import resolve
 
     spec = load_draft(resolve(pair.draft, "draft", revision=pair.draft_revision, token=pair.token))
     return spec.model_dump(mode="json", exclude={"sources"})
@@ -72,7 +72,7 @@ def draft_facts(pair: PairRef) -> dict[str, Any]:
 def check_for_engine(pair: PairRef, engine: str, options: Any, versions: Any = None) -> Any:
     """Run every rule for one engine (plus the common ones) on the pair with these options -> Report.
     `versions`: the engine releases to judge at (engine_versions.Versions; None: installed, else newest)."""
-    from ..check import CheckRequest, run_check
+    from dflash_compat.check import CheckRequest, run_check
 
     # options.deep (from make_options) decides whether the module tree and weight headers are read.
     # `serve --engine transformers` prints the dflash package's CLI (`dflash generate transformers`): the

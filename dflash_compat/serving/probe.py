@@ -11,9 +11,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from ..exceptions import InputError
-from . import metrics as m
-from .http import Client, ServerError
+from dflash_compat.exceptions import InputError
+from dflash_compat.serving import metrics as m
+from dflash_compat.serving.http import Client, ServerError
 
 __all__ = ["ProbeRequest", "BUILTIN_PROMPTS", "read_prompts", "detect_engine", "run_probe", "first_divergence",
            "compare_with_reference", "probe_exit_code"]
@@ -43,7 +43,7 @@ def read_prompts(path: Optional[str]) -> list[dict[str, Any]]:
     """JSONL: each line a string, {"prompt": "..."} or {"prompt_ids": [1, 2, 3]} (optional "max_tokens")."""
     if path is None:
         return [{"prompt": p} for p in BUILTIN_PROMPTS]
-    from ..safe_read import parse_json, read_text
+    from dflash_compat.safe_read import parse_json, read_text
 
     # a regular file of bounded size: never /dev/zero or a FIFO that blocks
     lines = read_text(path, MAX_PROMPTS_BYTES, what=f"--prompts {path}").splitlines()
@@ -59,7 +59,7 @@ def read_prompts(path: Optional[str]) -> list[dict[str, Any]]:
 
 
 def _prompt_item(item: Any, where: str) -> dict[str, Any]:
-    from ..inputs import check_text
+    from dflash_compat.inputs import check_text
 
     if isinstance(item, str) and item:
         return {"prompt": check_text(item, where)}  # JSON's \ud800 escapes: a lone surrogate, named here
@@ -208,7 +208,7 @@ def compare_with_reference(ref: Any, prompt_ids: list[int], out: dict[str, Any],
     """The lossless verdict for one completion: the server's tokens against the reference target's own
     greedy tokens (its token ids when it returned them, else its text re-tokenised by the target's
     tokenizer), and the reference runtime's own acceptance with the draft when one was loaded."""
-    from . import reference as rf
+    from dflash_compat.serving import reference as rf
 
     expected = rf.greedy(ref, prompt_ids, max_tokens)
     got, how = out["token_ids"], "token ids"
@@ -242,7 +242,7 @@ def run_probe(req: ProbeRequest, reference: Any = None) -> dict[str, Any]:
         max_tokens = item.get("max_tokens", req.max_tokens)
         prompt_ids = item.get("prompt_ids")
         if prompt_ids is None and reference is not None:
-            from .reference import encode
+            from dflash_compat.serving.reference import encode
 
             prompt_ids = encode(reference, item["prompt"])  # the server gets the ids we compare against
         sent = prompt_ids if prompt_ids is not None else item["prompt"]
@@ -274,8 +274,8 @@ def engine_release(client: Client, engine: str, info: dict[str, Any]) -> Optiona
         version = info.get("version")
     if not isinstance(version, str) or not version or len(version) > 64:
         return None
-    from ..engine_versions import ENGINES, select_versions
-    from ..exceptions import InputError
+    from dflash_compat.engine_versions import ENGINES, select_versions
+    from dflash_compat.exceptions import InputError
 
     try:
         ENGINES[engine].key(version)

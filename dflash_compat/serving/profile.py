@@ -16,8 +16,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Optional, Sequence
 
-from ..emitters._safe import dumps
-from ..exceptions import InputError
+from dflash_compat.emitters._safe import dumps
+from dflash_compat.exceptions import InputError
 
 __all__ = ["PROFILE_KIND", "make_profile", "write_profile", "read_profile", "expected_tokens", "step_cost",
            "modelled_speedup", "speedup_table", "recommend_k", "fit_cost", "DEFAULT_COST", "profile_from_smoke",
@@ -58,7 +58,7 @@ def looks_like_profile(head: bytes) -> bool:
 
 def check_profile_out(path: str, force: bool = False, protected: Sequence[Path] = ()) -> None:
     """Refuse a --profile-out path before the run that would fill it (safe_write's rules)."""
-    from ..safe_write import check_output
+    from dflash_compat.safe_write import check_output
 
     check_output(path, force=force, option="--profile-out", is_ours=looks_like_profile, protected=protected)
 
@@ -66,7 +66,7 @@ def check_profile_out(path: str, force: bool = False, protected: Sequence[Path] 
 def write_profile(path: str, profile: dict[str, Any], force: bool = False, protected: Sequence[Path] = ()) -> None:
     """Write the profile atomically: never through a symlink, over a file that is not a profile (without
     `force`) or into a `protected` (model) folder."""
-    from ..safe_write import write_output
+    from dflash_compat.safe_write import write_output
 
     write_output(path, dumps(profile), force=force, option="--profile-out", is_ours=looks_like_profile,
                  protected=protected)
@@ -116,7 +116,7 @@ def read_profile(path: str) -> dict[str, Any]:
     is one InputError line naming the field (`--profile P: measured.block_size: ...`)."""
     from pydantic import ValidationError
 
-    from ..safe_read import load_json_file
+    from dflash_compat.safe_read import load_json_file
 
     what = f"--profile {path}"
     data = load_json_file(path, what=what, limit=MAX_PROFILE_BYTES)
@@ -132,7 +132,7 @@ def read_profile(path: str) -> dict[str, Any]:
             msg = "should be" + msg[len("Input should be"):]
         if err.get("type") == "missing":
             raise InputError(f"{what}: `{field}` is required") from None
-        from ..quoting import quote
+        from dflash_compat.quoting import quote
 
         raise InputError(f"{what}: `{field}` {msg} (got {quote(err.get('input'), chars=40)})") from None
     return profile.model_dump()
@@ -196,7 +196,7 @@ def profile_from_smoke(run: Any, speedup: float) -> dict[str, Any]:
     """The profile of a `smoke` run (commands.smoke.SmokeRun): per-position acceptance over every
     step, and the cost model fitted to its timings (plain greedy steps, speculative steps at the run's
     block size and, when measured, at a short block size)."""
-    from ..runtime.stats import per_position_acceptance
+    from dflash_compat.runtime.stats import per_position_acceptance
 
     accepted = [a for p in run.prompts for a in p.spec.stats.accepted]
     drafted = [d for p in run.prompts for d in p.spec.stats.drafted]

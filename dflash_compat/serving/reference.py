@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from ..exceptions import InputError
+from dflash_compat.exceptions import InputError
 
 __all__ = ["Reference", "load_reference", "encode", "decode", "greedy", "speculative", "ReplayProposer",
            "stats_of"]
@@ -41,11 +41,11 @@ def _runtime():
         import torch  # noqa: F401
         import transformers  # noqa: F401
     except ImportError:
-        from ..exceptions import MissingDependencyError
+        from dflash_compat.exceptions import MissingDependencyError
 
         raise MissingDependencyError(
             "--reference needs torch and transformers: pip install 'dflash-compat[torch]'") from None
-    from ..runtime import torch_generate
+    from dflash_compat.runtime import torch_generate
 
     return torch_generate
 
@@ -57,7 +57,7 @@ def load_reference(target: str, draft: Optional[str] = None, *, token: Optional[
     import torch
     import transformers
 
-    from ..resolve import download_weights, resolve
+    from dflash_compat.resolve import download_weights, resolve
 
     transformers.utils.logging.disable_progress_bar()  # a weight-loading bar would break the one-screen report
 
@@ -66,7 +66,7 @@ def load_reference(target: str, draft: Optional[str] = None, *, token: Optional[
     loaded_draft = rt.load_draft(draft, device=device, dtype=torch.float32, token=token) if draft else None
     tokenizer = None
     if any((folder / name).is_file() for name in _TOKENIZER_FILES):
-        from ..safe_read import check_tokenizer_files
+        from dflash_compat.safe_read import check_tokenizer_files
 
         check_tokenizer_files(folder, f"--reference {target}")  # bounded, typed JSON before transformers parses it
         try:

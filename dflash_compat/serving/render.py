@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
-from ..console import print_paragraph
-from ..emitters._safe import printable
+from dflash_compat.console import print_paragraph
+from dflash_compat.emitters._safe import printable
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -159,7 +159,7 @@ def plot_profile(doc: dict[str, Any], path: str, force: bool = False, protected:
     `force`, never into a model folder)."""
     import io
 
-    from ..safe_write import check_output, write_output
+    from dflash_compat.safe_write import check_output, write_output
 
     check_output(path, force=force, option="--plot", is_ours=looks_like_plot, protected=protected)
     try:
@@ -168,7 +168,7 @@ def plot_profile(doc: dict[str, Any], path: str, force: bool = False, protected:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        from ..exceptions import MissingDependencyError
+        from dflash_compat.exceptions import MissingDependencyError
 
         raise MissingDependencyError("--plot needs matplotlib: pip install 'dflash-compat[plot]', "
                                      "or leave out --plot") from None

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal, Optional
 
-from ..exceptions import ConfigError
+from dflash_compat.exceptions import ConfigError
 
 __all__ = [
     "DraftFormat",

@@ -14,11 +14,11 @@ from typing import Any, Callable, Optional
 
 import torch
 
-from ..exceptions import ResourceError
-from ..inputs import fold_seed
-from .checkpoint import export_draft, save_checkpoint, write_json
-from .config import TrainConfig, default_gamma
-from .objective import block_loss, make_batch
+from dflash_compat.exceptions import ResourceError
+from dflash_compat.inputs import fold_seed
+from dflash_compat.train.checkpoint import export_draft, save_checkpoint, write_json
+from dflash_compat.train.config import TrainConfig, default_gamma
+from dflash_compat.train.objective import block_loss, make_batch
 
 __all__ = ["Session", "TrainResult", "run_training", "held_out_tau"]
 
@@ -71,7 +71,7 @@ def learning_rate(config: TrainConfig, step: int) -> float:
 
 def held_out_tau(draft, target, prompts: list[list[int]], new_tokens: int, stop_ids: list[int]) -> Optional[float]:
     """Mean acceptance length of our runtime's greedy spec_generate on the held-out prompts."""
-    from ..runtime.torch_generate import spec_generate
+    from dflash_compat.runtime.torch_generate import spec_generate
 
     if not prompts:
         return None
@@ -141,7 +141,7 @@ def _progress(enabled: bool):
         TimeRemainingColumn,
     )
 
-    from ..console import make_console
+    from dflash_compat.console import make_console
 
     console = make_console(stderr=True)
     columns = (TextColumn("training"), BarColumn(), MofNCompleteColumn(),
