@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from dflash_compat import llamacpp
+from dflash_compat.engines import llamacpp
 from dflash_compat.contract import ENGINE_BUILDS
 from dflash_compat.exceptions import InputError
 
