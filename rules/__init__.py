@@ -12,7 +12,7 @@ import os
 import sys
 from importlib.machinery import ModuleSpec, SourceFileLoader
 
-from dflash_compat.checker.engine import Rule
+from dflash_compat.checker import Rule
 
 
 class _OwnModules:

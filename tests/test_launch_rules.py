@@ -92,9 +92,20 @@ def test_df905():
 
 
 def test_df906():
-    assert codes(vllm({**SPEC, "model": "deepseek-ai/dspark_qwen3_8b_block7"})) == ["DF906"]
-    assert codes(vllm({**SPEC, "method": "dspark", "model": "deepseek-ai/dspark_qwen3_8b_block7"})) == []
-    assert codes(vllm()) == []
+    old = {"vllm": "0.33.0"}
+    assert codes(vllm({**SPEC, "model": "deepseek-ai/dspark_qwen3_8b_block7"}), engine_versions=old) == ["DF906"]
+    assert codes(vllm({**SPEC, "method": "dspark", "model": "deepseek-ai/dspark_qwen3_8b_block7"}),
+                 engine_versions=old) == []
+    assert codes(vllm(), engine_versions=old) == []
+
+
+def test_launch_rules_keep_their_version_gates():
+    """One runner: a launch rule's `versions` gate holds in `launch` as in `check` (DF906 is read for vLLM
+    before 0.34.0 only), where the old launch runner ran every launch rule at every release."""
+    fr = check_text("run.sh", vllm({**SPEC, "model": "deepseek-ai/dspark_qwen3_8b_block7"}),
+                    LaunchSettings(pair=False, engine_versions={"vllm": "0.34.0"}))
+    [run] = [r for r in fr.launches[0].report.rules if r.code == "DF906"]
+    assert run.status == "not-applicable" and "vllm<0.34.0" in run.reason
 
 
 def test_df907():
@@ -145,12 +156,12 @@ def test_select_ignore_and_severity_apply():
 
 
 def test_pair_checks_never_run_launch_rules():
-    from dflash_compat.checker.engine import CheckContext, check_rules
+    from dflash_compat.checker import RuleContext, check_rules
     from dflash_compat.rules import ALL_RULES
     from dflash_compat.specs import parse_draft_config, parse_target_config
     from tests.configs import draft, target
 
-    ctx = CheckContext(target=parse_target_config(target(), "t"), draft=parse_draft_config(draft(), "d"))
+    ctx = RuleContext(target=parse_target_config(target(), "t"), draft=parse_draft_config(draft(), "d"))
     results = check_rules(ctx, ALL_RULES, ["vllm"])
     assert not [r for r in results.rules if r.code.startswith("DF9")]
 

@@ -165,6 +165,8 @@ SETTING_FLAGS: dict[str, dict[str, tuple[str, ...]]] = {
         "enable_dp_lm_head": ("--enable-dp-lm-head",),
         "quantization": ("--quantization",),
         "draft_quantization": ("--speculative-draft-model-quantization",),
+        "draft_attention_backend": ("--speculative-draft-attention-backend",),
+        "attn_cp_size": ("--attn-cp-size",),
         "kv_cache_dtype": ("--kv-cache-dtype",),
         "draft_kv_cache_dtype": ("--speculative-draft-kv-cache-dtype",),
         "max_num_seqs": ("--max-running-requests",),
@@ -190,7 +192,7 @@ SETTING_FLAGS: dict[str, dict[str, tuple[str, ...]]] = {
     "transformers": {"target": ("--model",), "draft": ("--draft",), "block_size": ("--block-size",)},
 }
 _INT_SETTINGS = {"tp", "pp", "dp", "max_num_seqs", "max_num_batched_tokens", "num_draft_tokens", "dflash_block_size",
-                 "draft_window_size", "attn_dp_size", "n_max", "parallel", "block_size"}
+                 "draft_window_size", "attn_dp_size", "attn_cp_size", "n_max", "parallel", "block_size"}
 _FLOAT_SETTINGS = {"p_min"}
 _BOOL_SETTINGS = {"enable_dp_attention", "enable_dp_lm_head"}
 # vLLM --speculative-config keys -> settings

@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import COMMON, Rule, Violation
+from dflash_compat.checker import COMMON, Rule, Violation
 
 
 def check(ctx):
-    # here, not at the top: only a check of a launch command needs the flag facts (start-up)
-    from dflash_compat.engines.flags import bundled_versions
-
-    launch, version = ctx.launch, ctx.version
-    if ctx.flags is not None or launch.engine not in ("vllm", "sglang", "llama.cpp"):
+    launch = ctx.launch
+    if launch.engine not in ("vllm", "sglang", "llama.cpp"):
         return
-    have = ", ".join(bundled_versions(launch.engine)) or "none"
-    yield Violation(f"flags not judged: no facts for {launch.engine} {version.version or '(unknown)'} "
-                    f"({version.origin}); bundled: {have}", [ctx.at()])
+    release, selected = ctx.engine(launch.engine), ctx.engine_versions[launch.engine]
+    if ctx.flags(launch.engine) is not None:
+        return
+    have = ", ".join(release.flag_window) or "none"
+    yield Violation(f"flags not judged: no facts for {launch.engine} {selected.requested} "
+                    f"({selected.origin}); bundled: {have}", [ctx.at()])
 
 
 RULE = Rule(
