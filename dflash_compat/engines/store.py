@@ -300,8 +300,12 @@ class Release:
     # -- where it is written
     def source(self, kind: str, name: str) -> EngineSource:
         """Where a list entry or table key was read at this release, e.g. source("supported",
-        "Qwen3ForCausalLM"); KeyError when there is none (a fact we do not hold cannot be cited)."""
-        return self._source(_located(self.engine, self.version)["sources"][kind][name])
+        "Qwen3ForCausalLM"); KeyError when there is none (a fact we do not hold cannot be cited), UnknownFact
+        when the extractor recorded it unknown at this release (a llama.cpp build without that code)."""
+        entries = _located(self.engine, self.version)["sources"].get(kind, {})
+        if name not in entries and kind == "where" and not self.known(name):
+            raise UnknownFact(self.engine, self.version, name, self.unknown_why(name))
+        return self._source(entries[name])
 
     def sources(self, kind: str) -> dict[str, EngineSource]:
         """Every entry of one list or table with its location."""
