@@ -113,6 +113,8 @@ from dflash_compat.rules.launch import (  # noqa: E402 - after the finder that s
     df909_launch_value_not_judged,
     df910_launch_pair_not_checked,
     df911_launch_flags_not_judged,
+    df912_llamacpp_spec_type_unknown,
+    df913_launch_pair_refused,
 )
 from dflash_compat.rules.llamacpp import (  # noqa: E402 - after the finder that speeds it up
     df801_llamacpp_target_without_layer_hook,
@@ -130,6 +132,8 @@ from dflash_compat.rules.llamacpp import (  # noqa: E402 - after the finder that
     df813_llamacpp_fc_width_mismatch,
     df814_llamacpp_draft_not_convertible,
     df815_llamacpp_draft_n_max_clamped,
+    df816_llamacpp_draft_kind_not_in_build,
+    df817_llamacpp_mask_token_without_vocabulary,
 )
 from dflash_compat.rules.mlx import (  # noqa: E402 - after the finder that speeds it up
     df501_mlx_draft_config_keys_missing,
@@ -392,6 +396,8 @@ ALL_RULES: list[Rule] = [
     df813_llamacpp_fc_width_mismatch.RULE,
     df814_llamacpp_draft_not_convertible.RULE,
     df815_llamacpp_draft_n_max_clamped.RULE,
+    df816_llamacpp_draft_kind_not_in_build.RULE,
+    df817_llamacpp_mask_token_without_vocabulary.RULE,
     # --- DF9xx: launch commands (`dflash-check launch`) ---
     df901_launch_flag_unknown.RULE,
     df902_vllm_speculative_config_invalid.RULE,
@@ -404,6 +410,8 @@ ALL_RULES: list[Rule] = [
     df909_launch_value_not_judged.RULE,
     df910_launch_pair_not_checked.RULE,
     df911_launch_flags_not_judged.RULE,
+    df912_llamacpp_spec_type_unknown.RULE,
+    df913_launch_pair_refused.RULE,
 ]
 
 RULES_BY_CODE: dict[str, Rule] = {r.code: r for r in ALL_RULES}

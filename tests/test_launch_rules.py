@@ -111,10 +111,15 @@ def test_launch_rules_keep_their_version_gates():
 def test_df907():
     assert codes(LLAMA.replace(" --spec-draft-p-min 0.75", "")) == ["DF907"]
     assert codes(LLAMA.replace("--spec-draft-p-min", "--draft-p-min")) == []
-    fr = check_text("x", LLAMA.replace(" --spec-draft-p-min 0.75", ""), LaunchSettings(
-        pair=False, engine_versions={"llama.cpp": "b9000"}))
-    [f] = [f for f in fr.launches[0].report.findings if f.code == "DF907"]
-    assert "defaults to 0.75 (0 from b9235 on)" in f.message
+    # the default is the judged build's (common/common.h), the others' from the window
+    for build, says in (("b9000", "llama.cpp b9113 defaults to 0.75 (llama.cpp b9113 common/common.h:304), b9246 "
+                                  "and newer to 0"),
+                        ("b11434", "llama.cpp b11434 defaults to 0 (llama.cpp b11434 common/common.h:333), b9113 "
+                                   "and older default to 0.75")):
+        fr = check_text("x", LLAMA.replace(" --spec-draft-p-min 0.75", ""), LaunchSettings(
+            pair=False, engine_versions={"llama.cpp": build}))
+        [f] = [f for f in fr.launches[0].report.findings if f.code == "DF907"]
+        assert says in f.message, f.message
 
 
 def test_df908():

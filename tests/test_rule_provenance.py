@@ -24,7 +24,8 @@ from dflash_compat.rules import ALL_RULES, RETIRED, RULES_BY_CODE
 # DF011/DF012 report which engine release the check fell back to: about the checker's bundled facts.
 # DF908-DF911 speak about the launch file itself (a pair launched twice, a value from a variable, a pair or
 # release the checker could not read).
-CHECKER_ONLY = {"DF006", "DF007", "DF010", "DF011", "DF012", "DF908", "DF909", "DF910", "DF911"}
+# DF913: a pair `check` refuses before any rule runs (its one line says why).
+CHECKER_ONLY = {"DF006", "DF007", "DF010", "DF011", "DF012", "DF908", "DF909", "DF910", "DF911", "DF913"}
 # The engines whose code can speak for each backend.
 SPEAKS_FOR = {backend: set(engines) for backend, engines in backend_engines().items()}
 NEWEST = newest_versions()

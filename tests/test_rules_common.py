@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from dflash_compat.checker import BACKENDS
 from tests.configs import DELETE, catches, draft, fixture_config, merge, run_rule, speculators_draft, target
 
 IDS = "dflash_config.target_layer_ids"
@@ -140,8 +141,22 @@ def test_df109_passes_explicit_ids():
 
 # --- DF110 vocab
 def test_df110_catches_vocab_mismatch():
-    [f] = run_rule("DF110", target(vocab_size=152064), draft())
-    assert "151936" in f.message and "152064" in f.message
+    # a draft vocabulary smaller than the target's: an error everywhere (llama.cpp's converter stops too)
+    found = run_rule("DF110", target(vocab_size=152064), draft())
+    assert {f.backend for f in found} == set(BACKENDS) and {f.severity for f in found} == {"error"}
+    assert all("151936" in f.message and "152064" in f.message for f in found)
+
+
+def test_df110_a_larger_draft_vocabulary_is_not_a_llamacpp_error():
+    # llama.cpp drafts with the target's embeddings and head (b11434 src/models/dflash.cpp:684, :809) and the
+    # converter pads the target's tokenizer to the draft's vocab_size: it runs (issue #36, the demo pair)
+    found = {f.backend: f for f in run_rule("DF110", target(vocab_size=151643), draft())}
+    assert set(found) == set(BACKENDS)
+    assert {b: f.severity for b, f in found.items() if b != "llama.cpp"} == {b: "error" for b in BACKENDS
+                                                                            if b != "llama.cpp"}
+    llama = found["llama.cpp"]
+    assert llama.severity == "warning" and "llama.cpp b11434 src/models/dflash.cpp:684" in llama.message
+    assert "conversion/base.py:1590" in llama.message
 
 
 def test_df110_passes_equal_or_unknown_vocab():

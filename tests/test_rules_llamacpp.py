@@ -4,6 +4,7 @@ will write them. Each rule: a catch case and a pass case."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Optional
 
 import pytest
 
@@ -21,10 +22,15 @@ pytest.importorskip("gguf")
 L = ("llama.cpp",)
 
 
-def gguf_findings(code: str, t: Path, d: Path):
+def gguf_findings(code: str, t: Path, d: Path, build: Optional[str] = None):
+    """One rule's findings on a GGUF pair, judged at `build` (default: the newest bundled)."""
+    from dflash_compat.engines.registry import select_versions
+
     ts = load_gguf_target(resolve(str(t), "target"))
     ds = load_gguf_draft(resolve(str(d), "draft"))
-    return run_rules(RuleContext(target=ts, draft=ds, options=CheckOptions()), [RULES_BY_CODE[code]], L)
+    versions = select_versions(option=(f"llama.cpp=={build}",), installed=False) if build else None
+    ctx = RuleContext(target=ts, draft=ds, options=CheckOptions(), versions=versions)
+    return run_rules(ctx, [RULES_BY_CODE[code]], L)
 
 
 @pytest.fixture
@@ -276,3 +282,74 @@ def test_settings_file_selects_llamacpp_and_its_launch_option(tmp_path, good):
     doc = __import__("json").loads(res.output)
     assert res.exit_code == 0 and doc["backends"] == ["llama.cpp"]
     assert [f["code"] for f in doc["findings"]] == ["DF815"]
+
+
+# --- the window: a rule judges with the selected build's facts -----------------------------------------------
+
+DSPARK_TENSORS = {"markov_w1.weight": (64, 4), "markov_w2.weight": (64, 4)}
+
+
+def test_df816_catches_a_dflash2_gguf_on_a_build_with_the_dflash1_loader_only(tmp_path, good):
+    v2 = draft_gguf(tmp_path / "v2.gguf", tensors=V2_TENSORS, **V2_KEYS)
+    [f] = gguf_findings("DF816", good[0], v2, build="b10622")
+    assert f.severity == "error" and "DFlash 2 draft (it holds selector_hidden.weight)" in f.message
+    assert "llama.cpp b10622 src/llama-model-loader.cpp:1336" in f.message  # wrong number of tensors
+    assert "it came with b10662 (llama.cpp b10662 src/models/dflash.cpp:127)" in f.message
+    # the good twin: the same file on the first build with the loader, and a DFlash 1 GGUF on b10622
+    assert gguf_findings("DF816", good[0], v2, build="b10662") == []
+    assert gguf_findings("DF816", *good, build="b10622") == []
+    # DF810 (DFlash 2 metadata) speaks only where the DFlash 2 loader is
+    incomplete = draft_gguf(tmp_path / "v2b.gguf", tensors=V2_TENSORS, **{**V2_KEYS, "dflash__selector_rank": GDELETE})
+    assert gguf_findings("DF810", good[0], incomplete, build="b10622") == []
+    assert [f.code for f in gguf_findings("DF810", good[0], incomplete, build="b10662")] == ["DF810"]
+
+
+def test_df816_catches_a_dspark_gguf_before_dspark(tmp_path, good):
+    ds = draft_gguf(tmp_path / "ds.gguf", tensors=DSPARK_TENSORS)
+    [f] = gguf_findings("DF816", good[0], ds, build="b9837")
+    assert "DSpark draft (it holds markov_w1.weight)" in f.message and "it came with b10173" in f.message
+    assert gguf_findings("DF816", good[0], ds, build="b10173") == []
+
+
+def test_df816_catches_a_dflash2_checkpoint_whose_class_converts_on_an_old_build():
+    from tests.configs import draft as cdraft
+
+    d = cdraft(**{"dflash_config.conv_kernel_size": 4, "dflash_config.conv_group_size": 4,
+                  "dflash_config.selector_rank": 4, "dflash_config.selector_top_k": 2})
+    [f] = run_rule("DF816", target(), d, backends=L, versions=("llama.cpp==b10622",))
+    assert "no DFlash 2 loader" in f.message and "it came with b10662" in f.message
+    assert not catches("DF816", target(), d, backends=L, versions=("llama.cpp==b10662",))
+    # the class itself is what the b10622 converter refuses: DF814, per build
+    [g] = run_rule("DF814", target(), draft(architectures=["DFlash2DraftModel"]), backends=L,
+                   versions=("llama.cpp==b10622",))
+    assert "DFlash2DraftModel" in g.message
+    assert not catches("DF814", target(), draft(architectures=["DFlash2DraftModel"]), backends=L,
+                       versions=("llama.cpp==b10662",))
+
+
+def test_df803_the_last_slot_before_b10622(tmp_path):
+    t = target_gguf(tmp_path / "nh.gguf", arch="nemotron_h")
+    d = draft_gguf(tmp_path / "d6.gguf", layers=[2, 6])
+    assert gguf_findings("DF803", t, d, build="b10622") == []
+    [f] = gguf_findings("DF803", t, d, build="b10173")
+    assert "outside 0..5" in f.message and "lid < n_layer" in f.message and "b10173 src/llama-context.cpp" in f.message
+
+
+def test_df811_an_activation_the_older_graphs_do_not_read(tmp_path, good):
+    gelu = draft_gguf(tmp_path / "g.gguf", dflash__hidden_activation="gelu")
+    assert gguf_findings("DF811", good[0], gelu) == []  # b11434 reads it
+    [f] = gguf_findings("DF811", good[0], gelu, build="b10662")
+    assert f.severity == "warning" and "does not read it" in f.message and "src/models/dflash.cpp" in f.message
+
+
+def test_df807_a_missing_mask_fails_batch_validation_before_the_embedding_batches(tmp_path, good):
+    d = draft_gguf(tmp_path / "m.gguf", tokenizer__ggml__mask_token_id=GDELETE)
+    [f] = gguf_findings("DF807", good[0], d, build="b10622")
+    assert "fails batch validation" in f.message and "b10622 src/llama-batch.cpp:52" in f.message
+
+
+def test_df806_the_b9837_converter_reads_the_top_level_block_size_only():
+    d = draft(block_size=DELETE, **{"dflash_config.block_size": 8})
+    assert not catches("DF806", target(), d, backends=L)
+    [f] = run_rule("DF806", target(), d, backends=L, versions=("llama.cpp==b9837",))
+    assert "does not read dflash_config.block_size" in f.message

@@ -63,6 +63,9 @@ class RuleContext:
     launch: Optional["Launch"] = None
     earlier: tuple["Launch", ...] = ()
     pair_skipped: Optional[str] = None
+    # the pair's files were read and refused, as `dflash-check TARGET --draft DRAFT` refuses them (exit 2 there:
+    # a GGUF llama.cpp cannot load, a config that is not a model's): the one line check prints
+    pair_refused: Optional[str] = None
 
     # -- engines
     @property

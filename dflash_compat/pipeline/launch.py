@@ -14,7 +14,7 @@ from dflash_compat.checker.findings import Finding
 from dflash_compat.checker.report import Report, build_report, summarize
 from dflash_compat.deployment.commands import options_of
 from dflash_compat.engines.registry import Selected, Versions
-from dflash_compat.exceptions import DFlashCompatError, InputError
+from dflash_compat.exceptions import ConfigError, DFlashCompatError, InputError, WeightsError
 from dflash_compat.launch.parse import Launch, find_launch
 from dflash_compat.launch.sources import candidates, pins_in
 from dflash_compat.launch.versions import launch_versions
@@ -154,7 +154,11 @@ def _context(launch: Launch, earlier: Sequence[Launch], settings: LaunchSettings
         try:
             ctx, _ = build_context(req, versions, **extra)
             return ctx
-        except DFlashCompatError as e:
+        except (ConfigError, WeightsError) as e:  # read and refused: an error here as in `check`
+            refused = " ".join(str(e).split())
+            return RuleContext(options=options, versions=versions, pair_skipped=refused, pair_refused=refused,
+                               **extra)
+        except DFlashCompatError as e:  # not read (offline, a gated repo, remote code): not judged
             skipped = " ".join(str(e).split())
     return RuleContext(options=options, versions=versions, pair_skipped=skipped, **extra)
 

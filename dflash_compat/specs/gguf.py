@@ -133,7 +133,10 @@ DRAFT_SOURCES = {**_COMMON, "vocab_size": "tokenizer.ggml.tokens",
 
 def sources_for(info: GGUFInfo, table: dict[str, str]) -> dict[str, str]:
     arch = info.architecture or "?"
-    return {field: key.replace("{arch}", arch) for field, key in table.items()}
+    out = {field: key.replace("{arch}", arch) for field, key in table.items()}
+    if info.vocab_count is None and _int(info.get("{arch}.vocab_size")) is not None:
+        out["vocab_size"] = f"{arch}.vocab_size"  # a GGUF without a vocabulary states its size (llama-vocab.cpp)
+    return out
 
 
 def _fill(info: GGUFInfo, out: dict[str, Any]) -> None:
@@ -143,12 +146,28 @@ def _fill(info: GGUFInfo, out: dict[str, Any]) -> None:
             out[field] = value
     if info.vocab_count is not None:
         out["vocab_size"] = info.vocab_count
+    elif _int(info.get("{arch}.vocab_size")) is not None:  # tokenizer.ggml.model none: the size alone
+        out["vocab_size"] = info.get("{arch}.vocab_size")
     theta = info.get("{arch}.rope.freq_base")
     if isinstance(theta, (int, float)) and not isinstance(theta, bool):
         out["rope_theta"] = theta
     sections = info.get("{arch}.rope.dimension_sections")
     if isinstance(sections, list) and any(_int(s) for s in sections):
         out.setdefault("rope_scaling", {})["mrope_section"] = sections
+
+
+def _no_tensors(info: GGUFInfo, where: str, error: type[ConfigError]) -> None:
+    """A GGUF that holds metadata only (a conversion that found no weights: ik_llama.cpp #2043) is no model:
+    llama.cpp stops at the first tensor its loader requires. Said before any key it lacks is asked for."""
+    if info.tensors:
+        return
+    from dflash_compat.engines.store import release
+
+    build = release("llama.cpp")
+    raise error(f"{where}: the GGUF holds no tensors, only {len(info.kv)} metadata keys (a conversion that found "
+                f"no weights writes such a file); llama.cpp cannot load it (\"missing tensor\", "
+                f"{build.where('tensor_missing').cite()}): convert it again with the model's *.safetensors in its "
+                "folder")
 
 
 def gguf_target_config(info: GGUFInfo, where: str) -> dict[str, Any]:
@@ -158,6 +177,7 @@ def gguf_target_config(info: GGUFInfo, where: str) -> dict[str, Any]:
         raise ConfigError(f"{where}: no general.architecture; not a model GGUF")
     if arch == "dflash":
         raise ConfigError(f"{where} is a DFlash draft GGUF, not a target; pass the target model as TARGET")
+    _no_tensors(info, where, ConfigError)
     out: dict[str, Any] = {"model_type": arch, "architectures": []}
     _fill(info, out)
     for field, key in (("eos_token_id", "tokenizer.ggml.eos_token_id"), ("bos_token_id", "tokenizer.ggml.bos_token_id"),
@@ -172,8 +192,12 @@ def gguf_draft_config(info: GGUFInfo, where: str) -> dict[str, Any]:
     from dflash_compat.exceptions import NotADraftError
 
     if info.architecture != "dflash":
-        raise NotADraftError(f"{where}: general.architecture is {info.architecture!r}, not \"dflash\"; "
-                             "pass a DFlash draft GGUF with --draft")
+        other = (" (another converter's name for a DFlash draft: llama.cpp has no such architecture and refuses "
+                 "the file, llama.cpp #25116; convert the checkpoint again with llama.cpp's convert_hf_to_gguf.py)"
+                 if isinstance(info.architecture, str) and "dflash" in info.architecture.lower() else
+                 "; pass a DFlash draft GGUF as the draft")
+        raise NotADraftError(f"{where}: general.architecture is {info.architecture!r}, not \"dflash\"{other}")
+    _no_tensors(info, where, NotADraftError)
     v2 = "selector_hidden.weight" in info.tensors or _int(info.get("dflash.selector_top_k"))
     out: dict[str, Any] = {"architectures": ["DFlash2DraftModel" if v2 else "DFlashDraftModel"]}
     _fill(info, out)

@@ -7,7 +7,7 @@ from dflash_compat.checker import COMMON, Rule, Violation
 
 def check(ctx):
     reason = getattr(ctx, "pair_skipped", None)
-    if not reason:
+    if not reason or ctx.pair_refused:  # a pair read and refused is DF913's error
         return
     fix = None
     if reason == "--no-pair":

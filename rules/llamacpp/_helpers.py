@@ -9,9 +9,13 @@ from typing import Any, Optional
 from dflash_compat.checker import EngineSource, Location, RuleContext, located
 from dflash_compat.rules._common import is_int
 
-__all__ = ["src", "entry_src", "cite", "facts", "target_arch", "llama_layers", "draft_is_gguf", "gguf_loc", "CONVERT"]
+__all__ = ["src", "entry_src", "cite", "facts", "target_arch", "llama_layers", "draft_is_gguf", "gguf_loc", "CONVERT",
+           "DFLASH_BUILDS", "null_mask_outcome"]
 
 CONVERT = "convert_hf_to_gguf.py"
+# The builds the DF8xx rules hold for: those with DFlash (the registry's first_dflash, kept equal by
+# tests/test_llamacpp_window.py); an older build is DF012's error, and its DFlash facts do not exist.
+DFLASH_BUILDS = {"llama.cpp": ">=b9837"}
 
 
 def src(name: str, note: Optional[str] = None) -> EngineSource:
@@ -68,3 +72,12 @@ def gguf_loc(ctx: RuleContext, artifact: str, key: str) -> Location:
     spec = ctx.draft if artifact == "draft" else ctx.target
     file = spec.gguf.file if spec.gguf is not None else spec.config_file
     return Location(artifact=artifact, file=file, key=key)
+
+
+def null_mask_outcome(ctx: RuleContext) -> str:
+    """What a mask token of -1 does at the selected build, with its lines."""
+    if ctx.engine("llama.cpp").known("mask_null_abort"):
+        return ("-1 is LLAMA_TOKEN_NULL, so the first draft block aborts llama-server (\"get_sub_batch: failed to "
+                f"add embedding\", {cite(ctx, 'mask_null_abort')})")
+    # builds before the embedding-aware batch (b10662 and older) validate the token ids
+    return f"-1 then fails batch validation in every draft block (\"invalid token\", {cite(ctx, 'invalid_token')})"

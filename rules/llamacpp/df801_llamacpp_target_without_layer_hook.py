@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dflash_compat.checker import Rule, RuleContext, Violation
 from dflash_compat.quoting import quote
-from dflash_compat.rules.llamacpp._helpers import cite, facts, src, target_arch
+from dflash_compat.rules.llamacpp._helpers import DFLASH_BUILDS, cite, facts, src, target_arch
 
 
 def check(ctx: RuleContext):
@@ -24,6 +24,7 @@ RULE = Rule(
     name="llamacpp-target-without-layer-hook",
     severity="error",
     backends=("llama.cpp",),
+    versions=DFLASH_BUILDS,
     check=check,
     what="The target's llama.cpp architecture (its GGUF `general.architecture`, or the one "
     "`convert_hf_to_gguf.py` writes for its `architectures`) is one whose graph fills the layer-input slots "

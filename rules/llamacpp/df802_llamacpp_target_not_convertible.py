@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dflash_compat.checker import Rule, RuleContext, Violation
 from dflash_compat.quoting import quote_items
-from dflash_compat.rules.llamacpp._helpers import CONVERT, entry_src, target_arch
+from dflash_compat.rules.llamacpp._helpers import CONVERT, DFLASH_BUILDS, entry_src, target_arch
 
 
 def check(ctx: RuleContext):
@@ -26,6 +26,7 @@ RULE = Rule(
     name="llamacpp-target-not-convertible",
     severity="error",
     backends=("llama.cpp",),
+    versions=DFLASH_BUILDS,
     check=check,
     what="A safetensors target's `architectures` names a class `convert_hf_to_gguf.py` registers (the map of "
     "HF classes to GGUF architectures is read from the build's conversion/*.py).",

@@ -5,7 +5,16 @@ from __future__ import annotations
 from dflash_compat.checker import Rule, RuleContext, Violation
 from dflash_compat.quoting import quote
 from dflash_compat.rules._common import is_int
-from dflash_compat.rules.llamacpp._helpers import cite, draft_is_gguf, facts, gguf_loc, llama_layers, src, target_arch
+from dflash_compat.rules.llamacpp._helpers import (
+    DFLASH_BUILDS,
+    cite,
+    draft_is_gguf,
+    facts,
+    gguf_loc,
+    llama_layers,
+    src,
+    target_arch,
+)
 
 
 def check(ctx: RuleContext):
@@ -16,12 +25,15 @@ def check(ctx: RuleContext):
     ints = [x for x in layers if is_int(x)]
     where = "dflash.target_layers" if draft_is_gguf(ctx) else "the converted dflash.target_layers (ids + 1)"
     loc = gguf_loc(ctx, "draft", "dflash.target_layers") if draft_is_gguf(ctx) else ctx.dloc("target_layer_ids")
-    beyond = [x for x in ints if x > n_layer or x < 0]
+    # builds before b10622 assert lid < n_layer: the slot after the last layer is refused as well
+    last = n_layer if facts(ctx)["layer_slot_after_last"] else n_layer - 1
+    beyond = [x for x in ints if x > last or x < 0]
     if beyond:
+        op = "<=" if last == n_layer else "<"
         yield Violation(
-            f"{where} {quote(layers)} holds {quote(beyond)}, outside 0..{n_layer} for a target of {n_layer} layers: "
-            f"llama.cpp aborts when the draft is attached (GGML_ASSERT lid <= n_layer, "
-            f"{cite(ctx, 'layer_id_assert')})",
+            f"{where} {quote(layers)} holds {quote(beyond)}, outside 0..{last} for a target of {n_layer} layers: "
+            f"llama.cpp {ctx.engine('llama.cpp').version} aborts when the draft is attached (GGML_ASSERT lid {op} "
+            f"n_layer, {cite(ctx, 'layer_id_assert')})",
             [loc],
         )
         return
@@ -40,10 +52,11 @@ RULE = Rule(
     name="llamacpp-target-layer-past-slots",
     severity="error",
     backends=("llama.cpp",),
+    versions=DFLASH_BUILDS,
     check=check,
     what="Every `dflash.target_layers` entry llama.cpp reads (the GGUF's, or a checkpoint's target_layer_ids + 1 "
     "as the converter writes them) is a layer input the target's graph fills: 0..n_layer-1, and n_layer only for "
-    "architectures that also fill the slot after the last layer.",
+    "architectures that also fill the slot after the last layer, on builds that accept it (b10622 and later).",
     why="llama.cpp counts layer inputs, not outputs: HF id i is slot i + 1, so the last layer's output (HF id "
     "n_layer - 1) is slot n_layer. Only a few graphs fill that slot (read from the build's sources); for the others "
     "the first decode aborts, and a slot past n_layer aborts as soon as the draft is attached.",

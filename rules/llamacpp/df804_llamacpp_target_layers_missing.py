@@ -3,7 +3,15 @@
 from __future__ import annotations
 
 from dflash_compat.checker import Rule, RuleContext, Violation
-from dflash_compat.rules.llamacpp._helpers import CONVERT, cite, draft_is_gguf, gguf_loc, llama_layers, src
+from dflash_compat.rules.llamacpp._helpers import (
+    CONVERT,
+    DFLASH_BUILDS,
+    cite,
+    draft_is_gguf,
+    gguf_loc,
+    llama_layers,
+    src,
+)
 
 
 def check(ctx: RuleContext):
@@ -31,6 +39,7 @@ RULE = Rule(
     name="llamacpp-target-layers-missing",
     severity="error",
     backends=("llama.cpp",),
+    versions=DFLASH_BUILDS,
     check=check,
     what="A draft GGUF holds `dflash.target_layers`; a checkpoint names its target_layer_ids explicitly, so the "
     "converter writes them.",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dflash_compat.checker import Rule, RuleContext, Violation
 from dflash_compat.quoting import quote
 from dflash_compat.rules._common import is_int
-from dflash_compat.rules.llamacpp._helpers import cite, draft_is_gguf, gguf_loc, llama_layers, src
+from dflash_compat.rules.llamacpp._helpers import DFLASH_BUILDS, cite, draft_is_gguf, gguf_loc, llama_layers, src
 from dflash_compat.specs import build_target_layer_ids
 
 
@@ -34,6 +34,7 @@ RULE = Rule(
     name="llamacpp-target-layers-not-shifted",
     severity="warning",
     backends=("llama.cpp",),
+    versions=DFLASH_BUILDS,
     check=check,
     what="A draft GGUF's `dflash.target_layers` does not contain 0 (the embedding output, which no DFlash draft "
     "reads) and is not exactly the reference's default HF ids (1 .. N-3, evenly spaced), unshifted.",

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from dflash_compat.checker import Rule, RuleContext, Violation
-from dflash_compat.rules.llamacpp._helpers import CONVERT, cite, draft_is_gguf, facts, gguf_loc, src
+from dflash_compat.rules.llamacpp._helpers import CONVERT, DFLASH_BUILDS, cite, draft_is_gguf, facts, gguf_loc, src
+from dflash_compat.specs import MISSING, get_dotted
 
 
 def check(ctx: RuleContext):
@@ -18,11 +19,15 @@ def check(ctx: RuleContext):
             [gguf_loc(ctx, "draft", "dflash.block_size")],
         )
         return
-    if d.block_size is None:
+    read = facts(ctx)["converter_block_size_keys"]  # b9837's converter reads the top-level key only
+    found = [k for k in read if get_dotted(d.raw, k) is not MISSING]
+    if not found:
+        given = [k for k in ("dflash_config.block_size", "block_size") if get_dotted(d.raw, k) is not MISSING]
+        unread = f" (llama.cpp {ctx.engine('llama.cpp').version}'s converter does not read {given[0]})" if given else ""
         yield Violation(
-            f"the draft config gives no block size: {CONVERT} writes dflash.block_size = {default} "
+            f"the draft config gives no block size {CONVERT} reads{unread}: it writes dflash.block_size = {default} "
             f"({cite(ctx, 'converter_block_size')})",
-            [ctx.dloc("block_size", "dflash_config.block_size")],
+            [ctx.dloc("block_size", given[0] if given else "dflash_config.block_size")],
         )
 
 
@@ -31,6 +36,7 @@ RULE = Rule(
     name="llamacpp-block-size-default",
     severity="info",
     backends=("llama.cpp",),
+    versions=DFLASH_BUILDS,
     check=check,
     what="The draft says its block size: `dflash.block_size` in a GGUF, dflash_config.block_size or block_size in "
     "a checkpoint (what the converter writes).",

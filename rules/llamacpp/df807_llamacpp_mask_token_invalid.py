@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from dflash_compat.checker import Rule, RuleContext, Violation
 from dflash_compat.rules._common import is_int
-from dflash_compat.rules.llamacpp._helpers import CONVERT, cite, draft_is_gguf, gguf_loc, src
+from dflash_compat.rules.llamacpp._helpers import (
+    CONVERT,
+    DFLASH_BUILDS,
+    cite,
+    draft_is_gguf,
+    gguf_loc,
+    null_mask_outcome,
+    src,
+)
 from dflash_compat.specs import get_dotted
 
 KEY = "tokenizer.ggml.mask_token_id"
@@ -13,8 +21,7 @@ KEY = "tokenizer.ggml.mask_token_id"
 def check(ctx: RuleContext):
     d = ctx.draft
     fail = f"every draft batch then fails validation (\"invalid token[i] = ...\", {cite(ctx, 'invalid_token')})"
-    abort = ("-1 is LLAMA_TOKEN_NULL, so the first draft block aborts llama-server (\"get_sub_batch: failed to add "
-             f"embedding\", {cite(ctx, 'mask_null_abort')})")
+    abort = null_mask_outcome(ctx)
     if draft_is_gguf(ctx):
         mask = d.gguf.get(KEY)
         vocab = d.gguf.vocab_count
@@ -43,6 +50,7 @@ RULE = Rule(
     name="llamacpp-mask-token-invalid",
     severity="error",
     backends=("llama.cpp",),
+    versions=DFLASH_BUILDS,
     check=check,
     what="A draft GGUF holds `tokenizer.ggml.mask_token_id` inside its vocabulary; a checkpoint names it in "
     "dflash_config.mask_token_id, the only place the converter reads it.",

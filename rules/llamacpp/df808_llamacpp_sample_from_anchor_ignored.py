@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.checker import Rule, RuleContext, Violation
-from dflash_compat.rules.llamacpp._helpers import cite, draft_is_gguf, gguf_loc, src
+from dflash_compat.rules.llamacpp._helpers import DFLASH_BUILDS, cite, draft_is_gguf, gguf_loc, src
 
 
 def check(ctx: RuleContext):
@@ -30,6 +30,7 @@ RULE = Rule(
     name="llamacpp-sample-from-anchor-ignored",
     severity="warning",
     backends=("llama.cpp",),
+    versions=DFLASH_BUILDS,
     check=check,
     what="A plain DFlash draft does not ask to sample from the anchor position (`sample_from_anchor: true`).",
     why="llama.cpp defaults sample_from_anchor to true but uses it only for DSpark drafts (a Markov head); a plain "

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dflash_compat.checker import Rule, RuleContext, Violation
 from dflash_compat.quoting import quote
 from dflash_compat.rules._common import is_int
-from dflash_compat.rules.llamacpp._helpers import cite, draft_is_gguf, gguf_loc, src
+from dflash_compat.rules.llamacpp._helpers import DFLASH_BUILDS, cite, draft_is_gguf, gguf_loc, src
 
 KEY = "dflash.rope.dimension_sections"
 
@@ -37,6 +37,7 @@ RULE = Rule(
     name="llamacpp-draft-mrope-missing",
     severity="warning",
     backends=("llama.cpp",),
+    versions=DFLASH_BUILDS,
     check=check,
     what="For a target with multimodal RoPE, the draft GGUF carries non-zero `dflash.rope.dimension_sections` "
     "(the converter writes [head_dim/2, 0, 0, 0] for such targets).",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dflash_compat.checker import Rule, RuleContext, Violation
 from dflash_compat.quoting import quote_items
 from dflash_compat.rules._common import is_int
-from dflash_compat.rules.llamacpp._helpers import CONVERT, cite, draft_is_gguf, gguf_loc, src
+from dflash_compat.rules.llamacpp._helpers import CONVERT, DFLASH_BUILDS, cite, draft_is_gguf, gguf_loc, src
 from dflash_compat.specs import MISSING, get_dotted
 
 FIELDS = ("conv_kernel_size", "conv_group_size", "selector_rank", "selector_top_k")
@@ -13,6 +13,8 @@ _BLOCK = "block_size"
 
 
 def check(ctx: RuleContext):
+    if not ctx.engine("llama.cpp").feature("dflash2"):
+        return  # a build without the DFlash 2 loader refuses any DFlash 2 draft: DF816
     d = ctx.draft
     if draft_is_gguf(ctx):
         if "selector_hidden.weight" not in d.gguf.tensors:
@@ -47,6 +49,7 @@ RULE = Rule(
     name="llamacpp-dflash2-metadata",
     severity="error",
     backends=("llama.cpp",),
+    versions=DFLASH_BUILDS,
     check=check,
     what="A DFlash 2 draft GGUF (one with selector tensors) holds positive dflash.conv_kernel_size, "
     "conv_group_size, selector_rank, selector_top_k and block_size; a DFlash 2 checkpoint keeps them in "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dflash_compat.checker import Rule, RuleContext, Violation
 from dflash_compat.quoting import quote, quote_items
-from dflash_compat.rules.llamacpp._helpers import CONVERT, cite, draft_is_gguf, facts, gguf_loc, src
+from dflash_compat.rules.llamacpp._helpers import CONVERT, DFLASH_BUILDS, cite, draft_is_gguf, facts, gguf_loc, src
 
 KEY = "dflash.hidden_activation"
 
@@ -12,6 +12,16 @@ KEY = "dflash.hidden_activation"
 def check(ctx: RuleContext):
     d = ctx.draft
     allowed = facts(ctx)["hidden_activations"]
+    release = ctx.engine("llama.cpp")
+    reads = release.feature("dflash_activation")  # builds before b11434's reader run SiLU whatever the file says
+    runs = cite(ctx, "hidden_activation_check" if reads else "hidden_activation_fixed")
+    if draft_is_gguf(ctx) and not reads:
+        act = d.gguf.get(KEY)
+        if act is not None and act != "silu":
+            yield Violation(f"{KEY} = {quote(act)}, but llama.cpp {release.version} does not read it: its DFlash "
+                            f"graph runs SiLU ({runs}), so the draft proposes with the wrong activation",
+                            [gguf_loc(ctx, "draft", KEY)], severity="warning")
+        return
     if draft_is_gguf(ctx):
         act = d.gguf.get(KEY)
         if act is not None and act not in allowed:
@@ -28,7 +38,7 @@ def check(ctx: RuleContext):
         return
     yield Violation(
         f"draft hidden_act = {quote(act)}, but {CONVERT} writes no {KEY} for DFlash drafts, so llama.cpp runs "
-        f"SiLU ({cite(ctx, 'hidden_activation_check')}; it knows {quote_items(allowed)})",
+        f"SiLU ({runs}; it knows {quote_items(allowed)})",
         [ctx.dloc("hidden_act")],
     )
 
@@ -38,6 +48,7 @@ RULE = Rule(
     name="llamacpp-hidden-activation",
     severity="error",
     backends=("llama.cpp",),
+    versions=DFLASH_BUILDS,
     check=check,
     what="The draft's activation is one llama.cpp runs: a GGUF's `dflash.hidden_activation` (that spelling) is "
     "silu, gelu or gelu_pytorch_tanh; a checkpoint's hidden_act is silu (the converter writes no activation key "

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.checker import Rule, RuleContext, Violation
-from dflash_compat.rules.llamacpp._helpers import cite, gguf_loc, src
+from dflash_compat.rules.llamacpp._helpers import DFLASH_BUILDS, cite, gguf_loc, src
 
 KEY = "tokenizer.ggml.tokens"
 
@@ -35,6 +35,7 @@ RULE = Rule(
     name="llamacpp-vocabulary-mismatch",
     severity="warning",
     backends=("llama.cpp",),
+    versions=DFLASH_BUILDS,
     check=check,
     what="A draft GGUF's tokenizer.ggml.tokens equals the target's (the same tokens in the same order; compared by "
     "count and SHA-256), or its count equals a checkpoint target's vocab_size.",

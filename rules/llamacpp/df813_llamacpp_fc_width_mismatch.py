@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dflash_compat.checker import Rule, RuleContext, Violation
 from dflash_compat.rules._common import is_int
-from dflash_compat.rules.llamacpp._helpers import cite, gguf_loc, llama_layers, src
+from dflash_compat.rules.llamacpp._helpers import DFLASH_BUILDS, cite, gguf_loc, llama_layers, src
 
 
 def check(ctx: RuleContext):
@@ -33,6 +33,7 @@ RULE = Rule(
     name="llamacpp-fc-width-mismatch",
     severity="error",
     backends=("llama.cpp",),
+    versions=DFLASH_BUILDS,
     check=check,
     what="A draft GGUF's fc.weight input width (ne[0]) equals len(dflash.target_layers) x the target's hidden size.",
     why="llama.cpp sizes the draft's fc from the draft's own width (n_extract x its n_embd) and the target's "

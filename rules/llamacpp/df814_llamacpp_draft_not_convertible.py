@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dflash_compat.checker import Rule, RuleContext, Violation
 from dflash_compat.quoting import quote_items
-from dflash_compat.rules.llamacpp._helpers import CONVERT, entry_src, facts
+from dflash_compat.rules.llamacpp._helpers import CONVERT, DFLASH_BUILDS, entry_src, facts
 
 
 def check(ctx: RuleContext):
@@ -27,6 +27,7 @@ RULE = Rule(
     name="llamacpp-draft-not-convertible",
     severity="error",
     backends=("llama.cpp",),
+    versions=DFLASH_BUILDS,
     check=check,
     what="A checkpoint draft's `architectures` names a class the build's convert_hf_to_gguf.py converts into a "
     "`dflash` GGUF (read from conversion/*.py).",

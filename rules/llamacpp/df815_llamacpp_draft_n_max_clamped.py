@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.checker import Rule, RuleContext, Violation
-from dflash_compat.rules.llamacpp._helpers import cite, draft_is_gguf, facts, src
+from dflash_compat.rules.llamacpp._helpers import DFLASH_BUILDS, cite, draft_is_gguf, facts, src
 
 
 def check(ctx: RuleContext):
@@ -27,6 +27,7 @@ RULE = Rule(
     name="llamacpp-draft-n-max-clamped",
     severity="info",
     backends=("llama.cpp",),
+    versions=DFLASH_BUILDS,
     check=check,
     reads=("n_max",),
     what="The llama.cpp draft length you launch with (`--spec-draft-n-max`) is at most the draft's block_size - 1.",
