@@ -134,6 +134,7 @@ from dflash_compat.rules.llamacpp import (  # noqa: E402 - after the finder that
     df815_llamacpp_draft_n_max_clamped,
     df816_llamacpp_draft_kind_not_in_build,
     df817_llamacpp_mask_token_without_vocabulary,
+    df818_llamacpp_tokenizer_not_recognized,
 )
 from dflash_compat.rules.mlx import (  # noqa: E402 - after the finder that speeds it up
     df501_mlx_draft_config_keys_missing,
@@ -398,6 +399,7 @@ ALL_RULES: list[Rule] = [
     df815_llamacpp_draft_n_max_clamped.RULE,
     df816_llamacpp_draft_kind_not_in_build.RULE,
     df817_llamacpp_mask_token_without_vocabulary.RULE,
+    df818_llamacpp_tokenizer_not_recognized.RULE,
     # --- DF9xx: launch commands (`dflash-check launch`) ---
     df901_launch_flag_unknown.RULE,
     df902_vllm_speculative_config_invalid.RULE,

@@ -353,3 +353,97 @@ def test_df806_the_b9837_converter_reads_the_top_level_block_size_only():
     assert not catches("DF806", target(), d, backends=L)
     [f] = run_rule("DF806", target(), d, backends=L, versions=("llama.cpp==b9837",))
     assert "does not read dflash_config.block_size" in f.message
+
+
+# DF817 ---------------------------------------------------------------------------------------------
+
+def test_df817_catches_a_mask_id_in_a_gguf_without_vocabulary(tmp_path, good):
+    d = draft_gguf(tmp_path / "nv.gguf", tokens=[], tokenizer__ggml__model="none", dflash__vocab_size=len(TOKENS))
+    [f] = gguf_findings("DF817", good[0], d)
+    assert "tokenizer.ggml.model = 'none'" in f.message and "mask_token_id = 1" in f.message
+    assert "src/llama-vocab.cpp:1998" in f.message and "src/llama-vocab.cpp:2635" in f.message
+    assert "aborts llama-server" in f.message
+    [g] = gguf_findings("DF817", good[0], d, build="b10622")  # every DFlash build returns early; older: no abort
+    assert "fails batch validation" in g.message and "b10622 src/llama-vocab.cpp" in g.message
+    # no other rule speaks for it: the mask id is an int inside a vocabulary of unknown tokens
+    assert gguf_findings("DF807", good[0], d) == []
+
+
+def test_df817_passes_a_gguf_with_its_vocabulary(tmp_path, good):
+    assert gguf_findings("DF817", *good) == []  # the same mask id, under a gpt2 vocabulary
+    d = draft_gguf(tmp_path / "nv.gguf", tokens=[], tokenizer__ggml__model="none", dflash__vocab_size=len(TOKENS),
+                   tokenizer__ggml__mask_token_id=GDELETE)
+    assert gguf_findings("DF817", good[0], d) == []  # no mask id at all: DF807's
+
+
+# DF818 ---------------------------------------------------------------------------------------------
+
+DEMO = Path(__file__).resolve().parent.parent / "examples" / "demo"
+
+
+def _demo_ctx(tokenizer, build=None):
+    from dflash_compat.engines.registry import select_versions
+    from dflash_compat.pipeline.check import load_draft, load_target
+
+    versions = select_versions(option=(f"llama.cpp=={build}",), installed=False) if build else None
+    t = load_target(resolve(str(DEMO / "target"), "target"))
+    d = load_draft(resolve(str(DEMO / "draft"), "draft"))
+    return RuleContext(target=t, draft=d, options=CheckOptions(), versions=versions, tokenizer=tokenizer)
+
+
+def _demo_tokenizer(folder=DEMO / "target", build="b11434"):
+    pytest.importorskip("transformers")
+    from dflash_compat.engines.store import release
+    from dflash_compat.inspection.tokenizer import read_tokenizer
+
+    return read_tokenizer(folder, release("llama.cpp", build).facts["converter_chktxt"])
+
+
+def test_df818_catches_a_tokenizer_the_converter_does_not_know_with_the_one_line_workaround():
+    tok = _demo_tokenizer()
+    assert tok.bpe and tok.pre_tokenizer == "gpt-2" and len(tok.chkhsh) == 64
+    [f] = run_rules(_demo_ctx(tok), [RULES_BY_CODE["DF818"]], L)
+    assert f.severity == "warning" and "BPE pre-tokenizer was not recognized" in f.message
+    assert "llama.cpp b11434 conversion/base.py:1958" in f.message
+    assert 'get_vocab_base_pre = lambda self, tokenizer: "gpt-2"' in f.message
+    [g] = run_rules(_demo_ctx(tok, "b9837"), [RULES_BY_CODE["DF818"]], L)  # the table of that build
+    assert "among the 90 BPE tokenizers of llama.cpp b9837 conversion/base.py" in g.message
+
+
+def test_df818_an_unknown_split_is_an_error(tmp_path):
+    import json
+    import shutil
+
+    folder = tmp_path / "t"
+    shutil.copytree(DEMO / "target", folder)
+    doc = json.loads((folder / "tokenizer.json").read_text())
+    doc["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [
+        {"type": "Split", "pattern": {"Regex": "\\s+"}, "behavior": "Isolated", "invert": False},
+        {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}]}
+    (folder / "tokenizer.json").write_text(json.dumps(doc))
+    tok = _demo_tokenizer(folder)
+    assert tok.pre_tokenizer is None
+    [f] = run_rules(_demo_ctx(tok), [RULES_BY_CODE["DF818"]], L)
+    assert f.severity == "error" and "not one dflash-check can name" in f.message
+
+
+def test_df818_passes_a_tokenizer_in_the_table_and_a_sentencepiece_one():
+    from dataclasses import replace
+
+    from dflash_compat.engines.store import release
+
+    tok = _demo_tokenizer()
+    known = next(iter(release("llama.cpp").facts["converter_pre_hashes"]))
+    assert run_rules(_demo_ctx(replace(tok, chkhsh=known)), [RULES_BY_CODE["DF818"]], L) == []
+    assert run_rules(_demo_ctx(replace(tok, sentencepiece=True)), [RULES_BY_CODE["DF818"]], L) == []
+
+
+def test_df818_runs_in_check_on_a_checkpoint_pair_only_with_deep_facts():
+    pytest.importorskip("transformers")
+    from dflash_compat.pipeline.check import CheckRequest, run_check
+
+    deep = run_check(CheckRequest(target=str(DEMO / "target"), draft=str(DEMO / "draft"), backends=["llama.cpp"]))
+    assert [f.code for f in deep.findings] == ["DF818"]
+    shallow = run_check(CheckRequest(target=str(DEMO / "target"), draft=str(DEMO / "draft"), backends=["llama.cpp"],
+                                     options=CheckOptions(deep=False)))
+    assert shallow.findings == [] and any(r.code == "DF818" and r.status == "skipped" for r in shallow.rules)

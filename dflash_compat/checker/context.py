@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # the fact classes load only where facts were gathered (confi
     from dflash_compat.engines.families import FamilySupport
     from dflash_compat.launch.parse import Launch
     from dflash_compat.launch.shellwords import Word
-    from dflash_compat.modelfacts import DraftWeights, ModuleFacts, Skipped
+    from dflash_compat.modelfacts import DraftWeights, ModuleFacts, Skipped, TokenizerFacts
     from dflash_compat.specs import DraftSpec, TargetSpec
 
 __all__ = ["FACTS", "FileLocation", "RuleContext"]
@@ -32,6 +32,7 @@ FACTS = {
     "torch-modules": "the target's transformers module tree",
     "mlx-modules": "the target's mlx-lm module tree",
     "weights": "the draft's weight headers",
+    "tokenizer": "the target's tokenizer as llama.cpp's converter hashes it",
     # launch-level rules (DF901-DF999) judge a launch command; only `dflash-check launch` has one
     "launch": "a launch command (`dflash-check launch`)",
 }
@@ -57,6 +58,9 @@ class RuleContext:
     options: CheckOptions = field(default_factory=CheckOptions)
     modules: Optional[Union["ModuleFacts", "Skipped"]] = None
     weights: Optional[Union["DraftWeights", "Skipped"]] = None
+    # the target's tokenizer, hashed as the selected llama.cpp build's converter does (a deep fact, gathered for
+    # a checkpoint target judged for llama.cpp)
+    tokenizer: Optional[Union["TokenizerFacts", "Skipped"]] = None
     # The engine releases this run judges against (engines.registry.select_versions); None: the newest bundled.
     versions: Optional[Versions] = None
     # launch rules: the launch being judged, the launches before it in its file, why its pair was not checked
@@ -133,6 +137,14 @@ class RuleContext:
             raise KeyError(f"unknown fact {fact!r}; expected one of {', '.join(FACTS)}")
         if fact == "launch":
             return None if self.launch is not None else "only `dflash-check launch` reads launch commands"
+        if fact == "tokenizer":
+            from dflash_compat.modelfacts import Skipped
+
+            if self.tokenizer is None:
+                return "the target's tokenizer was not read (--no-deep, or not a checkpoint judged for llama.cpp)"
+            if isinstance(self.tokenizer, Skipped):
+                return f"the target's tokenizer was not read ({self.tokenizer.detail or self.tokenizer.reason})"
+            return None
         if fact == "weights":
             if self.weights is not None and self.weights_skip is None:
                 return None

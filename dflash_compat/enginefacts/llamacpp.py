@@ -464,6 +464,8 @@ ANCHORS: dict[str, tuple[str, Optional[str], tuple[Anchor, ...]]] = {
     "converter_pre_hashes": ("the BPE tokenizers the converter knows: the hash of its token ids for one fixed text",
                              None, (
         A("conversion/base.py", "def get_vocab_base_pre(self, tokenizer)", "chkhsh = sha256(", within=20),)),
+    "vocab_pre_unknown": ("a tokenizer.ggml.pre value the vocabulary loader does not know fails to load", None, (
+        A("src/llama-vocab.cpp", 'tokenizer_pre == "gpt-2"', "unknown pre-tokenizer type", within=400),)),
     "converter_pre_unrecognized": ("a BPE tokenizer whose hash is not in the table stops the conversion", None, (
         A("conversion/base.py", "def get_vocab_base_pre(self, tokenizer)",
           'raise NotImplementedError("BPE pre-tokenizer was not recognized', within=600),)),
@@ -560,15 +562,17 @@ def _vocab_none(tree: LlamaTree) -> dict[str, Any]:
     return {"models": models, "reads_special_tokens": not (returns and special > at)}
 
 
-def _converter_pre(tree: LlamaTree) -> tuple[str, dict[str, str]]:
-    """(the fixed text the converter tokenizes, {hash of its token ids: tokenizer.ggml.pre written}) from
-    get_vocab_base_pre in conversion/base.py (convert_hf_to_gguf.py in builds before the split)."""
+def _converter_pre(tree: LlamaTree) -> tuple[str, dict[str, str], dict[str, str]]:
+    """(the fixed text the converter tokenizes, {hash of its token ids: tokenizer.ggml.pre written}, where the
+    method is: {"module", "class"}) from get_vocab_base_pre in conversion/base.py (convert_hf_to_gguf.py in
+    builds before the split)."""
     for path in ("conversion/base.py", "convert_hf_to_gguf.py"):
         if not (tree.root / path).is_file():
             continue
-        for node in ast.walk(ast.parse(tree.text(path))):
-            if not (isinstance(node, ast.FunctionDef) and node.name == "get_vocab_base_pre"):
-                continue
+        module = path[:-3].replace("/", ".")
+        owners = [(cls, item) for cls in ast.parse(tree.text(path)).body if isinstance(cls, ast.ClassDef)
+                  for item in cls.body if isinstance(item, ast.FunctionDef) and item.name == "get_vocab_base_pre"]
+        for cls, node in owners[:1]:
             text, table = None, {}
             for stmt in ast.walk(node):
                 if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "chktxt"
@@ -583,8 +587,17 @@ def _converter_pre(tree: LlamaTree) -> tuple[str, dict[str, str]]:
                         table.setdefault(digest, res)
             if text is None or not table:
                 raise LayoutError(f"{path}: get_vocab_base_pre has no chktxt or no chkhsh table")
-            return text, dict(sorted(table.items()))
+            return text, dict(sorted(table.items())), {"module": module, "class": cls.name}
     raise LayoutError("conversion/base.py: no get_vocab_base_pre")
+
+
+def _vocab_pre_names(tree: LlamaTree) -> list[str]:
+    """The tokenizer.ggml.pre values llama.cpp's vocabulary loader knows (any other: "unknown pre-tokenizer
+    type", a load error)."""
+    names = sorted(set(re.findall(r'tokenizer_pre == "([^"]+)"', tree.text("src/llama-vocab.cpp"))))
+    if "gpt-2" not in names or "default" not in names:
+        raise LayoutError("src/llama-vocab.cpp: no `tokenizer_pre == \"gpt-2\"` / \"default\"")
+    return names
 
 
 def _converter_block_size_keys(tree: LlamaTree) -> list[str]:
@@ -622,6 +635,7 @@ _VALUES: dict[str, tuple[Any, Optional[str]]] = {
                               "dflash"),
     "metrics": (_metrics, None),
     "vocab_none": (_vocab_none, None),
+    "vocab_pre_names": (_vocab_pre_names, None),
 }
 
 
@@ -660,9 +674,9 @@ def extract(root: Path, build: str) -> dict[str, Any]:
         facts["converter_architectures"] = {hf: v["arch"] for hf, v in sorted(converter.items())}
         sources["converter_architectures"] = {hf: {k: v for k, v in loc.items() if k != "arch"}
                                               for hf, loc in sorted(converter.items())}
-    pre = guard(("converter_pre_hashes", "converter_chktxt"), None, lambda: _converter_pre(tree))
+    pre = guard(("converter_pre_hashes", "converter_chktxt", "converter_pre_hook"), None, lambda: _converter_pre(tree))
     if pre is not None:
-        facts["converter_chktxt"], facts["converter_pre_hashes"] = pre
+        facts["converter_chktxt"], facts["converter_pre_hashes"], facts["converter_pre_hook"] = pre
     for name, (read, feature) in _VALUES.items():
         value = guard((name,), feature, lambda read=read: read(tree))
         if value is not None:

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
         Scaling,
     )
     from dflash_compat.modelfacts.skipped import Skipped
+    from dflash_compat.modelfacts.tokenizer import TokenizerFacts
     from dflash_compat.modelfacts.weights import DraftWeights
 
 __all__ = [
@@ -39,10 +40,11 @@ __all__ = [
     "ModulePaths",
     "Scaling",
     "Skipped",
+    "TokenizerFacts",
 ]
 
 _HOME = {name: "modules" for name in __all__}
-_HOME.update(Skipped="skipped", DraftWeights="weights")
+_HOME.update(Skipped="skipped", DraftWeights="weights", TokenizerFacts="tokenizer")
 
 
 def __getattr__(name: str) -> Any:

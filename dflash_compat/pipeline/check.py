@@ -127,9 +127,26 @@ def build_context(req: CheckRequest, versions: Optional["Versions"] = None, **ex
         gguf = Skipped("gguf", "a GGUF file: its header is read, it is not built as a checkpoint")
         weights = gguf if d_res.is_gguf else inspect_draft(d_res, token=req.options.token)
         modules = gguf if t_res.is_gguf else inspect_target(t_res, target, req.options, req.framework)
+    tokenizer = None
+    if req.options.deep and "llama.cpp" in backends and not t_res.is_gguf:
+        tokenizer = _llamacpp_tokenizer(t_res, versions, req.token)
     ctx = RuleContext(target=target, draft=draft, options=req.options, versions=versions, modules=modules,
-                      weights=weights, **extra)
+                      weights=weights, tokenizer=tokenizer, **extra)
     return ctx, backends
+
+
+def _llamacpp_tokenizer(resolved: Resolved, versions: "Versions", token: Optional[str]):
+    """The target's tokenizer hashed on the selected llama.cpp build's converter text (a checkpoint target is
+    judged "after convert_hf_to_gguf.py", and the converter stops on a tokenizer its table does not know)."""
+    from dflash_compat.engines.store import release
+    from dflash_compat.modelfacts import Skipped
+
+    build = release("llama.cpp", versions.used("llama.cpp"))
+    if not build.known("converter_chktxt"):
+        return Skipped("no-converter", f"llama.cpp {build.version}: {build.unknown_why('converter_chktxt')}")
+    from dflash_compat.inspection.tokenizer import target_tokenizer
+
+    return target_tokenizer(resolved, build.facts["converter_chktxt"], token)
 
 
 def run_check(req: CheckRequest, rules: Optional[Sequence[Rule]] = None) -> Report:

@@ -14,7 +14,8 @@ from typing import Any, Optional
 
 from dflash_compat.exceptions import InputError
 
-__all__ = ["PairRef", "make_options", "option_supported", "draft_facts", "check_for_engine", "blocking_findings"]
+__all__ = ["PairRef", "make_options", "option_supported", "draft_facts", "check_for_engine", "blocking_findings",
+           "converter_pre"]
 
 
 @dataclass(frozen=True)
@@ -88,3 +89,26 @@ def check_for_engine(pair: PairRef, engine: str, options: Any, versions: Any = N
 def blocking_findings(report: Any) -> list[Any]:
     """The findings that make the engine's verdict fail (errors, its own or common)."""
     return [f for f in report.findings if f.severity == "error"]
+
+
+def converter_pre(pair: PairRef, build: str) -> tuple[Optional[str], Optional[dict]]:
+    """(the pre-tokenizer to name, where the build's converter hashes tokenizers) when llama.cpp `build`'s
+    convert_hf_to_gguf.py does not know the target's tokenizer and its split is one llama.cpp has; (None, None)
+    when the plain converter does (or the target is a GGUF, or its tokenizer could not be read: the rules say)."""
+    from dflash_compat.engines.store import release
+    from dflash_compat.inspection.tokenizer import target_tokenizer
+    from dflash_compat.modelfacts import TokenizerFacts
+    from dflash_compat.resolve.refs import resolve
+
+    facts = release("llama.cpp", build)
+    if not pair.deep or not facts.known("converter_pre_hashes") or pair.target.lower().endswith(".gguf"):
+        return None, None
+    resolved = resolve(pair.target, "target", revision=pair.revision, token=pair.token)
+    if resolved.is_gguf:
+        return None, None
+    tok = target_tokenizer(resolved, facts["converter_chktxt"], pair.token)
+    if not isinstance(tok, TokenizerFacts) or not tok.bpe or tok.chkhsh in facts["converter_pre_hashes"]:
+        return None, None
+    if tok.pre_tokenizer not in facts["vocab_pre_names"]:
+        return None, None  # DF818 is an error: no command is printed
+    return tok.pre_tokenizer, facts["converter_pre_hook"]

@@ -62,6 +62,10 @@ class LaunchRequest:
     trust_remote_code: bool = False
     prompt: str = DEFAULT_PROMPT
     spec_draft_n_max: Optional[int] = None  # llama.cpp --spec-draft-n-max
+    # llama.cpp: the pre-tokenizer the converter must be told (its table does not know the target's tokenizer:
+    # DF818) and where the build's converter hashes tokenizers ({"module", "class"}, from the engine facts)
+    converter_pre: Optional[str] = None
+    converter_hook: Optional[dict[str, str]] = None
     profile: Optional[dict[str, Any]] = None  # an acceptance profile (serving/profile.py): K from it
 
 
@@ -271,6 +275,9 @@ def _llamacpp(req: LaunchRequest, bs: int) -> LaunchPlan:
     if _split(req.target, req.revision)[1] or _split(req.draft, req.draft_revision)[1]:
         raise InputError("llama.cpp reads local GGUF files: download that revision (hf download REPO --revision REV "
                          "--local-dir DIR) and pass DIR")
+    from dflash_compat.modelfacts.tokenizer import converter_argv
+    from dflash_compat.resolve.refs import local_path
+
     notes: list[str] = []
     prepare: list[list[str]] = []
     files = {}
@@ -279,28 +286,31 @@ def _llamacpp(req: LaunchRequest, bs: int) -> LaunchPlan:
             files[role] = ref
             continue
         local = ref
-        if not (ref.startswith((".", "/", "~")) or "/" not in ref or ref.count("/") > 1):
-            from dflash_compat.resolve.refs import local_path
-
-            if local_path(ref) is None:  # a Hub repo: the converter reads a local folder
-                local = _gguf_name(ref)[:-5]
-                prepare.append(["hf", "download", ref, "--local-dir", local])
+        if local_path(ref) is None and not (ref.startswith((".", "/", "~")) or "/" not in ref or ref.count("/") > 1):
+            local = _gguf_name(ref)[:-5]  # a Hub repo: the converter reads a local folder
+            prepare.append(["hf", "download", ref, "--local-dir", local])
         files[role] = _gguf_name(ref)
         if role == "draft" and files[role] == files.get("target"):
             files[role] = files[role][:-5] + "-draft.gguf"
         files[role + "_dir"] = local
+    pre = (req.converter_pre, req.converter_hook) if req.converter_pre and req.converter_hook else (None, None)
     if "target_dir" in files:
-        prepare.append(["python", LLAMA_CONVERT, files["target_dir"], "--outfile", files["target"], "--outtype",
-                        "bf16"])
+        prepare.append(converter_argv([files["target_dir"], "--outfile", files["target"], "--outtype", "bf16"], *pre))
     if "draft_dir" in files:
         target_dir = files.get("target_dir")
         if target_dir is None:
             raise InputError("converting a DFlash draft needs the target's checkpoint folder (the converter's "
                              "--target-model-dir): pass the target as a folder or Hub repo, not a .gguf file")
-        prepare.append(["python", LLAMA_CONVERT, files["draft_dir"], "--target-model-dir", target_dir, "--outfile",
-                        files["draft"], "--outtype", "bf16"])
+        prepare.append(converter_argv([files["draft_dir"], "--target-model-dir", target_dir, "--outfile",
+                                       files["draft"], "--outtype", "bf16"], *pre))
         notes.append("the converter writes dflash.target_layers = target_layer_ids + 1 (llama.cpp captures layer "
                      "inputs) and takes the draft's vocabulary from --target-model-dir")
+    if "target_dir" in files or "draft_dir" in files:
+        notes.append("run the conversions from the llama.cpp source tree of your build (its convert_hf_to_gguf.py "
+                     "and requirements/requirements-convert_hf_to_gguf.txt), with the model paths as seen from there")
+    if pre[0]:
+        notes.append(f"the converter does not know the target's tokenizer (DF818): its pre-tokenizer, "
+                     f"{pre[0]}, is named for it")
     limit = max(bs - 1, 1)
     if req.spec_draft_n_max is not None:
         n = req.spec_draft_n_max

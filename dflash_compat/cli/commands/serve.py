@@ -159,6 +159,9 @@ def serve_cmd(target, draft, engine, num_speculative_tokens, num_draft_tokens, t
         from dflash_compat.exceptions import InputError
 
         raise InputError(f"--prompt: not an option of `serve --engine {engine}`")
+    if engine == "llama.cpp" and "llama.cpp" in versions:  # a tokenizer the build's converter does not know
+        pre, hook = pipeline.converter_pre(pair, versions.used("llama.cpp"))
+        req = dataclasses.replace(req, converter_pre=pre, converter_hook=hook)
     plan = build_plan(req, pipeline.draft_facts(pair))
     # the printed command, read back by the parser a launch file's line is read with: one deployment
     options = pipeline.make_options({**options_from_argv(engine, plan.argv), "engine": engine, "complete": True},

@@ -3,6 +3,9 @@
 # the converter writes dflash.target_layers = target_layer_ids + 1 (llama.cpp
 #   captures layer inputs) and takes the draft's vocabulary from
 #   --target-model-dir
+# run the conversions from the llama.cpp source tree of your build (its
+#   convert_hf_to_gguf.py and requirements/requirements-convert_hf_to_gguf.txt),
+#   with the model paths as seen from there
 # --spec-draft-n-max 15 = block_size - 1 (llama.cpp drafts the anchor plus N
 #   mask tokens; its default is 3)
 # keep the draft's KV cache unquantised (no -ctkd/-ctvd q8_0): users report
