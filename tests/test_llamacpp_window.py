@@ -169,3 +169,12 @@ def test_a_metadata_only_draft_says_so_before_any_missing_key(tmp_path, target):
 def test_a_pair_that_cannot_be_read_stays_not_checked(tmp_path, target):
     code, found = launch(LAUNCH.format(t=target, d=tmp_path / "absent.gguf") + " --spec-draft-p-min 0", "b11434")
     assert [f["code"] for f in found] == ["DF910"] and code == 0
+
+
+def test_df818_in_launch_as_in_check(tmp_path):
+    pytest.importorskip("transformers")
+    demo = Path(__file__).resolve().parent.parent / "examples" / "demo"
+    code, found = launch(f"llama-server -m {demo / 'target'} -md {demo / 'draft'} --spec-type draft-dflash "
+                         "--spec-draft-p-min 0", "b11434")
+    assert code == 0 and [f["code"] for f in found] == ["DF818"]
+    assert 'get_vocab_base_pre = lambda self, tokenizer: "gpt-2"' in found[0]["message"]
