@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any, Optional
 
-from dflash_compat.launch.shellwords import ASSIGNMENT, Word
+from dflash_compat.launch.shellwords import ASSIGNMENT, RESERVED, Word
 from dflash_compat.launch.sources import Candidate
 
 __all__ = ["Opt", "Launch", "find_launch", "image_engine", "image_version", "SETTING_FLAGS"]
@@ -33,6 +33,7 @@ class Launch:
     positionals: list[Word]
     image: Optional[str] = None
     image_line: int = 0
+    image_column: int = 0
     # normalised settings the rules read (None: not given) and the word each came from
     settings: dict[str, Any] = field(default_factory=dict)
     where: dict[str, Word] = field(default_factory=dict)
@@ -107,7 +108,10 @@ _NOT_LAUNCHERS = {"echo", "printf", "grep", "egrep", "fgrep", "pgrep", "pkill", 
 
 def _entry(words: list[Word]) -> Optional[tuple[str, int]]:
     """(engine, index of the first argument) when these words launch an engine."""
-    if words and PurePath(words[0].text).name in _NOT_LAUNCHERS:
+    first = 0
+    while first < len(words) and words[first].raw in RESERVED:  # `then`, `do`, `{`: the command comes after
+        first += 1
+    if first < len(words) and PurePath(words[first].text).name in _NOT_LAUNCHERS:
         return None
     for i, w in enumerate(words):
         t, nxt = w.text, words[i + 1].text if i + 1 < len(words) else ""
@@ -117,6 +121,8 @@ def _entry(words: list[Word]) -> Optional[tuple[str, int]]:
         if t == "-m" and nxt in _VLLM_MODULES:
             return "vllm", i + 2
         if t == "-m" and nxt in _SGLANG_MODULES:
+            return "sglang", i + 2
+        if base == "sglang" and nxt == "serve":
             return "sglang", i + 2
         if base in ("llama-server", "llama-cli"):
             return "llama.cpp", i + 1
@@ -240,15 +246,15 @@ def _coerce(setting: str, text: str) -> Any:
 def find_launch(c: Candidate) -> Optional[Launch]:
     """The engine launch in this command, if there is one: an entry point in its words, or the arguments
     of a container whose image's entrypoint is an engine (`vllm/vllm-openai` with only `args:`)."""
-    image, image_line, args_only = c.image, c.image_line, c.args_only
+    image, image_line, image_column, args_only = c.image, c.image_line, c.image_column, c.args_only
     if image is None and c.words and PurePath(c.words[0].text).name in _CONTAINER_RUNNERS:
         # `docker run [options] IMAGE [args]`: the image's entrypoint gets the words after it
         at = next((i for i, w in enumerate(c.words) if image_engine(w.text)), None)
         if at is not None:
-            image, image_line = c.words[at].text, c.words[at].line
+            image, image_line, image_column = c.words[at].text, c.words[at].line, c.words[at].column
             if _entry(c.words[at + 1:]) is None:
                 c = Candidate(c.file, c.kind, c.words[at + 1:], image=image, image_line=image_line, args_only=True,
-                              context=c.context)
+                              context=c.context, image_column=image_column)
                 args_only = True
     found = _entry(c.words)
     if found is None:
@@ -260,11 +266,11 @@ def find_launch(c: Candidate) -> Optional[Launch]:
         engine, start = found
         # the launch's position: its entry word (`vllm`, `python`, `llama-server`, `dflash`)
         entry_i = next((i for i in range(start - 1, -1, -1)
-                        if PurePath(c.words[i].text).name in ("vllm", "llama-server", "llama-cli", "dflash")
+                        if PurePath(c.words[i].text).name in ("vllm", "sglang", "llama-server", "llama-cli", "dflash")
                         or _PYTHON.match(PurePath(c.words[i].text).name)), start - 1)
     opts, positionals = _options(engine, c.words[start:])
     launch = Launch(c.file, c.kind, c.context, engine, c.words[entry_i:], opts, positionals, image=image,
-                    image_line=image_line)
+                    image_line=image_line, image_column=image_column)
     _settings(launch)
     return launch
 

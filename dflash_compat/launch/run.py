@@ -14,12 +14,18 @@ from dflash_compat.findings import Finding, RuleRun, backend_counts
 from dflash_compat.launch.context import LaunchContext
 from dflash_compat.launch.flagfacts import flag_facts
 from dflash_compat.launch.parse import Launch, find_launch
-from dflash_compat.launch.sources import candidates, pins_in
+from dflash_compat.launch.shellwords import Deadline
+from dflash_compat.launch.sources import MAX_SECONDS, LaunchFileError, candidates, pins_in
 from dflash_compat.launch.versions import LaunchVersion, pair_versions, select_version
 from dflash_compat.options import CheckOptions
 from dflash_compat.report import Report, summarize
 
-__all__ = ["LaunchSettings", "LaunchReport", "FileResult", "check_files", "check_text", "launch_options"]
+__all__ = ["LaunchSettings", "LaunchReport", "FileResult", "check_files", "check_file", "check_text", "launch_options",
+           "MAX_BYTES", "STDIN"]
+
+# bounds of one launch file (docs/launch.md): larger is not a launch file; longer to read ends with an error
+MAX_BYTES = 4 * 1024 * 1024
+STDIN = "<stdin>"  # how `launch -` names standard input
 
 # the backend (report name) each launch engine is judged as
 BACKEND = {"vllm": "vllm", "sglang": "sglang", "llama.cpp": "llama.cpp", "mlx": "mlx", "transformers": "transformers"}
@@ -38,6 +44,7 @@ class LaunchSettings:
     deep: bool = False
     token: Optional[str] = None
     pair: bool = True  # run the pair check where the models can be read
+    read_seconds: Optional[float] = MAX_SECONDS  # the time bound for reading one file (None: none)
 
 
 @dataclass
@@ -72,6 +79,16 @@ class FileResult:
     file: str
     kind: str
     launches: list[LaunchReport]
+    # a file that could not be read (invalid YAML, a Helm template, too large, too slow): its one-line reason
+    # and line; its launches are none, the other files are judged all the same
+    error: Optional[str] = None
+    error_line: int = 0
+
+    @property
+    def error_text(self) -> str:
+        """`FILE:LINE: REASON`, as `dflash-check: error:` prints it."""
+        where = f"{self.file}:{self.error_line}" if self.error_line else self.file
+        return f"{where}: {self.error}"
 
 
 def launch_options(launch: Launch) -> dict[str, Any]:
@@ -233,8 +250,9 @@ def _judge(launch: Launch, earlier: Sequence[Launch], pins: Mapping[str, tuple[s
 
 
 def check_text(file: str, text: str, settings: LaunchSettings) -> FileResult:
-    """Every launch in one file's text (`file` is how findings name it)."""
-    kind, cands = candidates(file, text)
+    """Every launch in one file's text (`file` is how findings name it). LaunchFileError for a file that
+    cannot be read."""
+    kind, cands = candidates(file, text, Deadline(settings.read_seconds))
     pins = pins_in(text)
     rules = _launch_rules(settings)
     launches = [launch for c in cands if (launch := find_launch(c)) is not None]
@@ -242,15 +260,30 @@ def check_text(file: str, text: str, settings: LaunchSettings) -> FileResult:
     return FileResult(file, kind, reports)
 
 
-def check_files(paths: Sequence[str], settings: LaunchSettings) -> list[FileResult]:
-    return [check_text(path, _read(path), settings) for path in paths]
+def check_file(path: str, settings: LaunchSettings, stdin: Any = None) -> FileResult:
+    """One file (`-`: standard input, named <stdin>) as a result: a file that cannot be read is a result
+    with its error, never an exception, so that the other files of a run are judged."""
+    name = STDIN if path == "-" else path
+    try:
+        text = _read_stdin(stdin) if path == "-" else _read(path)
+        return check_text(name, text, settings)
+    except LaunchFileError as e:
+        return FileResult(name, "unread", [], error=e.reason, error_line=e.line)
+    except InputError as e:
+        prefix = f"{name}: "
+        message = str(e)
+        return FileResult(name, "unread", [], error=message[len(prefix):] if message.startswith(prefix) else message)
+
+
+def check_files(paths: Sequence[str], settings: LaunchSettings, stdin: Any = None) -> list[FileResult]:
+    return [check_file(path, settings, stdin) for path in paths]
 
 
 def _read(path: str) -> str:
     p = Path(path)
     if not p.is_file():
         raise InputError(f"{path}: no such file")
-    if p.stat().st_size > 4 * 1024 * 1024:
+    if p.stat().st_size > MAX_BYTES:
         raise InputError(f"{path}: larger than 4 MiB; not a launch file")
     try:
         return p.read_text(encoding="utf-8")
@@ -258,3 +291,20 @@ def _read(path: str) -> str:
         raise InputError(f"{path}: not UTF-8 text (byte {e.start})") from None
     except OSError as e:
         raise InputError(f"{path}: cannot be read ({e.strerror})") from None
+
+
+def _read_stdin(stream: Any = None) -> str:
+    """Standard input, read to its end but never more than the 4 MiB bound (`helm template ... | dflash-check
+    launch -`)."""
+    import sys
+
+    stream = stream if stream is not None else sys.stdin
+    raw = getattr(stream, "buffer", stream).read(MAX_BYTES + 1)
+    if isinstance(raw, str):
+        raw = raw.encode("utf-8")
+    if len(raw) > MAX_BYTES:
+        raise InputError(f"{STDIN}: larger than 4 MiB; not a launch file")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(f"{STDIN}: not UTF-8 text (byte {e.start})") from None

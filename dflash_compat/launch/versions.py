@@ -10,7 +10,7 @@ The one place that knows about version selection, kept small so that the project
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping, Optional
+from typing import Any, Mapping, Optional
 
 from dflash_compat.launch.flagfacts import newest
 from dflash_compat.launch.parse import Launch, image_version
@@ -24,23 +24,26 @@ class LaunchVersion:
     version: Optional[str]  # None: no version stated and none bundled
     origin: str  # "option", "launch-file" or "default"
     detail: str = ""  # e.g. "image vllm/vllm-openai:v0.34.0 (line 3)"
+    line: int = 0  # where the launch file states it (origin launch-file): the image or the pin
+    column: int = 0
 
     def describe(self) -> str:
         where = f": {self.detail}" if self.detail else ""
         return f"{self.engine} {self.version or '(unknown)'} ({self.origin}{where})"
 
 
-def select_version(launch: Launch, pins: Mapping[str, tuple[str, int]], options: Mapping[str, str],
+def select_version(launch: Launch, pins: Mapping[str, Any], options: Mapping[str, str],
                    config: Mapping[str, str] = {}) -> LaunchVersion:  # noqa: B006 (read only)
     engine = launch.engine
     if engine in options:
         return LaunchVersion(engine, options[engine], "option", "--engine-version")
     tagged = image_version(launch.image)
     if tagged:
-        return LaunchVersion(engine, tagged, "launch-file", f"image {launch.image} (line {launch.image_line})")
+        return LaunchVersion(engine, tagged, "launch-file", f"image {launch.image} (line {launch.image_line})",
+                             launch.image_line, launch.image_column)
     if engine in pins:
-        version, line = pins[engine]
-        return LaunchVersion(engine, version, "launch-file", f"pip pin on line {line}")
+        pin = pins[engine]  # sources.Pin
+        return LaunchVersion(engine, pin.version, "launch-file", f"pip pin on line {pin.line}", pin.line, pin.column)
     if engine in config:
         return LaunchVersion(engine, config[engine], "config", "engine-versions in the settings file")
     return LaunchVersion(engine, newest(engine), "default", "newest bundled")
