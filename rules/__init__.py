@@ -185,6 +185,8 @@ from dflash_compat.rules import (  # noqa: E402 - after the finder that speeds i
     df909_launch_value_not_judged,
     df910_launch_pair_not_checked,
     df911_launch_flags_not_judged,
+    df912_launch_speculative_method_refused,
+    df913_launch_engine_predates_dflash,
 )
 
 sys.meta_path.remove(_OwnModules)
@@ -362,6 +364,8 @@ ALL_RULES: list[Rule] = [
     df909_launch_value_not_judged.RULE,
     df910_launch_pair_not_checked.RULE,
     df911_launch_flags_not_judged.RULE,
+    df912_launch_speculative_method_refused.RULE,
+    df913_launch_engine_predates_dflash.RULE,
 ]
 
 RULES_BY_CODE: dict[str, Rule] = {r.code: r for r in ALL_RULES}

@@ -35,6 +35,7 @@ LAYERS = {
     # launch: reading launch files is input parsing, like the specs; the launch rules' context sits with the
     # engine's, running them with the pipeline, their output with the commands
     "specs": ("dflash_compat.specs", "dflash_compat.launch.shellwords", "dflash_compat.launch.sources",
+              "dflash_compat.launch.yamltext",
               "dflash_compat.launch.parse", "dflash_compat.launch.versions"),
     "facts": ("dflash_compat.facts",),
     "probe": ("dflash_compat.probe",),

@@ -35,7 +35,10 @@ class LaunchContext:
     draft: Optional["DraftSpec"] = None
     target: Optional["TargetSpec"] = None
     earlier: tuple[Launch, ...] = ()  # the launches before this one in the same file
-    pair_skipped: Optional[str] = None  # why the pair check did not run (None: it ran)
+    pair_skipped: Optional[str] = None  # why the pair check did not run (None: it ran, or nothing to judge)
+    # what kind of reason (run._pair): option, not-speculative, not-dflash, variable, no-draft, no-target,
+    # unreadable; "" when the pair was checked
+    pair_skip_kind: str = ""
 
     def at(self, setting: Optional[str] = None, word: Optional[Word] = None) -> FileLocation:
         """The file location of a setting (where its value is written), of a word, else of the launch."""
@@ -44,6 +47,13 @@ class LaunchContext:
             return FileLocation("launch", self.launch.file, setting or self.launch.engine, self.launch.line,
                                 self.launch.column)
         return FileLocation("launch", self.launch.file, setting or w.text[:60], w.line, w.column)
+
+    def at_version(self) -> FileLocation:
+        """Where the launch file states the engine version (its image or its pip pin), else the launch."""
+        v = self.version
+        if v.origin == "launch-file" and v.line:
+            return FileLocation("launch", self.launch.file, f"{v.engine} {v.version}", v.line, v.column or 1)
+        return self.at()
 
     def setting(self, name: str) -> Any:
         return self.launch.settings.get(name)

@@ -41,6 +41,13 @@ class Launch:
     unresolved: dict[str, tuple[Word, tuple[str, ...]]] = field(default_factory=dict)
     spec_config: Optional[dict] = None  # vLLM --speculative-config, parsed
     spec_error: Optional[str] = None  # why it could not be parsed
+    entry: str = ""  # the entry point as written, normalised: `vllm serve`, `sglang serve`, `python -m ...`
+
+    @property
+    def entry_flags(self) -> frozenset[str]:
+        """Flags the entry point itself takes before the engine's parser sees the rest: `sglang serve`'s
+        --model-type (sglang 0.5.23 sglang/cli/serve.py:30-59)."""
+        return frozenset({"--model-type"}) if self.entry == "sglang serve" else frozenset()
 
     @property
     def line(self) -> int:
@@ -49,6 +56,15 @@ class Launch:
     @property
     def column(self) -> int:
         return self.words[0].column
+
+    @property
+    def speculative(self) -> bool:
+        """Whether the launch asks for speculative decoding at all (a draft, a method, a speculative config):
+        a plain launch of the target has no pair to judge."""
+        s = self.settings
+        return any(s.get(k) is not None or k in self.unresolved
+                   for k in ("draft", "method", "algorithm", "spec_type", "num_speculative_tokens")) \
+            or self.spec_config is not None or self.spec_error is not None
 
     @property
     def target(self) -> Optional[str]:
@@ -100,6 +116,7 @@ _SGLANG_MODULES = ("sglang.launch_server",)
 
 
 _CONTAINER_RUNNERS = {"docker", "podman", "nerdctl"}
+_SHELLS = {"sh", "bash", "dash", "zsh", "ash", "ksh"}
 # commands whose arguments may spell a launch without running one
 _NOT_LAUNCHERS = {"echo", "printf", "grep", "egrep", "fgrep", "pgrep", "pkill", "kill", "killall", "cat", "pip", "pip3",
                   "which", "type", "command", "test", "[", "man", "tee", "sed", "awk", "git", "curl", "wget", "apt-get",
@@ -113,6 +130,9 @@ def _entry(words: list[Word]) -> Optional[tuple[str, int]]:
         first += 1
     if first < len(words) and PurePath(words[first].text).name in _NOT_LAUNCHERS:
         return None
+    if first + 1 < len(words) and PurePath(words[first].text).name in _SHELLS \
+            and re.match(r"^-[a-z]*c[a-z]*$", words[first + 1].text):
+        return None  # `sh -c SCRIPT ARGS...`: the launch is in SCRIPT (read on its own); ARGS are $0, $1...
     for i, w in enumerate(words):
         t, nxt = w.text, words[i + 1].text if i + 1 < len(words) else ""
         base = PurePath(t).name
@@ -270,7 +290,9 @@ def find_launch(c: Candidate) -> Optional[Launch]:
                         or _PYTHON.match(PurePath(c.words[i].text).name)), start - 1)
     opts, positionals = _options(engine, c.words[start:])
     launch = Launch(c.file, c.kind, c.context, engine, c.words[entry_i:], opts, positionals, image=image,
-                    image_line=image_line, image_column=image_column)
+                    image_line=image_line, image_column=image_column,
+                    entry=" ".join(PurePath(w.text).name if k == 0 else w.text
+                                   for k, w in enumerate(c.words[entry_i:start])))
     _settings(launch)
     return launch
 
@@ -289,6 +311,11 @@ def _settings(launch: Launch) -> None:
         if opt.value is None:
             continue
         _put(launch, setting, opt.value.text, opt.value)
+    if launch.engine == "sglang" and "target" not in launch.settings and launch.positionals \
+            and launch.entry == "sglang serve":
+        # `sglang serve MODEL`: a first argument that is no flag is the model path (sglang 0.5.23
+        # sglang/cli/serve.py:62-66)
+        _put(launch, "target", launch.positionals[0].text, launch.positionals[0])
     if launch.engine == "vllm":
         if "target" not in launch.settings and launch.positionals:
             _put(launch, "target", launch.positionals[0].text, launch.positionals[0])

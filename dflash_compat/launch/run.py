@@ -171,20 +171,26 @@ def _run_launch_rules(ctx: LaunchContext, rules: Sequence[Rule], backend: str,
 
 
 def _pair(launch: Launch, settings: LaunchSettings, version: LaunchVersion
-          ) -> tuple[Optional[Report], Any, Any, Optional[str]]:
-    """(the pair's report, target spec, draft spec, why it was not checked)."""
+          ) -> tuple[Optional[Report], Any, Any, Optional[str], str]:
+    """(the pair's report, target spec, draft spec, why it was not checked, what kind of reason: `option`
+    (--no-pair), `not-speculative` (no draft, no speculative setting: nothing to judge), `not-dflash`,
+    `variable`, `no-draft`, `unreadable` (the models could not be read here))."""
+    if not launch.speculative:
+        return None, None, None, None, "not-speculative"
     if not settings.pair:
-        return None, None, None, "--no-pair"
+        return None, None, None, "--no-pair", "option"
     backend = BACKEND[launch.engine]
-    method = launch.settings.get("method") if launch.engine == "vllm" else launch.settings.get("algorithm")
-    if launch.engine in ("vllm", "sglang") and isinstance(method, str) and method.lower() not in ("dflash", "dspark"):
-        return None, None, None, f"the speculative method is {method!r}, not DFlash"
+    method = {"vllm": "method", "sglang": "algorithm", "llama.cpp": "spec_type"}.get(launch.engine)
+    value = launch.settings.get(method) if method else None
+    if isinstance(value, str) and method not in launch.unresolved and not _means_dflash(value):
+        shown = "speculative method" if launch.engine != "llama.cpp" else "speculative type"
+        return None, None, None, f"the {shown} is {value!r}, not DFlash", "not-dflash"
     for ref in ("target", "draft"):
         if ref in launch.unresolved:
             names = ", ".join("$" + n if not n.startswith(("$", "`")) else n for n in launch.unresolved[ref][1])
-            return None, None, None, f"the {ref} comes from {names}"
+            return None, None, None, f"the {ref} comes from {names}", "variable"
         if not isinstance(launch.settings.get(ref), str) or not launch.settings.get(ref):
-            return None, None, None, f"the launch names no {ref}"
+            return None, None, None, f"the launch names no {ref}", "no-draft" if ref == "draft" else "no-target"
     from dflash_compat.check import CheckRequest, load_draft, load_target, run_check
     from dflash_compat.resolve import resolve
 
@@ -203,8 +209,16 @@ def _pair(launch: Launch, settings: LaunchSettings, version: LaunchVersion
         target = load_target(resolve(req.target, "target", revision=req.revision, token=req.token))
         draft = load_draft(resolve(req.draft, "draft", revision=req.draft_revision, token=req.token))
     except DFlashCompatError as e:
-        return None, None, None, " ".join(str(e).split())
-    return report, target, draft, None
+        return None, None, None, " ".join(str(e).split()), "unreadable"
+    return report, target, draft, None, ""
+
+
+def _means_dflash(value: str) -> bool:
+    """A speculative method / algorithm / type that names DFlash (or DSpark, its sibling), however spelled:
+    the launch means to run a DFlash draft, so its pair is judged even where the engine refuses the spelling
+    (DF912 says so)."""
+    low = value.lower()
+    return "dflash" in low or "dspark" in low
 
 
 def _engine_entry(engine: str, version: str, origin: str) -> dict[str, str]:
@@ -227,12 +241,16 @@ def _judge(launch: Launch, earlier: Sequence[Launch], pins: Mapping[str, tuple[s
            settings: LaunchSettings, rules: Sequence[Rule]) -> LaunchReport:
     version = select_version(launch, pins, settings.engine_versions, settings.config_versions)
     facts = flag_facts(launch.engine, version.version) if version.version else None
-    pair, target, draft, skipped = _pair(launch, settings, version)
+    pair, target, draft, skipped, skip_kind = _pair(launch, settings, version)
     ctx = LaunchContext(launch=launch, version=version, flags=facts, draft=draft, target=target,
-                        earlier=tuple(earlier), pair_skipped=skipped)
+                        earlier=tuple(earlier), pair_skipped=skipped, pair_skip_kind=skip_kind)
     backend = BACKEND[launch.engine]
     runs, found = _run_launch_rules(ctx, rules, backend, settings.severity)
-    findings = ([_placed(f, ctx) for f in pair.findings] if pair else []) + found
+    pair_findings = [_placed(f, ctx) for f in pair.findings] if pair else []
+    if any(f.code == "DF913" for f in found):
+        # DF913 says it from the pin, at the pin: the pair check's own "predates DFlash" error (DF012) repeats it
+        pair_findings = [f for f in pair_findings if not (f.code == "DF012" and f.severity == "error")]
+    findings = pair_findings + found
     all_runs = (list(pair.rules) if pair else []) + runs
     counts = {backend: backend_counts(findings, all_runs, backend)}
     engines = dict(pair.engines) if pair else {}
