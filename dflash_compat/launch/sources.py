@@ -659,11 +659,10 @@ def helm_template_line(text: str) -> int:
 
 
 def _helm_error(file: str, text: str, line: int) -> LaunchFileError:
-    chart = _chart_dir(file)
-    render = f"helm template RELEASE {chart} | dflash-check launch -" if chart \
-        else "helm template RELEASE CHART | dflash-check launch -"
-    return LaunchFileError(file, line, f"a Helm chart template, not a manifest (its values are filled in only "
-                                       f"when the chart is rendered); check what it renders: {render}")
+    chart = _chart_dir(file) or "CHART"
+    return LaunchFileError(file, line, f"a Helm chart template, not a manifest (its values exist only once the "
+                                       f"chart is rendered): check what it renders, with the values you deploy "
+                                       f"(-f values.yaml): helm template demo {chart} | dflash-check launch -")
 
 
 def _chart_dir(file: str) -> Optional[str]:
