@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dflash_compat.engine import COMMON, Rule, Violation
 
-
 # what to do about each kind of reason (launch/run.py `_pair`)
 _FIXES = {
     "option": "Leave out --no-pair to check the pair too.",

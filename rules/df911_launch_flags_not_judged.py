@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dflash_compat.engine import COMMON, Rule, Violation
 
-
 # where each engine's parser is read from: a wheel (vLLM, SGLang) or a source tree (llama.cpp)
 _SOURCE = {"vllm": "WHEEL", "sglang": "WHEEL", "llama.cpp": "LLAMA_CPP_SOURCE_TREE"}
 

@@ -134,12 +134,12 @@ def test_a_file_past_the_size_bound_is_one_line(tmp_path):
 
 
 def test_a_file_past_the_time_bound_is_one_line(tmp_path):
-    """The time bound (60 s by default) ends the reading of one file with one line; set to 0 here, so any
-    file with more than a thousand steps passes it, whatever the machine's speed."""
+    """The time bound (60 s of CPU time by default) ends the reading of one file with one line; set to 0 here,
+    so any file with more than a thousand steps passes it, whatever the machine's speed."""
     path = tmp_path / "run.sh"
     path.write_text("vllm serve m --port 1\n" * 2000)
     result = check_file(str(path), LaunchSettings(pair=False, read_seconds=0))
-    assert result.error == "not read within 0 s (the bound for one launch file)" and result.error_line == 0
+    assert result.error == "not read within 0 s of CPU time (the bound for one launch file)" and result.error_line == 0
     yaml_path = tmp_path / "k.yaml"
     yaml_path.write_text("items:\n" + "".join(f"  - {{name: n{i}, value: v}}\n" for i in range(2000)))
     assert check_file(str(yaml_path), LaunchSettings(pair=False, read_seconds=0)).error.startswith("not read within")

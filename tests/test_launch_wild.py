@@ -94,7 +94,7 @@ def test_each_launch_and_finding_in_json_text_and_sarif(name):
     if name in VERSIONS:
         assert [x["engine_version"]["version"] for x in doc["launches"]] == VERSIONS[name]
     text = _run("--no-pair", path).stdout
-    for line, column, engine, _ in launches:
+    for line, column, _engine, _ in launches:
         assert f"{path}:{line}:{column}: " in text
     for code, line, column, _ in findings:
         assert any(ln.startswith(f"{path}:{line}:{column}: ") and f" {code}" in ln for ln in text.splitlines()), \

@@ -101,7 +101,7 @@ def launch_cmd(files: tuple[str, ...], commands: tuple[str, ...], engine_version
     FILE `-` is standard input (helm template RELEASE CHART | dflash-check launch -).
 
     Exit codes: 0 every launch passes, 1 a launch fails, 2 a file cannot be read (invalid YAML,
-    unbalanced quotes, a Helm template, larger than 4 MiB or slower than 60 s to read; the other files
+    unbalanced quotes, a Helm template, larger than 4 MiB or more than 60 s of CPU time to read; the other files
     are judged all the same, and the worst result is the exit code; a file with no launch only with
     --require-launch).
     """

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from pathlib import PurePath
 from typing import Any, Optional
 
 from dflash_compat.launch.shellwords import ASSIGNMENT, RESERVED, Word
@@ -75,6 +74,11 @@ class Launch:
         return self.settings.get("draft")
 
 
+def _base(path: str) -> str:
+    """The last part of a path (`/usr/bin/vllm` -> `vllm`): PurePath(path).name without its cost per word."""
+    return path[path.rfind("/") + 1:]
+
+
 # ---------------------------------------------------------------------------------------------- images
 
 _IMAGES = (
@@ -128,14 +132,14 @@ def _entry(words: list[Word]) -> Optional[tuple[str, int]]:
     first = 0
     while first < len(words) and words[first].raw in RESERVED:  # `then`, `do`, `{`: the command comes after
         first += 1
-    if first < len(words) and PurePath(words[first].text).name in _NOT_LAUNCHERS:
+    if first < len(words) and _base(words[first].text) in _NOT_LAUNCHERS:
         return None
-    if first + 1 < len(words) and PurePath(words[first].text).name in _SHELLS \
+    if first + 1 < len(words) and _base(words[first].text) in _SHELLS \
             and re.match(r"^-[a-z]*c[a-z]*$", words[first + 1].text):
         return None  # `sh -c SCRIPT ARGS...`: the launch is in SCRIPT (read on its own); ARGS are $0, $1...
     for i, w in enumerate(words):
         t, nxt = w.text, words[i + 1].text if i + 1 < len(words) else ""
-        base = PurePath(t).name
+        base = _base(t)
         if base == "vllm" and nxt == "serve":
             return "vllm", i + 2
         if t == "-m" and nxt in _VLLM_MODULES:
@@ -267,7 +271,7 @@ def find_launch(c: Candidate) -> Optional[Launch]:
     """The engine launch in this command, if there is one: an entry point in its words, or the arguments
     of a container whose image's entrypoint is an engine (`vllm/vllm-openai` with only `args:`)."""
     image, image_line, image_column, args_only = c.image, c.image_line, c.image_column, c.args_only
-    if image is None and c.words and PurePath(c.words[0].text).name in _CONTAINER_RUNNERS:
+    if image is None and c.words and _base(c.words[0].text) in _CONTAINER_RUNNERS:
         # `docker run [options] IMAGE [args]`: the image's entrypoint gets the words after it
         at = next((i for i, w in enumerate(c.words) if image_engine(w.text)), None)
         if at is not None:
@@ -286,12 +290,12 @@ def find_launch(c: Candidate) -> Optional[Launch]:
         engine, start = found
         # the launch's position: its entry word (`vllm`, `python`, `llama-server`, `dflash`)
         entry_i = next((i for i in range(start - 1, -1, -1)
-                        if PurePath(c.words[i].text).name in ("vllm", "sglang", "llama-server", "llama-cli", "dflash")
-                        or _PYTHON.match(PurePath(c.words[i].text).name)), start - 1)
+                        if _base(c.words[i].text) in ("vllm", "sglang", "llama-server", "llama-cli", "dflash")
+                        or _PYTHON.match(_base(c.words[i].text))), start - 1)
     opts, positionals = _options(engine, c.words[start:])
     launch = Launch(c.file, c.kind, c.context, engine, c.words[entry_i:], opts, positionals, image=image,
                     image_line=image_line, image_column=image_column,
-                    entry=" ".join(PurePath(w.text).name if k == 0 else w.text
+                    entry=" ".join(_base(w.text) if k == 0 else w.text
                                    for k, w in enumerate(c.words[entry_i:start])))
     _settings(launch)
     return launch

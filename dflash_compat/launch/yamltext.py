@@ -487,7 +487,7 @@ def walk(node: Any) -> Iterator[Any]:
         seen.add(id(n))
         yield n
         if isinstance(n, MappingNode):
-            for k, v in reversed(n.value):
+            for _k, v in reversed(n.value):
                 stack.append(v)
         elif isinstance(n, SequenceNode):
             stack.extend(reversed(n.value))
