@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from dflash_compat.launch.parse import find_launch  # noqa: E402
-from dflash_compat.launch.run import MAX_BYTES  # noqa: E402
+from dflash_compat.pipeline.launch import MAX_BYTES  # noqa: E402
 from dflash_compat.launch.sources import candidates  # noqa: E402
 
 LINE = ("X=(a b) ; f() { :; } ; vllm serve \"$MODEL\" --speculative-config '{\"method\": \"dflash\", \"model\": "

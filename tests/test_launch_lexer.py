@@ -12,7 +12,7 @@ from contextlib import contextmanager
 import pytest
 
 from dflash_compat.launch.parse import find_launch
-from dflash_compat.launch.run import MAX_BYTES, LaunchSettings, check_file
+from dflash_compat.pipeline.launch import MAX_BYTES, LaunchSettings, check_file
 from dflash_compat.launch.shellwords import ShellSyntaxError, split_commands
 from dflash_compat.launch.sources import LaunchFileError, candidates
 
