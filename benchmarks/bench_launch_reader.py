@@ -21,8 +21,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from dflash_compat.launch.parse import find_launch  # noqa: E402
-from dflash_compat.pipeline.launch import MAX_BYTES  # noqa: E402
 from dflash_compat.launch.sources import candidates  # noqa: E402
+from dflash_compat.pipeline.launch import MAX_BYTES  # noqa: E402
 
 LINE = ("X=(a b) ; f() { :; } ; vllm serve \"$MODEL\" --speculative-config '{\"method\": \"dflash\", \"model\": "
         "\"z-lab/d\"}' --tensor-parallel-size ${TP:-2} > log 2>&1 &\n")

@@ -12,9 +12,9 @@ from contextlib import contextmanager
 import pytest
 
 from dflash_compat.launch.parse import find_launch
-from dflash_compat.pipeline.launch import MAX_BYTES, LaunchSettings, check_file
 from dflash_compat.launch.shellwords import ShellSyntaxError, split_commands
 from dflash_compat.launch.sources import LaunchFileError, candidates
+from dflash_compat.pipeline.launch import MAX_BYTES, LaunchSettings, check_file
 
 HANG_GUARD_S = 300
 

@@ -7,8 +7,8 @@ from dflash_compat.checker.engine import COMMON, Rule, Violation
 
 def check(ctx):
     # here, not at the top: only a check of a launch command needs the registry and the flag facts (start-up)
-    from dflash_compat.engines.registry import ENGINES
     from dflash_compat.engines.flags import newest
+    from dflash_compat.engines.registry import ENGINES
 
     launch, version = ctx.launch, ctx.version
     info = ENGINES.get(launch.engine)
