@@ -63,6 +63,9 @@ class RuleContext:
     launch: Optional["Launch"] = None
     earlier: tuple["Launch", ...] = ()
     pair_skipped: Optional[str] = None
+    # what kind of reason (pipeline.launch._pair_refs): option, not-speculative, not-dflash, variable, no-draft,
+    # no-target, unreadable; "" when the pair was checked
+    pair_skip_kind: str = ""
 
     # -- engines
     @property
@@ -190,6 +193,13 @@ class RuleContext:
         if w is None:
             return FileLocation("launch", launch.file, setting or launch.engine, launch.line, launch.column)
         return FileLocation("launch", launch.file, setting or w.text[:60], w.line, w.column)
+
+    def at_version(self) -> FileLocation:
+        """Where the launch file states the launch engine's version (its image or its pip pin), else the launch."""
+        sel = self.engine_versions.get(self.launch.engine)
+        if sel is not None and sel.origin == "launch-file" and sel.line:
+            return FileLocation("launch", self.launch.file, f"{sel.engine} {sel.requested}", sel.line, sel.column or 1)
+        return self.at()
 
     def setting(self, name: str) -> Any:
         """A launch setting as written (None: not given)."""
