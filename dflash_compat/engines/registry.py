@@ -363,8 +363,8 @@ def select_versions(option: Sequence[str] = (), config: Optional[Mapping[str, st
                     installed: bool = True, details: Optional[Mapping[str, tuple[str, int, int]]] = None) -> Versions:
     """Per engine: --engine-version (`option`, raw NAME==VERSION strings) > a launch file's pin >
     the settings file's `engine-versions` table > the installed distribution > the newest bundled.
-    `details`: engine -> (where its launch-file pin is written, its line, its column). InputError on a malformed spec, an unknown
-    engine, or two different versions of one engine."""
+    `details`: engine -> (where its launch-file pin is written, its line, its column). InputError on a
+    malformed spec, an unknown engine, or two different versions of one engine."""
     from dflash_compat.exceptions import InputError
 
     asked: dict[str, tuple[str, Origin]] = {}
