@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from dflash_compat.cli.app import cli
 from dflash_compat.launch.parse import find_launch, image_version
 from dflash_compat.launch.shellwords import ShellSyntaxError, split_commands
-from dflash_compat.launch.sources import LaunchFileError, candidates, pins_in
+from dflash_compat.launch.sources import LaunchFileError, Pin, candidates, pins_in
 from dflash_compat.pipeline.launch import LaunchSettings, check_text, launch_options
 
 REPO = Path(__file__).resolve().parent.parent
@@ -189,7 +189,7 @@ def test_workflow_run_steps_with_env():
     [launch] = launches(".github/workflows/serve.yml", text)
     assert kind == "workflow" and launch.target == "Qwen/Qwen3-8B" and launch.settings["num_speculative_tokens"] == 7
     assert (launch.line, launch.column) == (13, 11) and launch.context == "job serve step 2"
-    assert pins_in(text) == {"vllm": ("0.33.0", 12)}
+    assert pins_in(text) == {"vllm": Pin("0.33.0", 12, 24)}
 
 
 @pytest.mark.parametrize("image,version", [

@@ -23,8 +23,8 @@ from dflash_compat.rules import ALL_RULES, RETIRED, RULES_BY_CODE
 # caps guard the checker, no engine): no engine behaviour to cite.
 # DF011/DF012 report which engine release the check fell back to: about the checker's bundled facts.
 # DF908-DF911 speak about the launch file itself (a pair launched twice, a value from a variable, a pair or
-# release the checker could not read).
-# DF913: a pair `check` refuses before any rule runs (its one line says why).
+# release the checker could not read); DF913 compares a launch's pin with the engine's first release with
+# DFlash (engine_versions.EngineInfo.first_dflash, whose code docs/engine-facts.md cites), as DF012 does.
 CHECKER_ONLY = {"DF006", "DF007", "DF010", "DF011", "DF012", "DF908", "DF909", "DF910", "DF911", "DF913"}
 # The engines whose code can speak for each backend.
 SPEAKS_FOR = {backend: set(engines) for backend, engines in backend_engines().items()}

@@ -67,9 +67,10 @@ class RuleContext:
     launch: Optional["Launch"] = None
     earlier: tuple["Launch", ...] = ()
     pair_skipped: Optional[str] = None
-    # the pair's files were read and refused, as `dflash-check TARGET --draft DRAFT` refuses them (exit 2 there:
-    # a GGUF llama.cpp cannot load, a config that is not a model's): the one line check prints
-    pair_refused: Optional[str] = None
+    # what kind of reason (pipeline.launch._pair_refs): option, not-speculative, not-dflash, variable, no-draft,
+    # no-target, unreadable; refused (its files were read and refused, as `dflash-check TARGET --draft DRAFT`
+    # refuses them: exit 2 there); "" when the pair was checked
+    pair_skip_kind: str = ""
 
     # -- engines
     @property
@@ -205,6 +206,13 @@ class RuleContext:
         if w is None:
             return FileLocation("launch", launch.file, setting or launch.engine, launch.line, launch.column)
         return FileLocation("launch", launch.file, setting or w.text[:60], w.line, w.column)
+
+    def at_version(self) -> FileLocation:
+        """Where the launch file states the launch engine's version (its image or its pip pin), else the launch."""
+        sel = self.engine_versions.get(self.launch.engine)
+        if sel is not None and sel.origin == "launch-file" and sel.line:
+            return FileLocation("launch", self.launch.file, f"{sel.engine} {sel.requested}", sel.line, sel.column or 1)
+        return self.at()
 
     def setting(self, name: str) -> Any:
         """A launch setting as written (None: not given)."""

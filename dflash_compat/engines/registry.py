@@ -268,8 +268,11 @@ class Selected:
     used: str  # the facts version the verdicts rest on (differs from `requested` when it has no facts)
     origin: Origin
     status: Status = "bundled"
-    # where the request was written, for a launch file's pin ("image vllm/vllm-openai:v0.34.0 (line 3)")
+    # where the request was written, for a launch file's pin ("image vllm/vllm-openai:v0.34.0 (line 3)"), and
+    # its line and column in that file
     detail: str = field(default="", compare=False)
+    line: int = field(default=0, compare=False)
+    column: int = field(default=0, compare=False)
 
     def cite(self) -> str:
         return f"{self.engine} {self.used}"
@@ -358,11 +361,11 @@ def _resolve(engine: str, requested: str, origin: Origin) -> Selected:
 
 def select_versions(option: Sequence[str] = (), config: Optional[Mapping[str, str]] = None,
                     launch: Optional[Mapping[str, str]] = None, engines: Optional[Sequence[str]] = None,
-                    installed: bool = True, details: Optional[Mapping[str, str]] = None) -> Versions:
+                    installed: bool = True, details: Optional[Mapping[str, tuple[str, int, int]]] = None) -> Versions:
     """Per engine: --engine-version (`option`, raw NAME==VERSION strings) > a launch file's pin >
     the settings file's `engine-versions` table > the installed distribution > the newest bundled.
-    `details`: engine -> where its launch-file pin is written. InputError on a malformed spec, an unknown
-    engine, or two different versions of one engine."""
+    `details`: engine -> (where its launch-file pin is written, its line, its column). InputError on a
+    malformed spec, an unknown engine, or two different versions of one engine."""
     from dflash_compat.exceptions import InputError
 
     asked: dict[str, tuple[str, Origin]] = {}
@@ -382,7 +385,8 @@ def select_versions(option: Sequence[str] = (), config: Optional[Mapping[str, st
             version, origin = asked[name]
             out[name] = _resolve(name, version, origin)
             if origin == "launch-file" and details and name in details:
-                out[name] = replace(out[name], detail=details[name])
+                detail, line, column = details[name]
+                out[name] = replace(out[name], detail=detail, line=line, column=column)
             continue
         have = ENGINES[name].installed_version() if installed else None
         if have:

@@ -16,11 +16,16 @@ from dflash_compat.deployment.commands import options_of
 from dflash_compat.engines.registry import Selected, Versions
 from dflash_compat.exceptions import ConfigError, DFlashCompatError, InputError, WeightsError
 from dflash_compat.launch.parse import Launch, find_launch
-from dflash_compat.launch.sources import candidates, pins_in
+from dflash_compat.launch.shellwords import Deadline
+from dflash_compat.launch.sources import MAX_SECONDS, LaunchFileError, candidates, pins_in
 from dflash_compat.launch.versions import launch_versions
 
-__all__ = ["LaunchSettings", "LaunchReport", "LaunchVersion", "FileResult", "check_files", "check_text",
-           "launch_options"]
+__all__ = ["LaunchSettings", "LaunchReport", "LaunchVersion", "FileResult", "check_file", "check_files", "check_text",
+           "launch_options", "MAX_BYTES", "STDIN"]
+
+# bounds of one launch file (docs/launch.md): larger is not a launch file; longer to read ends with an error
+MAX_BYTES = 4 * 1024 * 1024
+STDIN = "<stdin>"  # how `launch -` names standard input
 
 # the backend (report name) each launch engine is judged as
 BACKEND = {"vllm": "vllm", "sglang": "sglang", "llama.cpp": "llama.cpp", "mlx": "mlx", "transformers": "transformers"}
@@ -39,6 +44,7 @@ class LaunchSettings:
     deep: bool = False
     token: Optional[str] = None
     pair: bool = True  # run the pair check where the models can be read
+    read_seconds: Optional[float] = MAX_SECONDS  # the time bound for reading one file (None: none)
 
 
 @dataclass(frozen=True)
@@ -96,6 +102,16 @@ class FileResult:
     file: str
     kind: str
     launches: list[LaunchReport]
+    # a file that could not be read (invalid YAML, a Helm template, too large, too slow): its one-line reason
+    # and line; its launches are none, the other files are judged all the same
+    error: Optional[str] = None
+    error_line: int = 0
+
+    @property
+    def error_text(self) -> str:
+        """`FILE:LINE: REASON`, as `dflash-check: error:` prints it."""
+        where = f"{self.file}:{self.error_line}" if self.error_line else self.file
+        return f"{where}: {self.error}"
 
 
 def launch_options(launch: Launch) -> dict[str, Any]:
@@ -121,20 +137,34 @@ def _placed(f: Finding, ctx: RuleContext, reads: Mapping[str, Sequence[str]]) ->
     return replace(f, locations=[ctx.at(at), *f.locations])
 
 
-def _pair_refs(launch: Launch, settings: LaunchSettings) -> Optional[str]:
-    """Why the pair of this launch cannot be checked (None: it names both models)."""
+def _pair_refs(launch: Launch, settings: LaunchSettings) -> tuple[Optional[str], str]:
+    """(why the pair of this launch cannot be checked, what kind of reason): `option` (--no-pair),
+    `not-speculative` (no draft, no speculative setting: nothing to judge), `not-dflash`, `variable`, `no-draft`,
+    `no-target`; (None, "") when it names both models."""
+    if not launch.speculative:
+        return None, "not-speculative"
     if not settings.pair:
-        return "--no-pair"
-    method = launch.settings.get("method") if launch.engine == "vllm" else launch.settings.get("algorithm")
-    if launch.engine in ("vllm", "sglang") and isinstance(method, str) and method.lower() not in ("dflash", "dspark"):
-        return f"the speculative method is {method!r}, not DFlash"
+        return "--no-pair", "option"
+    method = {"vllm": "method", "sglang": "algorithm", "llama.cpp": "spec_type"}.get(launch.engine)
+    value = launch.settings.get(method) if method else None
+    if isinstance(value, str) and method not in launch.unresolved and not _means_dflash(value):
+        shown = "speculative method" if launch.engine != "llama.cpp" else "speculative type"
+        return f"the {shown} is {value!r}, not DFlash", "not-dflash"
     for ref in ("target", "draft"):
         if ref in launch.unresolved:
             names = ", ".join("$" + n if not n.startswith(("$", "`")) else n for n in launch.unresolved[ref][1])
-            return f"the {ref} comes from {names}"
+            return f"the {ref} comes from {names}", "variable"
         if not isinstance(launch.settings.get(ref), str) or not launch.settings.get(ref):
-            return f"the launch names no {ref}"
-    return None
+            return f"the launch names no {ref}", "no-draft" if ref == "draft" else "no-target"
+    return None, ""
+
+
+def _means_dflash(value: str) -> bool:
+    """A speculative method / algorithm / type that names DFlash (or DSpark, its sibling), however spelled:
+    the launch means to run a DFlash draft, so its pair is judged even where the engine refuses the spelling
+    (DF912 says so)."""
+    low = value.lower()
+    return "dflash" in low or "dspark" in low
 
 
 def _context(launch: Launch, earlier: Sequence[Launch], settings: LaunchSettings,
@@ -143,8 +173,8 @@ def _context(launch: Launch, earlier: Sequence[Launch], settings: LaunchSettings
     be read, and the launch line."""
     options = options_of(launch, deep=settings.deep, token=settings.token)
     extra = dict(launch=launch, earlier=tuple(earlier))
-    skipped = _pair_refs(launch, settings)
-    if skipped is None:
+    skipped, kind = _pair_refs(launch, settings)
+    if skipped is None and kind == "":
         from dflash_compat.pipeline.check import CheckRequest, build_context
 
         req = CheckRequest(target=launch.settings["target"], draft=launch.settings["draft"],
@@ -154,13 +184,11 @@ def _context(launch: Launch, earlier: Sequence[Launch], settings: LaunchSettings
         try:
             ctx, _ = build_context(req, versions, **extra)
             return ctx
-        except (ConfigError, WeightsError) as e:  # read and refused: an error here as in `check`
-            refused = " ".join(str(e).split())
-            return RuleContext(options=options, versions=versions, pair_skipped=refused, pair_refused=refused,
-                               **extra)
+        except (ConfigError, WeightsError) as e:  # read and refused, as `check` refuses them: an error (DF910)
+            skipped, kind = " ".join(str(e).split()), "refused"
         except DFlashCompatError as e:  # not read (offline, a gated repo, remote code): not judged
-            skipped = " ".join(str(e).split())
-    return RuleContext(options=options, versions=versions, pair_skipped=skipped, **extra)
+            skipped, kind = " ".join(str(e).split()), "unreadable"
+    return RuleContext(options=options, versions=versions, pair_skipped=skipped, pair_skip_kind=kind, **extra)
 
 
 def _str(value: Any) -> Optional[str]:
@@ -177,6 +205,9 @@ def _judge(launch: Launch, earlier: Sequence[Launch], pins: Mapping[str, tuple[s
     results = check_rules(ctx, chosen, [backend], severity=settings.severity)
     reads = {r.code: r.reads for r in chosen}
     findings = sorted((_placed(f, ctx, reads) for f in results.findings), key=_order)
+    if any(f.code == "DF913" for f in findings):
+        # DF913 says it from the pin, at the pin: the pair check's own "predates DFlash" error (DF012) repeats it
+        findings = [f for f in findings if not (f.code == "DF012" and f.severity == "error")]
     if ctx.has_pair:
         report = build_report(ctx.target, ctx.draft, ctx.modules, ctx.weights, results, strict=settings.strict,
                               versions=versions)
@@ -206,8 +237,9 @@ def _launch_rules(settings: LaunchSettings) -> list[Any]:
 
 
 def check_text(file: str, text: str, settings: LaunchSettings) -> FileResult:
-    """Every launch in one file's text (`file` is how findings name it)."""
-    kind, cands = candidates(file, text)
+    """Every launch in one file's text (`file` is how findings name it). LaunchFileError for a file that
+    cannot be read."""
+    kind, cands = candidates(file, text, Deadline(settings.read_seconds))
     pins = pins_in(text)
     rules = _launch_rules(settings)
     launches = [launch for c in cands if (launch := find_launch(c)) is not None]
@@ -215,15 +247,30 @@ def check_text(file: str, text: str, settings: LaunchSettings) -> FileResult:
     return FileResult(file, kind, reports)
 
 
-def check_files(paths: Sequence[str], settings: LaunchSettings) -> list[FileResult]:
-    return [check_text(path, _read(path), settings) for path in paths]
+def check_file(path: str, settings: LaunchSettings, stdin: Any = None) -> FileResult:
+    """One file (`-`: standard input, named <stdin>) as a result: a file that cannot be read is a result
+    with its error, never an exception, so that the other files of a run are judged."""
+    name = STDIN if path == "-" else path
+    try:
+        text = _read_stdin(stdin) if path == "-" else _read(path)
+        return check_text(name, text, settings)
+    except LaunchFileError as e:
+        return FileResult(name, "unread", [], error=e.reason, error_line=e.line)
+    except InputError as e:
+        prefix = f"{name}: "
+        message = str(e)
+        return FileResult(name, "unread", [], error=message[len(prefix):] if message.startswith(prefix) else message)
+
+
+def check_files(paths: Sequence[str], settings: LaunchSettings, stdin: Any = None) -> list[FileResult]:
+    return [check_file(path, settings, stdin) for path in paths]
 
 
 def _read(path: str) -> str:
     p = Path(path)
     if not p.is_file():
         raise InputError(f"{path}: no such file")
-    if p.stat().st_size > 4 * 1024 * 1024:
+    if p.stat().st_size > MAX_BYTES:
         raise InputError(f"{path}: larger than 4 MiB; not a launch file")
     try:
         return p.read_text(encoding="utf-8")
@@ -231,3 +278,20 @@ def _read(path: str) -> str:
         raise InputError(f"{path}: not UTF-8 text (byte {e.start})") from None
     except OSError as e:
         raise InputError(f"{path}: cannot be read ({e.strerror})") from None
+
+
+def _read_stdin(stream: Any = None) -> str:
+    """Standard input, read to its end but never more than the 4 MiB bound (`helm template ... | dflash-check
+    launch -`)."""
+    import sys
+
+    stream = stream if stream is not None else sys.stdin
+    raw = getattr(stream, "buffer", stream).read(MAX_BYTES + 1)
+    if isinstance(raw, str):
+        raw = raw.encode("utf-8")
+    if len(raw) > MAX_BYTES:
+        raise InputError(f"{STDIN}: larger than 4 MiB; not a launch file")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(f"{STDIN}: not UTF-8 text (byte {e.start})") from None

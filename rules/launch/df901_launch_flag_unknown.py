@@ -36,7 +36,8 @@ def check(ctx):
     for opt in ctx.launch.opts:
         name = opt.name
         python = engine != "llama.cpp"
-        if opt.flag.unresolved and "$" in name or _known(name, flags, facts.get("underscores", False), python):
+        if opt.flag.unresolved and "$" in name or _known(name, flags, facts.get("underscores", False), python) \
+                or name in ctx.launch.entry_flags:
             continue
         loc = ctx.at(word=opt.flag)
         if name in removed:
@@ -75,6 +76,8 @@ RULE = Rule(
         EngineSource("vllm", "vllm/engine/arg_utils.py", "959-1000", "EngineArgs.add_cli_args: the engine flags"),
         EngineSource("vllm", "vllm/utils/argparse_utils.py", "375-395", "underscores in flag names read as dashes"),
         EngineSource("sglang", "sglang/srt/arg_groups/arg_utils.py", "288-290", "a field's flag is --field-name"),
+        EngineSource("sglang", "sglang/cli/serve.py", "30-59", "`sglang serve` takes --model-type itself",
+                     version="0.5.23"),
         EngineSource("llama.cpp", "common/arg.cpp", "4411-4416", "--draft/--draft-n/--draft-max removed"),
     ),
 )
