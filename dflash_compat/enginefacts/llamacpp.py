@@ -414,10 +414,6 @@ ANCHORS: dict[str, tuple[str, Optional[str], tuple[Anchor, ...]]] = {
     "flag_spec_type": ("--spec-type", None, (A("common/arg.cpp", '{"--spec-type"}', '{"--spec-type"}'),)),
     "spec_types": ("the --spec-type values (an unknown one is refused)", None, (
         A("common/speculative.cpp", "common_speculative_type_from_name_map", '{"none",'),)),
-    "spec_type_unknown": ("a --spec-type value not in the table stops llama-server at start-up (\"unknown "
-                          "speculative type\")", None, (
-        A("common/speculative.cpp", "common_speculative_types_from_names(const std::vector<std::string> & names)",
-          "unknown speculative type: ", within=20),)),
     "spec_type_dflash": ("--spec-type draft-dflash", "dflash", (
         A("common/speculative.cpp", '{"draft-dflash",', '"draft-dflash"'),)),
     "spec_type_dspark": ("--spec-type draft-dspark", "dspark", (
