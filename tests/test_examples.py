@@ -60,14 +60,20 @@ def test_make_tiny_pair_runs_from_an_install_and_rebuilds_the_bundled_pair(tmp_p
 
 
 def test_the_readme_first_command_on_the_demo_pair():
-    """check passes for every backend; smoke on the held-out prompts with the README's settings
+    """check passes for every backend (llama.cpp with DF818's warning alone: its converter does not know the
+    demo's own tokenizer; tests/test_llamacpp_convert.py runs the conversion it prints); smoke on the held-out
+    prompts with the README's settings
     (smoke's defaults: block 8, 64 new tokens) is lossless with tau >= 3. The speed-up is measured
     by benchmarks/bench_demo_pair.py and written down in docs/demo.md, not asserted here."""
     pytest.importorskip("torch")
     res = CliRunner().invoke(cli, [str(DEMO / "target"), "--draft", str(DEMO / "draft"), "-f", "json"],
                              catch_exceptions=False)
     report = json.loads(res.output)
-    assert res.exit_code == 0 and set(report["summary"]["verdict"].values()) == {"pass"}, report["findings"]
+    verdicts = report["summary"]["verdict"]
+    assert res.exit_code == 0 and {b: v for b, v in verdicts.items() if b != "llama.cpp"} == \
+        {b: "pass" for b in verdicts if b != "llama.cpp"}, report["findings"]
+    assert verdicts["llama.cpp"] == "warn" and [f["code"] for f in report["findings"]
+                                                if f["severity"] != "info"] == ["DF818"]
     assert report["draft"]["weights"]["checked"] is True
     res = CliRunner().invoke(cli, ["smoke", str(DEMO / "target"), "--draft", str(DEMO / "draft"),
                                    "--prompts-file", str(DEMO / "prompts.txt"), "-f", "json"],

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import shlex
-
 from dflash_compat.checker import Rule, RuleContext, Violation, located
-from dflash_compat.modelfacts.tokenizer import converter_argv
 from dflash_compat.quoting import quote
 from dflash_compat.rules.llamacpp._helpers import CONVERT, DFLASH_BUILDS, cite, facts
 
 
 def workaround(ctx: RuleContext) -> list[str]:
     """The one-line conversion of the target that names its pre-tokenizer (run from the llama.cpp tree)."""
+    from dflash_compat.modelfacts.tokenizer import converter_argv  # a deep fact's module: loaded when judged
+
     return converter_argv([ctx.target.source, "--outfile", "target.gguf"], ctx.tokenizer.pre_tokenizer,
                           facts(ctx)["converter_pre_hook"])
 
@@ -33,6 +32,8 @@ def check(ctx: RuleContext):
     if pre is None:
         yield Violation(f"{stops}; its pre-tokenizer is not one dflash-check can name", [loc], severity="error")
         return
+    import shlex  # only where the finding prints a command (a config-only check imports nothing it does not use)
+
     yield Violation(
         f"{stops}. Its split is llama.cpp's {quote(pre)} (tokenizer.json's pre_tokenizer), which the converter "
         f"can be told: from the llama.cpp source tree, {shlex.join(workaround(ctx))} (the draft likewise, with "
