@@ -145,6 +145,8 @@ def register_engine(info: EngineInfo) -> None:
 for _info in (
     EngineInfo("vllm", "vllm", "vllm", backends=("vllm",), label="vLLM", first_dflash="0.20.0"),
     EngineInfo("sglang", "sglang", "sglang", backends=("sglang",), label="SGLang", first_dflash="0.5.11"),
+    # lmdeploy: DFlash in its PyTorch engine from 0.18.0 (0.17.0's wheel has no DFlash code; docs/lmdeploy.md)
+    EngineInfo("lmdeploy", "lmdeploy", "lmdeploy", backends=("lmdeploy",), label="lmdeploy", first_dflash="0.18.0"),
     EngineInfo("dflash", "dflash", "dflash", backends=("dflash", "mlx"), label="dflash", first_dflash="0.1.0"),
     EngineInfo("mlx-lm", "mlx-lm", "mlx_lm", backends=("mlx",), label="mlx-lm"),
     EngineInfo("transformers", "transformers", "transformers", backends=("transformers", "dflash"),
