@@ -105,7 +105,7 @@ def _map_entries(tree: SourceTree) -> dict[str, tuple[str, Loc]]:
             parts = value.values if isinstance(value, ast.JoinedStr) else [value]
             tail = "".join(string_value(p) or "" for p in parts if isinstance(p, ast.Constant)).lstrip(".")
             if tail.count(".") < 1:
-                raise LayoutError(f"{MODULE_MAP}:{key.lineno}: {arch}'s class path is not read ({ast.dump(value)[:60]})")
+                raise LayoutError(f"{MODULE_MAP}:{key.lineno}: {arch}'s class path is not read")
             out[arch] = (tail, Loc(MODULE_MAP, key.lineno))
     require(out, "lmdeploy MODULE_MAP architectures", anchor="LlamaForCausalLM")
     return out
