@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Mapping, Optional, Sequence
 
-from dflash_compat.engine import BACKENDS, CheckContext, Rule, check_rules, select_rules
+from dflash_compat.engine import DEFAULT_BACKENDS, CheckContext, Rule, check_rules, select_rules
 from dflash_compat.exceptions import ConfigError
 from dflash_compat.options import CheckOptions
 from dflash_compat.report import Report, build_report
@@ -24,7 +24,7 @@ class CheckRequest:
 
     target: str
     draft: str
-    backends: Sequence[str] = BACKENDS
+    backends: Sequence[str] = DEFAULT_BACKENDS
     select: Sequence[str] = ()
     ignore: Sequence[str] = ()
     options: CheckOptions = field(default_factory=CheckOptions)

