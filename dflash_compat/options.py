@@ -5,7 +5,26 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-__all__ = ["CheckOptions"]
+__all__ = ["LMDEPLOY_QUANT_POLICIES", "CheckOptions", "lmdeploy_quant_policy"]
+
+# lmdeploy's --quant-policy names and numbers (0.18.0 messages.py:20-27 QuantPolicy, cli/utils.py:260-279)
+LMDEPLOY_QUANT_POLICIES = {"none": 0, "int4": 4, "int8": 8, "fp8": 16, "fp8_e4m3": 16, "fp8_e5m2": 17,
+                           "turbo_quant": 42}
+
+
+def lmdeploy_quant_policy(value: Optional[str]) -> Optional[int]:
+    """`--quant-policy` as lmdeploy parses it (a name or one of its numbers); InputError otherwise."""
+    from dflash_compat.exceptions import InputError
+
+    if value is None:
+        return None
+    text = str(value).strip().lower()
+    if text in LMDEPLOY_QUANT_POLICIES:
+        return LMDEPLOY_QUANT_POLICIES[text]
+    if text.isdigit() and int(text) in set(LMDEPLOY_QUANT_POLICIES.values()):
+        return int(text)
+    raise InputError(f"--quant-policy {value!r}: expected one of {', '.join(LMDEPLOY_QUANT_POLICIES)} or "
+                     "0/4/8/16/17/42")
 
 
 @dataclass(frozen=True)

@@ -216,6 +216,7 @@ from dflash_compat.rules.lmdeploy import (  # noqa: E402 - DF450-DF499, lmdeploy
     df476_lmdeploy_target_draft_dtype_mixed,
     df477_lmdeploy_all_fp16,
     df478_lmdeploy_turbomind_serves_no_draft,
+    df479_lmdeploy_launch_without_pytorch_backend,
 )
 
 sys.meta_path.remove(_OwnModules)
@@ -360,6 +361,7 @@ ALL_RULES: list[Rule] = [
     df476_lmdeploy_target_draft_dtype_mixed.RULE,
     df477_lmdeploy_all_fp16.RULE,
     df478_lmdeploy_turbomind_serves_no_draft.RULE,
+    df479_lmdeploy_launch_without_pytorch_backend.RULE,
     # --- DF5xx: MLX ---
     df501_mlx_draft_config_keys_missing.RULE,
     df502_mlx_draft_rope_misread.RULE,

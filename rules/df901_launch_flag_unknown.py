@@ -61,7 +61,7 @@ RULE = Rule(
     code="DF901",
     name="launch-flag-unknown",
     severity="error",
-    backends=("vllm", "sglang", "llama.cpp"),
+    backends=("vllm", "sglang", "llama.cpp", "lmdeploy"),
     check=check,
     needs=("launch",),
     what="Every flag of the launch command is one the engine release it runs (image tag, pip pin or "
@@ -77,5 +77,6 @@ RULE = Rule(
         EngineSource("vllm", "vllm/utils/argparse_utils.py", "375-395", "underscores in flag names read as dashes"),
         EngineSource("sglang", "sglang/srt/arg_groups/arg_utils.py", "288-290", "a field's flag is --field-name"),
         EngineSource("llama.cpp", "common/arg.cpp", "4411-4416", "--draft/--draft-n/--draft-max removed"),
+        EngineSource("lmdeploy", "lmdeploy/cli/serve.py", "28-34", "the api_server parser (argparse)"),
     ),
 )

@@ -10,7 +10,7 @@ def check(ctx):
     from dflash_compat.launch.flagfacts import bundled_versions
 
     launch, version = ctx.launch, ctx.version
-    if ctx.flags is not None or launch.engine not in ("vllm", "sglang", "llama.cpp"):
+    if ctx.flags is not None or launch.engine not in ("vllm", "sglang", "llama.cpp", "lmdeploy"):
         return
     have = ", ".join(bundled_versions(launch.engine)) or "none"
     yield Violation(f"flags not judged: no facts for {launch.engine} {version.version or '(unknown)'} "

@@ -9,7 +9,7 @@ from typing import Any, Callable, Optional
 import click
 
 __all__ = ["BACKEND_CHOICES", "FORMAT_CHOICES", "LMDEPLOY_OPTIONS", "pair_options", "check_options", "build_request",
-           "lmdeploy_check_options", "lmdeploy_quant_policy"]
+           "lmdeploy_check_options"]
 
 BACKEND_CHOICES = ("transformers", "dflash", "vllm", "sglang", "mlx", "llama.cpp", "lmdeploy")
 FORMAT_CHOICES = ("text", "json", "sarif", "junit", "github", "markdown")
@@ -82,8 +82,6 @@ _ENGINE_OPTIONS = [
 
 # lmdeploy `serve api_server` options the rules read: (check flag, CheckOptions field, click type, lmdeploy's own
 # flag and what it means). One table: `check`'s options, `serve --engine lmdeploy` and `launch` read it.
-LMDEPLOY_QUANT_POLICIES = {"none": 0, "int4": 4, "int8": 8, "fp8": 16, "fp8_e4m3": 16, "fp8_e5m2": 17,
-                           "turbo_quant": 42}  # lmdeploy 0.18.0 messages.py:20-27 QuantPolicy, cli/utils.py:264-266
 LMDEPLOY_OPTIONS = (
     ("--lmdeploy-backend", "lmdeploy_backend", click.Choice(("pytorch", "turbomind")), "--backend",
      "the backend (lmdeploy's default turbomind serves no draft)"),
@@ -104,21 +102,6 @@ LMDEPLOY_OPTIONS = (
 )
 
 
-def lmdeploy_quant_policy(value: Optional[str]) -> Optional[int]:
-    """`--quant-policy` as lmdeploy parses it (a name or one of its numbers); InputError otherwise."""
-    from dflash_compat.exceptions import InputError
-
-    if value is None:
-        return None
-    text = str(value).strip().lower()
-    if text in LMDEPLOY_QUANT_POLICIES:
-        return LMDEPLOY_QUANT_POLICIES[text]
-    if text.isdigit() and int(text) in set(LMDEPLOY_QUANT_POLICIES.values()):
-        return int(text)
-    raise InputError(f"--lmdeploy-quant-policy {value!r}: expected one of "
-                     f"{', '.join(LMDEPLOY_QUANT_POLICIES)} or 0/4/8/16/17/42")
-
-
 def _lmdeploy_options() -> list[Callable]:
     out = []
     for flag, field, kind, theirs, what in LMDEPLOY_OPTIONS:
@@ -134,6 +117,8 @@ def lmdeploy_check_options(params: dict[str, Any]) -> dict[str, Any]:
     """The CheckOptions fields of the lmdeploy options in `params` (absent ones: not given)."""
     out = {field: params.get(field) for _, field, _, _, _ in LMDEPLOY_OPTIONS}
     out["lmdeploy_prefix_caching"] = bool(out["lmdeploy_prefix_caching"])
+    from dflash_compat.options import lmdeploy_quant_policy
+
     out["lmdeploy_quant_policy"] = lmdeploy_quant_policy(out["lmdeploy_quant_policy"])
     return out
 

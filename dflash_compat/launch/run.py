@@ -22,7 +22,8 @@ from dflash_compat.report import Report, summarize
 __all__ = ["LaunchSettings", "LaunchReport", "FileResult", "check_files", "check_text", "launch_options"]
 
 # the backend (report name) each launch engine is judged as
-BACKEND = {"vllm": "vllm", "sglang": "sglang", "llama.cpp": "llama.cpp", "mlx": "mlx", "transformers": "transformers"}
+BACKEND = {"vllm": "vllm", "sglang": "sglang", "llama.cpp": "llama.cpp", "mlx": "mlx", "transformers": "transformers",
+           "lmdeploy": "lmdeploy"}
 
 
 @dataclass(frozen=True)
@@ -99,7 +100,30 @@ def launch_options(launch: Launch) -> dict[str, Any]:
                    if isinstance(s.get("draft_quantization"), str) else None)
     elif launch.engine == "llama.cpp":
         out.update(llamacpp_draft_n_max=num("n_max"))
+    elif launch.engine == "lmdeploy":
+        out.update(_lmdeploy_options(s, num))
     return out
+
+
+def _lmdeploy_options(s: Mapping[str, Any], num) -> dict[str, Any]:
+    """lmdeploy's settings as CheckOptions fields (the --backend default, TurboMind, is DF479's: a launch rule)."""
+    from dflash_compat.exceptions import InputError
+    from dflash_compat.options import lmdeploy_quant_policy
+
+    def choice(name: str, allowed: tuple[str, ...]) -> Optional[str]:
+        v = s.get(name)
+        return v if isinstance(v, str) and v in allowed else None
+
+    try:
+        policy = lmdeploy_quant_policy(s.get("quant_policy")) if isinstance(s.get("quant_policy"), str) else None
+    except InputError:  # a value lmdeploy's parser refuses: DF901's neighbourhood, not a pair option
+        policy = None
+    block = s.get("dflash_block_size")
+    return dict(lmdeploy_dp=num("dp"), lmdeploy_ep=num("ep"), lmdeploy_prefix_caching=bool(s.get("prefix_caching")),
+                lmdeploy_quant_policy=policy, lmdeploy_dtype=choice("dtype", ("auto", "float16", "bfloat16")),
+                lmdeploy_num_draft_tokens=num("num_draft_tokens"),
+                lmdeploy_block_size=block if isinstance(block, int) and not isinstance(block, bool) else None,
+                lmdeploy_device=choice("device", ("cuda", "ascend", "maca", "camb")))
 
 
 # pair rules that read launch options -> the launch settings (in order) where their findings point
@@ -111,6 +135,9 @@ _OPTION_RULES = {
     "DF410": ("attn_dp_size", "enable_dp_attention", "dp"), "DF411": ("pp",),
     "DF412": ("dflash_block_size", "num_draft_tokens"), "DF815": ("n_max",),
     "DF413": ("draft_window_size", "num_draft_tokens", "dflash_block_size"),
+    "DF457": ("num_draft_tokens", "dflash_block_size"), "DF458": ("dflash_block_size",), "DF470": ("dp",),
+    "DF471": ("ep",), "DF472": ("prefix_caching",), "DF473": ("quant_policy",), "DF474": ("device",),
+    "DF475": ("tp",), "DF476": ("dtype",), "DF477": ("dtype",),
 }
 
 
@@ -162,6 +189,9 @@ def _pair(launch: Launch, settings: LaunchSettings, version: LaunchVersion
     method = launch.settings.get("method") if launch.engine == "vllm" else launch.settings.get("algorithm")
     if launch.engine in ("vllm", "sglang") and isinstance(method, str) and method.lower() not in ("dflash", "dspark"):
         return None, None, None, f"the speculative method is {method!r}, not DFlash"
+    if launch.engine == "lmdeploy" and method != "dflash":
+        return None, None, None, ("no --speculative-algorithm dflash" if method is None
+                                  else f"the speculative algorithm is {method!r}, not dflash")
     for ref in ("target", "draft"):
         if ref in launch.unresolved:
             names = ", ".join("$" + n if not n.startswith(("$", "`")) else n for n in launch.unresolved[ref][1])

