@@ -117,9 +117,13 @@ def lmdeploy_check_options(params: dict[str, Any]) -> dict[str, Any]:
     """The CheckOptions fields of the lmdeploy options in `params` (absent ones: not given)."""
     out = {field: params.get(field) for _, field, _, _, _ in LMDEPLOY_OPTIONS}
     out["lmdeploy_prefix_caching"] = bool(out["lmdeploy_prefix_caching"])
+    from dflash_compat.exceptions import InputError
     from dflash_compat.options import lmdeploy_quant_policy
 
-    out["lmdeploy_quant_policy"] = lmdeploy_quant_policy(out["lmdeploy_quant_policy"])
+    try:
+        out["lmdeploy_quant_policy"] = lmdeploy_quant_policy(out["lmdeploy_quant_policy"])
+    except InputError as e:
+        raise InputError(f"--lmdeploy-{e}") from None
     return out
 
 

@@ -17,7 +17,7 @@ from dflash_compat.exceptions import InputError
 __all__ = ["ENGINES", "OPTION_FLAGS", "LaunchRequest", "LaunchPlan", "build_plan", "for_release", "options_from_argv",
            "shell_command", "DEFAULT_PROMPT", "DEFAULT_BLOCK_SIZE"]
 
-ENGINES = ("vllm", "sglang", "mlx", "transformers", "llama.cpp")
+ENGINES = ("vllm", "sglang", "lmdeploy", "mlx", "transformers", "llama.cpp")
 # The reference's default when a draft states no block_size (dflash/model.py; our DF115 says so too).
 DEFAULT_BLOCK_SIZE = 16
 DEFAULT_PROMPT = "Write a short story about a robot who learns to paint."
@@ -37,7 +37,8 @@ OPTION_FLAGS = {
     "sglang_enable_dp_lm_head": "--enable-dp-lm-head", "pp_size": "--pp-size",
     "sglang_dflash_block_size": "--dflash-block-size", "sglang_draft_window_size": "--draft-window-size",
     "sglang_quantization": "--quantization", "sglang_draft_quantization": "--draft-quantization",
-    "llamacpp_draft_n_max": "--spec-draft-n-max",
+    "llamacpp_draft_n_max": "--spec-draft-n-max", "lmdeploy_num_draft_tokens": "--num-speculative-tokens",
+    "lmdeploy_backend": "--lmdeploy-backend", "lmdeploy_dtype": "--lmdeploy-dtype",
 }
 # llama.cpp b11434: the flags `serve --engine llama.cpp` prints, each read from common/arg.cpp (cited by
 # the bundled facts: data/llamacpp/b11434.json, flag_*), and the converter's entry point.
@@ -116,7 +117,7 @@ def build_plan(req: LaunchRequest, draft: dict[str, Any]) -> LaunchPlan:
     block = draft.get("block_size")
     bs = block if isinstance(block, int) and block >= 1 else DEFAULT_BLOCK_SIZE
     builder = {"vllm": _vllm, "sglang": _sglang, "mlx": _dflash_cli, "transformers": _dflash_cli,
-               "llama.cpp": _llamacpp}[req.engine]
+               "llama.cpp": _llamacpp, "lmdeploy": _lmdeploy}[req.engine]
     plan = builder(req, bs)
     plan.block_size = bs
     if not isinstance(block, int):
@@ -239,6 +240,35 @@ def _sglang(req: LaunchRequest, bs: int) -> LaunchPlan:
     argv += _common_tail(rev, req, "--revision")
     argv.append("--enable-metrics")  # the Prometheus counters `dflash-check probe` reads
     return LaunchPlan("sglang", argv, notes=notes)
+
+
+def _lmdeploy(req: LaunchRequest, bs: int) -> LaunchPlan:
+    """`lmdeploy serve api_server TARGET` (lmdeploy 0.18.0 cli/serve.py:28-188): --backend pytorch (the default,
+    TurboMind, serves no draft: cli/utils.py:394-401), the speculative group (cli/utils.py:832-860), --tp
+    (:173-179), --dtype (:123-133), --revision, --model-name, --server-port, --trust-remote-code; metrics are on
+    unless --disable-metrics (cli/serve.py:273)."""
+    _refuse(req, {"--num-speculative-tokens", "--tp", "--port", "--served-model-name"})
+    target, rev = _split(req.target, req.revision)
+    draft, draft_rev = _split(req.draft, req.draft_revision)
+    if draft_rev:
+        raise InputError("lmdeploy takes no draft revision (--speculative-draft-model is a path or a repo id): "
+                         "download that revision and pass its folder")
+    k = req.num_speculative_tokens or bs - 1
+    argv = ["lmdeploy", "serve", "api_server", target, "--backend", "pytorch", "--speculative-algorithm", "dflash",
+            "--speculative-draft-model", draft, "--speculative-num-draft-tokens", str(k), "--tp", str(req.tp),
+            "--dtype", "bfloat16"]
+    notes = [f"--speculative-num-draft-tokens {k} = block_size - 1 (lmdeploy verifies 1 + K tokens per step)",
+             "--backend pytorch: lmdeploy's default, TurboMind, ignores the speculative flags",
+             "--dtype bfloat16: target and draft in one dtype (under auto each keeps its own)"]
+    if rev:
+        argv += ["--revision", rev]
+    if req.trust_remote_code:
+        argv.append("--trust-remote-code")
+    if req.served_model_name:
+        argv += ["--model-name", req.served_model_name]
+    if req.port is not None:
+        argv += ["--server-port", str(req.port)]
+    return LaunchPlan("lmdeploy", argv, notes=notes)
 
 
 def _common_tail(rev: Optional[str], req: LaunchRequest, revision_flag: str) -> list[str]:
@@ -419,6 +449,18 @@ def _sglang_parser() -> _Parser:
     return p
 
 
+def _lmdeploy_parser() -> _Parser:
+    p = _Parser(prog="lmdeploy serve api_server", add_help=False)
+    p.add_argument("model_path")
+    for flag in ("--backend", "--speculative-algorithm", "--speculative-draft-model", "--dtype", "--revision",
+                 "--model-name"):
+        p.add_argument(flag)
+    for flag in ("--speculative-num-draft-tokens", "--tp", "--server-port"):
+        p.add_argument(flag, type=int)
+    p.add_argument("--trust-remote-code", action="store_true")
+    return p
+
+
 def _llamacpp_parser() -> _Parser:
     p = _Parser(prog="llama-server", add_help=False)
     p.add_argument("-m", "--model", required=True)
@@ -456,6 +498,14 @@ def options_from_argv(engine: str, argv: list[str]) -> dict[str, Any]:
                 "sglang_draft_window_size": ns.speculative_draft_window_size,
                 "sglang_quantization": ns.quantization,
                 "sglang_draft_quantization": ns.speculative_draft_model_quantization}
+    if engine == "lmdeploy":
+        if argv[:3] != ["lmdeploy", "serve", "api_server"]:
+            raise InputError("an lmdeploy command starts with `lmdeploy serve api_server`")
+        ns = _lmdeploy_parser().parse_args(argv[3:])
+        if ns.speculative_algorithm != "dflash" or not ns.speculative_draft_model:
+            raise InputError("--speculative-algorithm must be dflash, with --speculative-draft-model")
+        return {"lmdeploy_num_draft_tokens": ns.speculative_num_draft_tokens, "tp": ns.tp or 1,
+                "lmdeploy_backend": ns.backend, "lmdeploy_dtype": ns.dtype}
     if engine == "llama.cpp":
         if argv[:1] != [LLAMA_SERVER]:
             raise InputError("a llama.cpp command starts with `llama-server`")
@@ -485,7 +535,7 @@ def for_release(plan: LaunchPlan, accepted: Optional[frozenset], release: str) -
         notes.append(f"SGLang {release} spells attention data parallelism --dp-size N --enable-dp-attention")
     unknown = [a for a in argv if a.startswith("--") and a.split("=", 1)[0] not in accepted]
     if unknown:
-        names = {"sglang": "SGLang", "vllm": "vLLM"}.get(plan.engine, plan.engine)
+        names = {"sglang": "SGLang", "vllm": "vLLM"}.get(plan.engine, plan.engine)  # lmdeploy: as named
         raise InputError(f"{names} {release} does not accept {', '.join(unknown)} (its launch flags, read from its "
                          f"code); choose another release with --engine-version, or drop the option that sets it")
     return LaunchPlan(plan.engine, argv, dict(plan.env), notes, plan.block_size, [list(p) for p in plan.prepare])
