@@ -123,7 +123,7 @@ def lmdeploy_check_options(params: dict[str, Any]) -> dict[str, Any]:
     try:
         out["lmdeploy_quant_policy"] = lmdeploy_quant_policy(out["lmdeploy_quant_policy"])
     except InputError as e:
-        raise InputError(f"--lmdeploy-{e}") from None
+        raise InputError(f"--lmdeploy-{str(e)[2:]}") from None
     return out
 
 

@@ -75,7 +75,8 @@ def _profile(path):
 @click.option("--draft", "-d", required=True, help="The DFlash draft: a local folder or a Hub repo id.")
 @click.option("--engine", "-e", required=True,
               type=click.Choice(("vllm", "sglang", "lmdeploy", "mlx", "transformers", "llama.cpp")),
-              help="The engine to launch: vLLM, SGLang, lmdeploy (its PyTorch engine), llama.cpp (llama-server; a checkpoint pair is converted to "
+              help="The engine to launch: vLLM, SGLang, lmdeploy (its PyTorch engine), "
+              "llama.cpp (llama-server; a checkpoint pair is converted to "
               "GGUF first), or the dflash package's MLX / transformers entry point.")
 @click.option("--num-speculative-tokens", type=click.IntRange(min=1),
               help="vLLM num_speculative_tokens / lmdeploy --speculative-num-draft-tokens K (default: the draft's "
