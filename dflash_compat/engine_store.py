@@ -16,11 +16,13 @@ __all__ = ["SECTION_ENGINE", "Facts", "UnknownFact", "apply_patch", "cite_lines"
 _STORE = Path(__file__).parent / "data" / "engines"
 # A section of facts -> the engine whose release it follows ("mlx" is mlx-lm's models plus dflash's MLX port).
 SECTION_ENGINE = {"vllm": "vllm", "sglang": "sglang", "mlx": "mlx-lm", "transformers": "transformers",
-                  "speculators": "speculators", "dflash": "dflash", "lmdeploy": "lmdeploy"}
+                  "speculators": "speculators", "dflash": "dflash", "lmdeploy": "lmdeploy",
+                  "vllm_ascend": "vllm-ascend"}
 # A source file's top package names the engine it belongs to.
 _ENGINE_OF_PACKAGE = {
     "vllm": "vllm", "sglang": "sglang", "dflash": "dflash", "mlx_lm": "mlx-lm",
     "transformers": "transformers", "speculators": "speculators", "lmdeploy": "lmdeploy",
+    "vllm_ascend": "vllm-ascend",
 }
 
 

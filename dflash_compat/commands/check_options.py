@@ -74,6 +74,9 @@ _ENGINE_OPTIONS = [
                  "is given)."),
     click.option("--spec-draft-n-max", type=click.IntRange(min=0),
                  help="llama.cpp --spec-draft-n-max you will launch with (llama.cpp clamps it to block_size - 1)."),
+    click.option("--vllm-platform", type=click.Choice(("cuda", "ascend")),
+                 help="The vLLM backend's platform: ascend judges vllm-ascend's DFlash proposer too (DF360-DF399; "
+                 "its release: --engine-version vllm-ascend==X)."),
     click.option("--draft-quantization", metavar="METHOD",
                  help="SGLang --speculative-draft-model-quantization you will launch with (unquant keeps the draft "
                  "unquantised)."),
@@ -215,6 +218,7 @@ def build_request(params: dict[str, Any], file_severity: Optional[dict[str, str]
         pp_size=params["pp_size"],
         llamacpp_draft_n_max=params.get("spec_draft_n_max"),
         **lmdeploy_check_options(params),
+        vllm_platform=params.get("vllm_platform"),
         deep=not params["no_deep"],
         trust_remote_code=params["trust_remote_code"],
         adapter=params["adapter"],

@@ -55,7 +55,8 @@ def _parser() -> argparse.ArgumentParser:
 # written; where it is not in the window, the newest bundled is); a new citation should name its release with
 # `version=` (EngineSource), which wins over this.
 TYPED_AGAINST = {"vllm": "0.33.0", "sglang": "0.5.23", "dflash": "0.1.0", "mlx-lm": "0.32.2",
-                 "transformers": "5.24.0", "speculators": "0.9.0", "lmdeploy": "0.18.0"}
+                 "transformers": "5.24.0", "speculators": "0.9.0", "lmdeploy": "0.18.0",
+                 "vllm-ascend": "0.23.0.post1"}
 
 
 def _requested(specs: list[str]) -> list[tuple[str, Optional[str]]]:

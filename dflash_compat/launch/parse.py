@@ -12,7 +12,7 @@ from typing import Any, Optional
 from dflash_compat.launch.shellwords import ASSIGNMENT, Word
 from dflash_compat.launch.sources import Candidate
 
-__all__ = ["Opt", "Launch", "find_launch", "image_engine", "image_version", "SETTING_FLAGS"]
+__all__ = ["Opt", "Launch", "find_launch", "image_engine", "image_platform", "image_version", "SETTING_FLAGS"]
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,7 @@ _IMAGES = (
     (re.compile(r"(^|/)lmsysorg/sglang(?=[:@]|$)"), "sglang"),
     (re.compile(r"(^|/)(ggml-org|ggerganov)/llama\.cpp(?=[:@]|$)"), "llama.cpp"),
     (re.compile(r"(^|/)openmmlab/lmdeploy(?=[:@]|$)"), "lmdeploy"),
+    (re.compile(r"(^|/)vllm-ascend(?=[:@]|$)"), "vllm"),  # quay.io/ascend/vllm-ascend: vLLM on Ascend NPUs
 )
 
 
@@ -73,6 +74,11 @@ def image_engine(image: Optional[str]) -> Optional[str]:
         if image and pattern.search(image):
             return engine
     return None
+
+
+def image_platform(image: Optional[str]) -> Optional[str]:
+    """"ascend" for a vllm-ascend image (vLLM's Ascend NPU plugin), else None."""
+    return "ascend" if image and re.search(r"(^|/)vllm-ascend(?=[:@]|$)", image) else None
 
 
 def image_version(image: Optional[str]) -> Optional[str]:
@@ -159,6 +165,7 @@ SETTING_FLAGS: dict[str, dict[str, tuple[str, ...]]] = {
         "max_num_seqs": ("--max-num-seqs",),
         "max_num_batched_tokens": ("--max-num-batched-tokens",),
         "revision": ("--revision",),
+        "device": ("--device",),  # older vLLM releases, and Ascend recipes: --device npu
     },
     "sglang": {
         "target": ("--model-path", "--model"),

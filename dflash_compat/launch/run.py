@@ -88,6 +88,10 @@ def launch_options(launch: Launch) -> dict[str, Any]:
     if launch.engine == "vllm":
         out.update(num_speculative_tokens=num("num_speculative_tokens"), draft_tp=num("draft_tp"),
                    max_num_seqs=num("max_num_seqs"), max_num_batched_tokens=num("max_num_batched_tokens"))
+        from dflash_compat.launch.parse import image_platform
+
+        if image_platform(launch.image) or s.get("device") == "npu":
+            out["vllm_platform"] = "ascend"
     elif launch.engine == "sglang":
         attn_dp = num("attn_dp_size")
         if attn_dp is None and s.get("enable_dp_attention") and num("dp"):
