@@ -16,7 +16,7 @@ from typing import Any, Callable, Optional
 
 from dflash_compat.adapters import registry
 from dflash_compat.exceptions import InputError, error_line
-from dflash_compat.safe_read import read_bytes
+from dflash_compat.files.safe_read import read_bytes
 
 __all__ = ["is_shim_file", "load_shim_file", "torch_adapter", "mlx_adapter", "builtin_shim", "check_wrapper"]
 

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from dflash_compat.engine_support import engine_data, source_of
-from dflash_compat.engine_versions import ENGINES, bundled_versions, select_versions
 from dflash_compat.enginefacts import lmdeploy
 from dflash_compat.enginefacts.launch_flags import lmdeploy_flags
 from dflash_compat.enginefacts.source import SourceTree
+from dflash_compat.engines.registry import ENGINES, bundled_versions, select_versions
+from dflash_compat.engines.support import engine_data, source_of
 
 FIXTURE = Path(__file__).parent / "fixtures" / "enginefacts" / "lmdeploy"
 WHEELS = Path("/work/wheels/src")

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from dflash_compat.launch.parse import _BOOL, find_launch, image_engine, image_version
-from dflash_compat.launch.run import LaunchSettings, check_text
 from dflash_compat.launch.sources import candidates, pins_in
+from dflash_compat.pipeline.launch import LaunchSettings, check_text
 from tests.configs import draft, target
 
 CMD = ("lmdeploy serve api_server Qwen/Qwen3-8B --speculative-algorithm dflash "

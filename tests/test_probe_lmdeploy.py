@@ -9,7 +9,7 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 pytest.importorskip("prometheus_client")
 
-from dflash_compat.serving.probe import probe_exit_code  # noqa: E402
+from dflash_compat.liveprobe.probe import probe_exit_code  # noqa: E402
 from tests.test_probe_cli import SLOW, _cli, _probe, pair, server  # noqa: E402,F401 (fixtures)
 
 

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from dflash_compat.engine import CheckOptions
+from dflash_compat.checker.engine import CheckOptions
 from tests.configs import DELETE, catches, draft, merge, run_rule, target
 
 L = ("lmdeploy",)
@@ -30,7 +30,7 @@ def findings(code, t=None, d=None, **opts):
 
 def lmd_errors(t=None, d=None, **opts):
     """Every lmdeploy error finding of the pair."""
-    from dflash_compat.engine import CheckContext, run_rules
+    from dflash_compat.checker.engine import CheckContext, run_rules
     from dflash_compat.rules import ALL_RULES
     from dflash_compat.specs import parse_draft_config, parse_target_config
 
@@ -138,7 +138,7 @@ def test_passes_that_must_stay_passes():
 def test_a_config_check_reports_lmdeploy_in_every_output_format(tmp_path):
     from click.testing import CliRunner
 
-    from dflash_compat.cli import cli
+    from dflash_compat.cli.app import cli
 
     t, d = tmp_path / "t", tmp_path / "d"
     for folder, cfg in ((t, target()), (d, draft())):

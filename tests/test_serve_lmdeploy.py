@@ -9,9 +9,9 @@ import shlex
 
 from click.testing import CliRunner
 
-from dflash_compat.cli import cli
-from dflash_compat.launch.flagfacts import flag_facts
-from dflash_compat.launch.run import LaunchSettings, check_text
+from dflash_compat.cli.app import cli
+from dflash_compat.engines.flags import flag_facts
+from dflash_compat.pipeline.launch import LaunchSettings, check_text
 from tests.configs import draft, target
 
 
@@ -54,7 +54,7 @@ def test_options_of_other_engines_are_refused(tmp_path):
 
 
 def test_the_printed_options_round_trip_through_check(tmp_path):
-    from dflash_compat.serving.launch import options_from_argv
+    from dflash_compat.serve.plan import options_from_argv
     from tests.test_serve_cli import CHECK_FLAGS
 
     t, d = pair(tmp_path, draft(**{"dflash_config.block_size": 16}))

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from dflash_compat.engine import CheckOptions
-from dflash_compat.engine_support import engine_data
-from dflash_compat.engine_versions import ENGINES, bundled_versions
+from dflash_compat.checker.engine import CheckOptions
 from dflash_compat.enginefacts import vllm_ascend
 from dflash_compat.enginefacts.source import SourceTree
-from dflash_compat.launch.run import LaunchSettings, check_text
+from dflash_compat.engines.registry import ENGINES, bundled_versions
+from dflash_compat.engines.support import engine_data
+from dflash_compat.pipeline.launch import LaunchSettings, check_text
 from tests.configs import draft, run_rule, target
 
 FIXTURE = Path(__file__).parent / "fixtures" / "enginefacts" / "vllm_ascend"

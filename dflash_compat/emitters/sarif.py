@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
+from dflash_compat.checker.findings import RuleRun
+from dflash_compat.checker.report import Report
 from dflash_compat.emitters._paths import artifact_path
 from dflash_compat.emitters._safe import dumps
-from dflash_compat.findings import RuleRun
-from dflash_compat.report import Report
 
 __all__ = ["render"]
 

@@ -47,7 +47,7 @@ def _target_tensors(folder: Path) -> dict[str, Path]:
     names inside the folder, regular files only; weightfiles.py)."""
     from safetensors import SafetensorError, safe_open
 
-    from dflash_compat.weightfiles import weight_paths
+    from dflash_compat.files.weightfiles import weight_paths
 
     names: dict[str, Path] = {}
     for path in weight_paths(folder, f"target {folder}"):

@@ -1,4 +1,4 @@
-"""GGUF models as the typed specs the rules read: a GGUF header (dflash_compat/gguf_header.py) turned
+"""GGUF models as the typed specs the rules read: a GGUF header (dflash_compat/files/gguf_header.py) turned
 into the config a Hugging Face checkpoint would hold, parsed by the same readers, with every field's
 source set to the GGUF key it came from.
 
@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from dflash_compat.exceptions import ConfigError
 
 if TYPE_CHECKING:
-    from dflash_compat.gguf_header import GGUFHeader
+    from dflash_compat.files.gguf_header import GGUFHeader
 
 __all__ = ["GGUFInfo", "gguf_info", "gguf_target_config", "gguf_draft_config", "DRAFT_SOURCES", "TARGET_SOURCES"]
 
@@ -37,7 +37,7 @@ class GGUFInfo(BaseModel):
     vocab_sha256: Optional[str] = None
 
     def get(self, key: str, default: Any = None) -> Any:
-        from dflash_compat.gguf_header import arch_get
+        from dflash_compat.files.gguf_header import arch_get
 
         return arch_get(self.kv, self.architecture, key, default)
 
@@ -57,7 +57,9 @@ class GGUFInfo(BaseModel):
 
 
 def _plain(value: Any) -> Any:
-    from dflash_compat.gguf_header import GGUFArray  # the reader: imported when a GGUF is read, not by every check
+    from dflash_compat.files.gguf_header import (
+        GGUFArray,  # the reader: imported when a GGUF is read, not by every check
+    )
 
     if isinstance(value, GGUFArray):
         return {"type": value.type, "count": value.count, "sha256": value.sha256}
@@ -69,7 +71,7 @@ def _plain(value: Any) -> Any:
 def gguf_info(header: "GGUFHeader") -> GGUFInfo:
     tokens = header.kv.get("tokenizer.ggml.tokens")
     count = sha = None
-    from dflash_compat.gguf_header import GGUFArray
+    from dflash_compat.files.gguf_header import GGUFArray
 
     if isinstance(tokens, GGUFArray):
         count, sha = tokens.count, tokens.sha256

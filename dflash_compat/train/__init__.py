@@ -42,7 +42,7 @@ def check_out(out: str, target: str, draft: str, resume: bool, force: bool) -> P
     """OUT, checked before anything is loaded (safe_write's folder rules): never at, inside or around the
     target, the draft or the Hugging Face cache, never through a symlink; a non-empty folder only to
     continue its checkpoint (--resume) or, with --force, to train into it from scratch."""
-    from dflash_compat.safe_write import check_output_folder, model_folders
+    from dflash_compat.files.safe_write import check_output_folder, model_folders
     from dflash_compat.train.checkpoint import CHECKPOINT_DIR, checkpoint_files
 
     protected = model_folders(target, draft)
@@ -65,12 +65,12 @@ def check_out(out: str, target: str, draft: str, resume: bool, force: bool) -> P
 def _load_draft_module(ref: str, device, seed: int, token: Optional[str]):
     """Our draft module in float32 with the draft's weights, or seeded random ones for a config-only
     draft (what `init-draft --weights none` writes). -> (module, its config.json dict)."""
+    from dflash_compat.files.weightfiles import weight_paths
     from dflash_compat.init_draft.weights import new_draft_module, random_state
-    from dflash_compat.resolve import download_weights, resolve
+    from dflash_compat.resolve.refs import download_weights, resolve
     from dflash_compat.runtime.draft_config import draft_config
     from dflash_compat.runtime.torch_draft import load_draft_weights
     from dflash_compat.specs import parse_draft_config
-    from dflash_compat.weightfiles import weight_paths
 
     resolved = resolve(ref, "draft", token=token)
     raw = resolved.json("config.json")
@@ -94,7 +94,7 @@ def _load_draft_module(ref: str, device, seed: int, token: Optional[str]):
 def _tokenizer(folder: Path, ref: str):
     from transformers import AutoTokenizer
 
-    from dflash_compat.safe_read import check_tokenizer_files
+    from dflash_compat.files.safe_read import check_tokenizer_files
 
     check_tokenizer_files(folder, f"target {ref}", error=ConfigError)  # bounded, typed JSON before transformers
     try:
@@ -106,7 +106,7 @@ def _tokenizer(folder: Path, ref: str):
 def prepare(target: str, draft: str, data: str, out: str, config: TrainConfig, *, resume: bool = False,
             force: bool = False, token: Optional[str] = None):
     """Load and check everything a training run needs; -> loop.Session. Raises one-line errors."""
-    from dflash_compat.resolve import resolve
+    from dflash_compat.resolve.refs import resolve
     from dflash_compat.train import data as data_mod
 
     config.validate()
@@ -119,11 +119,11 @@ def prepare(target: str, draft: str, data: str, out: str, config: TrainConfig, *
         import transformers  # noqa: F401
     except ImportError:
         raise MissingDependencyError("train needs torch and transformers: pip install 'dflash-compat[torch]'") from None
-    from dflash_compat.resolve import download_weights
+    from dflash_compat.files.safe_write import make_output_folder
+    from dflash_compat.files.weightfiles import weight_paths
+    from dflash_compat.resolve.refs import download_weights
     from dflash_compat.runtime.torch_generate import check_pairing, load_target, stop_tokens_of
-    from dflash_compat.safe_write import make_output_folder
     from dflash_compat.train import checkpoint, loop
-    from dflash_compat.weightfiles import weight_paths
 
     device = _device(config.device)
     t_folder = Path(download_weights(t_res, token=token))

@@ -32,7 +32,7 @@ MAX_STATE_BYTES = 256 * 1024 * 1024  # step counts and a loss history: KB to a f
 
 
 def write_json(path: Path, value: Any) -> None:
-    from dflash_compat.safe_write import write_output
+    from dflash_compat.files.safe_write import write_output
 
     write_output(path, json.dumps(value, indent=2) + "\n", force=True)
 
@@ -40,7 +40,7 @@ def write_json(path: Path, value: Any) -> None:
 def _save_tensors(path: Path, tensors: dict[str, torch.Tensor]) -> None:
     from safetensors.torch import save
 
-    from dflash_compat.safe_write import write_output
+    from dflash_compat.files.safe_write import write_output
 
     data = save({k: v.detach().contiguous().cpu() for k, v in tensors.items()}, metadata={"format": "pt"})
     write_output(path, data, force=True)
@@ -48,7 +48,7 @@ def _save_tensors(path: Path, tensors: dict[str, torch.Tensor]) -> None:
 
 def save_checkpoint(out: Path, draft, optimizer: torch.optim.Optimizer, step: int, draft_config: dict,
                     history: list) -> None:
-    from dflash_compat.safe_write import make_output_folder
+    from dflash_compat.files.safe_write import make_output_folder
 
     folder = make_output_folder(out / CHECKPOINT_DIR)
     names = {id(p): n for n, p in draft.named_parameters()}
@@ -72,8 +72,8 @@ def save_checkpoint(out: Path, draft, optimizer: torch.optim.Optimizer, step: in
 def checkpoint_files(out: Path) -> tuple[Path, Path, Path]:
     """OUT/checkpoint's (state.json, model.safetensors, optimizer.safetensors), checked without opening them:
     a real folder (never a link), regular files inside it. InputError / WeightsError in one line."""
-    from dflash_compat.safe_read import is_regular_file
-    from dflash_compat.weightfiles import refuse_link_out
+    from dflash_compat.files.safe_read import is_regular_file
+    from dflash_compat.files.weightfiles import refuse_link_out
 
     folder = out / CHECKPOINT_DIR
     if folder.is_symlink() or not (folder / "state.json").is_file():
@@ -92,7 +92,7 @@ def checkpoint_files(out: Path) -> tuple[Path, Path, Path]:
 
 def _read_state(path: Path) -> tuple[int, dict, dict, list]:
     """state.json -> (step, adam step counts, the draft's config, history), each of the type it must be."""
-    from dflash_compat.safe_read import load_json_file
+    from dflash_compat.files.safe_read import load_json_file
 
     state = load_json_file(path, what=f"--resume: {path}", error=WeightsError, limit=MAX_STATE_BYTES)
     if not isinstance(state, dict):

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from dflash_compat.exceptions import InputError
+from dflash_compat.files.safe_read import is_regular_file, parse_json, read_bytes
 from dflash_compat.inputs import check_text
-from dflash_compat.safe_read import is_regular_file, parse_json, read_bytes
 
 __all__ = ["TEXT_SUFFIXES", "read_documents", "TokenData", "tokenize_documents", "pack"]
 

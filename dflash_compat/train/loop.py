@@ -141,7 +141,7 @@ def _progress(enabled: bool):
         TimeRemainingColumn,
     )
 
-    from dflash_compat.console import make_console
+    from dflash_compat.terminal import make_console
 
     console = make_console(stderr=True)
     columns = (TextColumn("training"), BarColumn(), MofNCompleteColumn(),

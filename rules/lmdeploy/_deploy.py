@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
-from dflash_compat.engine import CheckContext, EngineSource, Rule, Violation
+from dflash_compat.checker.engine import CheckContext, EngineSource, Rule, Violation
 from dflash_compat.rules.lmdeploy._lmdeploy import src, utils
 
 BUILDER = src("lmdeploy/pytorch/engine/config_builder.py", "224-230", "the engine runs the DFlash dist and runtime "

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from dflash_compat.engine import CheckContext, EngineSource
+from dflash_compat.checker.engine import CheckContext, EngineSource
 
 ENGINE = "lmdeploy"
 UTILS = "lmdeploy/pytorch/spec_decode/dflash_utils.py"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dflash_compat.engine import CheckContext, Rule, Violation
+from dflash_compat.checker.engine import CheckContext, Rule, Violation
 from dflash_compat.rules.lmdeploy._lmdeploy import (
     FROM_CONFIG,
     ids_are_integers,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dflash_compat.engine import CheckContext, Rule, Violation
+from dflash_compat.checker.engine import CheckContext, Rule, Violation
 from dflash_compat.rules.lmdeploy._lmdeploy import FROM_CONFIG, is_lmdeploy_draft, layer_types, utils
 
 KNOWN = ("full_attention", "sliding_attention")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dflash_compat.engine import Rule, Violation
+from dflash_compat.checker.engine import Rule, Violation
 from dflash_compat.rules.lmdeploy._lmdeploy import src
 
 
@@ -13,7 +13,7 @@ def check(ctx):
     backend = launch.settings.get("backend")
     if backend == "pytorch" or "backend" in launch.unresolved:
         return
-    from dflash_compat.engine_support import engine_data
+    from dflash_compat.engines.support import engine_data
 
     turbomind = engine_data("lmdeploy", ctx.version.version if ctx.version.version else None) \
         .get("turbomind_architectures", ())
