@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.checker.engine import CheckContext, Rule, Violation
+from dflash_compat.quoting import quote, quote_items
 from dflash_compat.rules.lmdeploy._lmdeploy import draft_class, src
 
 
@@ -12,8 +13,8 @@ def check(ctx: CheckContext):
     if cls in known:
         return
     yield Violation(
-        f"lmdeploy {ctx.version('lmdeploy')} builds its DFlash drafter only for {', '.join(known)}; this draft's "
-        f"class is {cls or '(none)'}: the PyTorch engine cannot build it as a DFlash draft",
+        f"lmdeploy {ctx.version('lmdeploy')} builds its DFlash drafter only for {quote_items(known, raw=True)}; this draft's "
+        f"class is {quote(cls) if cls else '(none)'}: the PyTorch engine cannot build it as a DFlash draft",
         locations=[ctx.dloc("architectures", "auto_map" if "auto_map" in ctx.draft.raw else "architectures")],
     )
 

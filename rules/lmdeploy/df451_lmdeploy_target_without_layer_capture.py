@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.checker.engine import CheckContext, Rule, Violation
+from dflash_compat.quoting import quote, quote_items
 from dflash_compat.rules.lmdeploy._lmdeploy import src
 
 
@@ -19,9 +20,9 @@ def check(ctx: CheckContext):
                "at the first step" if len(ids) != 1 else
                "with one target layer id the widths match and the draft silently reads the final hidden state "
                "instead of that layer's")
-        msg = f"lmdeploy's class for {known[0]} does not capture the DFlash target layers: {how}"
+        msg = f"lmdeploy's class for {quote(known[0])} does not capture the DFlash target layers: {how}"
     else:
-        msg = (f"lmdeploy {ctx.version('lmdeploy')}'s PyTorch engine has no class for {', '.join(archs)} "
+        msg = (f"lmdeploy {ctx.version('lmdeploy')}'s PyTorch engine has no class for {quote_items(archs)} "
                "(RuntimeError \"Can not found rewrite for architectures\")")
     yield Violation(msg, locations=[ctx.tloc("architectures", "architectures")])
 

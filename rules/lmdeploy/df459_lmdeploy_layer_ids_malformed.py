@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.checker.engine import CheckContext, Rule, Violation
+from dflash_compat.quoting import quote
 from dflash_compat.rules.lmdeploy._lmdeploy import (
     FROM_CONFIG,
     ids_are_integers,
@@ -18,7 +19,7 @@ def check(ctx: CheckContext):
         return
     what = ("not a list" if not isinstance(ids, (list, tuple)) else "empty" if not ids
             else "not all integers")
-    yield Violation(f"dflash_config.target_layer_ids {ids!r} is {what}: lmdeploy {ctx.version('lmdeploy')} stops "
+    yield Violation(f"dflash_config.target_layer_ids {quote(ids)} is {what}: lmdeploy {ctx.version('lmdeploy')} stops "
                     "at start-up (ValueError)", locations=[ctx.dloc("target_layer_ids", "dflash_config.target_layer_ids")])
 
 

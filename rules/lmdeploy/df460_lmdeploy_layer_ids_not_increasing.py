@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.checker.engine import CheckContext, Rule, Violation
+from dflash_compat.quoting import quote
 from dflash_compat.rules.lmdeploy._lmdeploy import (
     FROM_CONFIG,
     ids_are_integers,
@@ -18,7 +19,7 @@ def check(ctx: CheckContext):
         return
     if all(b > a for a, b in zip(ids, ids[1:])):
         return
-    yield Violation(f"dflash_config.target_layer_ids {list(ids)} are not strictly increasing: lmdeploy "
+    yield Violation(f"dflash_config.target_layer_ids {quote(list(ids))} are not strictly increasing: lmdeploy "
                     f"{ctx.version('lmdeploy')} stops at start-up (ValueError \"must be strictly increasing and "
                     "duplicate-free\")", locations=[ctx.dloc("target_layer_ids", "dflash_config.target_layer_ids")])
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.checker.engine import CheckContext, Rule, Violation
+from dflash_compat.quoting import quote
 from dflash_compat.rules.lmdeploy._lmdeploy import (
     FROM_CONFIG,
     ids_are_integers,
@@ -18,7 +19,7 @@ def check(ctx: CheckContext):
         return
     bad = [i for i in ids if i < 0 or i >= n]
     if bad:
-        yield Violation(f"target_layer_ids {bad} outside [0, {n}) (num_target_layers {n}): lmdeploy "
+        yield Violation(f"target_layer_ids {quote(bad)} outside [0, {n}) (num_target_layers {n}): lmdeploy "
                         f"{ctx.version('lmdeploy')} stops at start-up (ValueError \"out-of-range value\")",
                         locations=[ctx.dloc("target_layer_ids", "dflash_config.target_layer_ids")])
 

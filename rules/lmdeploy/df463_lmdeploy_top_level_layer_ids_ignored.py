@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.checker.engine import CheckContext, Rule, Violation
+from dflash_compat.quoting import quote
 from dflash_compat.rules.lmdeploy._lmdeploy import (
     FROM_CONFIG,
     formula_ids,
@@ -26,11 +27,11 @@ def check(ctx: CheckContext):
         return  # DF462
     if list(top) == guess:
         return
-    yield Violation(f"target_layer_ids {list(top)} are at the top level only: lmdeploy "
-                    f"{ctx.version('lmdeploy')} reads dflash_config.target_layer_ids, finds none and uses {guess}; "
+    yield Violation(f"target_layer_ids {quote(list(top))} are at the top level only: lmdeploy "
+                    f"{ctx.version('lmdeploy')} reads dflash_config.target_layer_ids, finds none and uses {quote(guess)}; "
                     "the draft gets other layers than it was trained on (no error, low acceptance)",
                     locations=[ctx.dloc("target_layer_ids", "target_layer_ids")],
-                    fix=f'Add "target_layer_ids": {list(top)} inside "dflash_config".')
+                    fix=f'Add "target_layer_ids": {quote(list(top))} inside "dflash_config".')
 
 
 RULE = Rule(

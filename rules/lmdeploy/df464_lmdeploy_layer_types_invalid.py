@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.checker.engine import CheckContext, Rule, Violation
+from dflash_compat.quoting import quote
 from dflash_compat.rules.lmdeploy._lmdeploy import FROM_CONFIG, is_lmdeploy_draft, layer_types, utils
 
 KNOWN = ("full_attention", "sliding_attention")
@@ -16,7 +17,7 @@ def problem(types, n) -> str:
     if any(not isinstance(t, str) for t in types):
         return "not all strings"
     other = sorted({t for t in types if t not in KNOWN})
-    return f"unsupported types {other}" if other else ""
+    return f"unsupported types {quote(other)}" if other else ""
 
 
 def check(ctx: CheckContext):

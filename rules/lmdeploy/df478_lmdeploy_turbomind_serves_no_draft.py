@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.checker.engine import CheckContext, Rule, Violation
+from dflash_compat.quoting import quote
 from dflash_compat.rules.lmdeploy._lmdeploy import src
 
 
@@ -14,7 +15,7 @@ def check(ctx: CheckContext):
     if archs and archs[0] not in turbomind:
         return  # lmdeploy falls back to the PyTorch engine for it
     yield Violation(f"--backend {ctx.options.lmdeploy_backend}: lmdeploy {ctx.version('lmdeploy')} serves "
-                    f"{archs[0] if archs else 'the target'} with TurboMind, which logs \"speculative decoding is not "
+                    f"{quote(archs[0]) if archs else 'the target'} with TurboMind, which logs \"speculative decoding is not "
                     "supported by turbomind\" and runs without the draft: the deployment works, without DFlash",
                     fix="Launch with --backend pytorch.")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.checker.engine import Rule, Violation
+from dflash_compat.quoting import quote
 from dflash_compat.rules.lmdeploy._lmdeploy import src
 
 
@@ -21,7 +22,7 @@ def check(ctx):
     if archs and archs[0] not in turbomind:
         return  # lmdeploy falls back to its PyTorch engine for a model TurboMind does not take
     given = f"--backend {backend}" if backend else "no --backend (lmdeploy's default is turbomind)"
-    which = f"{archs[0]} is" if archs else "Qwen3 and Qwen3.5 targets are"
+    which = f"{quote(archs[0])} is" if archs else "Qwen3 and Qwen3.5 targets are"
     yield Violation(f"{given}: {which} served by TurboMind, which logs \"speculative decoding is not supported by "
                     "turbomind\" and ignores --speculative-algorithm dflash: the server runs without DFlash",
                     [ctx.at("backend") if backend else ctx.at("algorithm")],

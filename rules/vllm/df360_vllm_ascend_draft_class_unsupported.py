@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dflash_compat.checker.engine import CheckContext, EngineSource, Rule, Violation
+from dflash_compat.quoting import quote
 
 
 def check(ctx: CheckContext):
@@ -21,7 +22,7 @@ def check(ctx: CheckContext):
         return
     if cls in accepted:
         return
-    yield Violation(f"vLLM builds {arch} as {cls}; vllm-ascend {release}'s proposer asserts the draft is one of "
+    yield Violation(f"vLLM builds {quote(arch)} as {cls}; vllm-ascend {release}'s proposer asserts the draft is one of "
                     f"{', '.join(c for c in accepted if 'DFlash' in c)} (AssertionError at the first step on Ascend)",
                     locations=[ctx.dloc("architectures", "architectures")])
 
