@@ -12,7 +12,7 @@ from dflash_compat.enginefacts import lmdeploy
 from dflash_compat.enginefacts.launch_flags import lmdeploy_flags
 from dflash_compat.enginefacts.source import SourceTree
 from dflash_compat.engines.registry import ENGINES, bundled_versions, select_versions
-from dflash_compat.engines.support import engine_data, source_of
+from dflash_compat.engines.store import release
 
 FIXTURE = Path(__file__).parent / "fixtures" / "enginefacts" / "lmdeploy"
 WHEELS = Path("/work/wheels/src")
@@ -65,12 +65,12 @@ def test_lmdeploy_is_registered_with_its_first_dflash_release_and_bundled_window
     assert info.first_dflash == "0.18.0" and info.backends == ("lmdeploy",)
     assert bundled_versions("lmdeploy") == ("0.18.0",)
     assert info.predates_dflash("0.17.0") and not info.predates_dflash("0.18.0")
-    facts = engine_data("lmdeploy", "0.18.0")
+    facts = release("lmdeploy", "0.18.0").facts
     assert facts["draft_architectures"] == ["DFlashDraftModel"]
     assert {"Qwen3ForCausalLM", "Qwen3_5ForConditionalGeneration"} <= set(facts["supported"])
     assert "Qwen3MoeForCausalLM" in facts["unsupported"]
     assert "block_size_nested_only" in facts["features"]
-    src = source_of("lmdeploy", "features", "block_size_nested_only", "0.18.0")
+    src = release("lmdeploy", "0.18.0").source("features", "block_size_nested_only")
     assert (src.path, src.lines) == ("lmdeploy/pytorch/spec_decode/dflash_utils.py", "142")
     sel = select_versions(option=("lmdeploy==0.17.0",), engines=["lmdeploy"])["lmdeploy"]
     assert (sel.used, sel.status) == ("0.18.0", "older")
@@ -84,4 +84,4 @@ def test_the_real_wheels_bisect_the_first_release_with_dflash():
     assert not [f for f in old["features"] if f not in ("auto_backend", "turbomind_ignores_draft", "tp_divides_heads",
                                                         "dtype_per_model")]
     assert new["draft_architectures"] == ["DFlashDraftModel"] and set(lmdeploy.FEATURES) == set(new["features"])
-    assert "unknown" not in new and dict(engine_data("lmdeploy", "0.18.0")) == new
+    assert "unknown" not in new and dict(release("lmdeploy", "0.18.0").facts) == new

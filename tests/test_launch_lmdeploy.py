@@ -73,11 +73,12 @@ def test_image_and_pins_name_the_release():
     assert image_engine("openmmlab/lmdeploy:v0.18.0-cu12") == "lmdeploy"
     assert image_version("openmmlab/lmdeploy:v0.18.0-cu12") == "0.18.0"
     assert image_version("docker.io/openmmlab/lmdeploy:latest") is None
-    assert pins_in("pip install 'lmdeploy==0.17.0'\n") == {"lmdeploy": ("0.17.0", 1)}
+    pin = pins_in("pip install 'lmdeploy==0.17.0'\n")["lmdeploy"]
+    assert (pin.version, pin.line) == ("0.17.0", 1)
     fr = judged("Dockerfile", f"FROM openmmlab/lmdeploy:v0.17.0-cu12\nCMD {CMD} --backend pytorch\n")
     lr = fr.launches[0]
     assert lr.version.version == "0.17.0"
-    assert "DF911" in codes(fr)  # no parser facts for 0.17.0: the flags are not judged against 0.18.0's
+    assert "DF913" in codes(fr)  # 0.17.0 predates lmdeploy's first DFlash release (0.18.0): an error from the pin
 
 
 def test_python_module_entry_point():

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from dflash_compat.checker.engine import CheckOptions
+from dflash_compat.deployment.options import CheckOptions
 from tests.configs import DELETE, catches, draft, merge, run_rule, target
 
 L = ("lmdeploy",)
@@ -30,11 +30,11 @@ def findings(code, t=None, d=None, **opts):
 
 def lmd_errors(t=None, d=None, **opts):
     """Every lmdeploy error finding of the pair."""
-    from dflash_compat.checker.engine import CheckContext, run_rules
+    from dflash_compat.checker import RuleContext, run_rules
     from dflash_compat.rules import ALL_RULES
     from dflash_compat.specs import parse_draft_config, parse_target_config
 
-    ctx = CheckContext(target=parse_target_config(t if t is not None else target(), "t"),
+    ctx = RuleContext(target=parse_target_config(t if t is not None else target(), "t"),
                        draft=parse_draft_config(d if d is not None else good_draft(), "d"), options=CheckOptions(**opts))
     return sorted({f.code for f in run_rules(ctx, [r for r in ALL_RULES if "DF450" <= r.code <= "DF499"], L)
                    if f.severity == "error" and f.backend == "lmdeploy"})

@@ -10,7 +10,7 @@ import shlex
 from click.testing import CliRunner
 
 from dflash_compat.cli.app import cli
-from dflash_compat.engines.flags import flag_facts
+from dflash_compat.engines.store import release
 from dflash_compat.pipeline.launch import LaunchSettings, check_text
 from tests.configs import draft, target
 
@@ -33,7 +33,7 @@ def test_a_servable_pair_prints_a_pytorch_backend_command_lmdeploy_parses(tmp_pa
     assert argv[:4] == ["lmdeploy", "serve", "api_server", str(t)]
     assert argv[argv.index("--backend") + 1] == "pytorch" and argv[argv.index("--speculative-algorithm") + 1] == "dflash"
     assert argv[argv.index("--speculative-num-draft-tokens") + 1] == "15"
-    accepted = flag_facts("lmdeploy", "0.18.0")["flags"]
+    accepted = release("lmdeploy", "0.18.0").flags["flags"]
     assert [a for a in argv if a.startswith("-") and a not in accepted] == []
     fr = check_text("serve.sh", shlex.join(argv) + "\n", LaunchSettings())
     [lr] = fr.launches
@@ -61,8 +61,7 @@ def test_the_printed_options_round_trip_through_check(tmp_path):
     res = CliRunner().invoke(cli, ["serve", str(t), "--draft", str(d), "--engine", "lmdeploy", "--no-deep", "-f",
                                    "json", "--num-speculative-tokens", "7"])
     options = options_from_argv("lmdeploy", json.loads(res.output)["argv"])
-    assert options == {"lmdeploy_num_draft_tokens": 7, "tp": 1, "lmdeploy_backend": "pytorch",
-                       "lmdeploy_dtype": "bfloat16"}
+    assert options == {"lmdeploy_num_draft_tokens": 7, "lmdeploy_backend": "pytorch", "lmdeploy_dtype": "bfloat16"}
     flags = [x for name, value in options.items() for x in (CHECK_FLAGS[name], str(value))]
     report = CliRunner().invoke(cli, [str(t), "--draft", str(d), "--backend", "lmdeploy", "--no-deep", *flags])
     assert report.exit_code == 0, report.output

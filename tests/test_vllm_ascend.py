@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from dflash_compat.checker.engine import CheckOptions
+from dflash_compat.deployment.options import CheckOptions
 from dflash_compat.enginefacts import vllm_ascend
 from dflash_compat.enginefacts.source import SourceTree
 from dflash_compat.engines.registry import ENGINES, bundled_versions
-from dflash_compat.engines.support import engine_data
+from dflash_compat.engines.store import release
 from dflash_compat.pipeline.launch import LaunchSettings, check_text
 from tests.configs import draft, run_rule, target
 
@@ -31,7 +31,7 @@ def test_registered_as_a_platform_of_the_vllm_backend():
     info = ENGINES["vllm-ascend"]
     assert info.backends == ("vllm",) and info.first_dflash == "0.23.0" and info.predates_dflash("0.18.0")
     assert bundled_versions("vllm-ascend") == ("0.23.0", "0.23.0.post1")
-    facts = engine_data("vllm_ascend", "0.23.0.post1")
+    facts = release("vllm-ascend", "0.23.0.post1").facts
     assert "DFlashQwen3ForCausalLM" in facts["draft_classes"] and "keeps_reduced_draft_head" in facts["features"]
 
 
@@ -64,7 +64,7 @@ def test_the_real_sdists_bisect_dflash_and_keep_the_reduced_head():
 
     assert read("0.18.0")["draft_classes"] == []
     new = read("0.23.0.post1")
-    assert new == dict(engine_data("vllm_ascend", "0.23.0.post1"))
+    assert new == dict(release("vllm-ascend", "0.23.0.post1").facts)
     # vllm-ascend #11374 (it overwrote a reduced draft head that upstream vLLM keeps): in both released versions
     # with DFlash the proposer keeps the draft's own lm_head when it has a draft_id_to_target_id map
     assert "keeps_reduced_draft_head" in read("0.23.0")["features"] and "keeps_reduced_draft_head" in new["features"]

@@ -5,22 +5,22 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
-from dflash_compat.checker.engine import CheckContext, EngineSource, Rule, Violation
-from dflash_compat.rules.lmdeploy._lmdeploy import src, utils
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
 
-BUILDER = src("lmdeploy/pytorch/engine/config_builder.py", "224-230", "the engine runs the DFlash dist and runtime "
+BUILDER = EngineSource("lmdeploy", "lmdeploy/pytorch/engine/config_builder.py", "224-230", "the engine runs the DFlash dist and runtime "
               "checks at start-up")
 
 
-def deploy_rule(code: str, name: str, flag: str, bad: Callable[[CheckContext], Optional[str]], what: str, why: str,
-                message: str, example: str, fix: str, sources: tuple[EngineSource, ...]) -> Rule:
-    def check(ctx: CheckContext):
+def deploy_rule(code: str, name: str, flag: str, bad: Callable[[RuleContext], Optional[str]], what: str, why: str,
+                message: str, example: str, fix: str, sources: tuple[EngineSource, ...], reads: tuple[str, ...] = ()
+                ) -> Rule:
+    def check(ctx: RuleContext):
         value = bad(ctx)
         if value is not None:
             yield Violation(f"{flag} {value}: lmdeploy {ctx.version('lmdeploy')} stops at start-up ({message})")
 
     return Rule(code=code, name=name, severity="error", backends=("lmdeploy",), check=check, what=what, why=why,
-                example=example, fix=fix, sources=sources)
+                example=example, fix=fix, sources=sources, reads=reads)
 
 
-__all__ = ["BUILDER", "deploy_rule", "src", "utils"]
+__all__ = ["BUILDER", "deploy_rule"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from dflash_compat.checker.engine import CheckContext, EngineSource
+from dflash_compat.checker import EngineSource, RuleContext
 
 ENGINE = "lmdeploy"
 UTILS = "lmdeploy/pytorch/spec_decode/dflash_utils.py"
@@ -16,18 +16,12 @@ DEFAULT_NUM_DRAFT_TOKENS = 1  # --speculative-num-draft-tokens (cli/utils.py:846
 QWEN3_MAX_WINDOW_LAYERS = 28  # transformers Qwen3Config.max_window_layers default
 
 
-def src(path: str, lines: str, note: str) -> EngineSource:
-    return EngineSource(ENGINE, path, lines, note)
 
 
-def utils(lines: str, note: str) -> EngineSource:
-    return src(UTILS, lines, note)
+FROM_CONFIG = EngineSource("lmdeploy", "lmdeploy/pytorch/config.py", "735-768", "SpecDecodeConfig.from_config: the DFlash checks run when the engine starts")
 
 
-FROM_CONFIG = src(CONFIG, "735-768", "SpecDecodeConfig.from_config: the DFlash checks run when the engine starts")
-
-
-def draft_class(ctx: CheckContext) -> Optional[str]:
+def draft_class(ctx: RuleContext) -> Optional[str]:
     """The draft class lmdeploy builds: auto_map's AutoModelForCausalLM, else the first architecture it maps
     (models/patch.py:165-197)."""
     auto = ctx.draft.raw.get("auto_map")
@@ -37,21 +31,21 @@ def draft_class(ctx: CheckContext) -> Optional[str]:
     return archs[0] if archs else None
 
 
-def is_lmdeploy_draft(ctx: CheckContext) -> bool:
+def is_lmdeploy_draft(ctx: RuleContext) -> bool:
     """The draft is a class lmdeploy's DFlash drafter builds (DF450 reports the others, once)."""
-    return draft_class(ctx) in ctx.facts("lmdeploy").get("draft_architectures", ())
+    return draft_class(ctx) in ctx.engine("lmdeploy").facts.get("draft_architectures", ())
 
 
-def dflash_config(ctx: CheckContext) -> Any:
+def dflash_config(ctx: RuleContext) -> Any:
     return ctx.draft.raw.get("dflash_config")
 
 
-def nested(ctx: CheckContext) -> dict:
+def nested(ctx: RuleContext) -> dict:
     cfg = dflash_config(ctx)
     return cfg if isinstance(cfg, dict) else {}
 
 
-def num_speculative_tokens(ctx: CheckContext) -> int:
+def num_speculative_tokens(ctx: RuleContext) -> int:
     """--speculative-dflash-block-size B means B - 1 (messages.py:878-886); else the draft-token flag (default 1)."""
     o = ctx.options
     if o.lmdeploy_block_size is not None:
@@ -59,11 +53,11 @@ def num_speculative_tokens(ctx: CheckContext) -> int:
     return o.lmdeploy_num_draft_tokens if o.lmdeploy_num_draft_tokens is not None else DEFAULT_NUM_DRAFT_TOKENS
 
 
-def use_sliding_window(ctx: CheckContext) -> bool:
+def use_sliding_window(ctx: RuleContext) -> bool:
     return bool(ctx.draft.raw.get("use_sliding_window", False))
 
 
-def sliding_window(ctx: CheckContext) -> Any:
+def sliding_window(ctx: RuleContext) -> Any:
     """The window lmdeploy sees: Qwen3Config keeps `sliding_window` only with `use_sliding_window`; None, 0 and -1
     mean none (dflash_utils.py:58-66)."""
     if not use_sliding_window(ctx):
@@ -72,7 +66,7 @@ def sliding_window(ctx: CheckContext) -> Any:
     return None if value in (None, 0, -1) else value
 
 
-def layer_types(ctx: CheckContext) -> Any:
+def layer_types(ctx: RuleContext) -> Any:
     """The draft's layer_types as Qwen3Config leaves them (derived when the config has none)."""
     raw = ctx.draft.raw
     if raw.get("layer_types") is not None:
@@ -86,12 +80,12 @@ def layer_types(ctx: CheckContext) -> Any:
     return ["sliding_attention" if window is not None and i >= first else "full_attention" for i in range(n)]
 
 
-def key_of(ctx: CheckContext, name: str) -> str:
+def key_of(ctx: RuleContext, name: str) -> str:
     """`dflash_config.NAME` when the draft nests it there, else the top-level NAME (for locations)."""
     return f"dflash_config.{name}" if name in nested(ctx) else name
 
 
-def nested_layer_ids(ctx: CheckContext) -> Any:
+def nested_layer_ids(ctx: RuleContext) -> Any:
     """dflash_config.target_layer_ids as lmdeploy reads it (the top level is never read): None when absent."""
     return nested(ctx).get("target_layer_ids")
 
@@ -112,3 +106,20 @@ def formula_ids(num_target_layers: int, num_draft_layers: int) -> list[int]:
         raise ValueError(f"the fallback needs at least 4 target layers, got {num_target_layers}")
     span = end - start
     return [int(round(start + i * span / (num_draft_layers - 1))) for i in range(num_draft_layers)]
+
+
+def config_dtype(raw: dict):
+    """The dtype lmdeploy reads from a config: `dtype`, then text_config's `dtype`, then `torch_dtype`."""
+    text = raw.get("text_config") if isinstance(raw.get("text_config"), dict) else {}
+    for value in (raw.get("dtype"), text.get("dtype"), raw.get("torch_dtype")):
+        if value is not None:
+            return value
+    return None
+
+
+def resolved(raw: dict, flag) -> str:
+    """The dtype lmdeploy runs a model in (config.py _update_torch_dtype; the GPU's bf16 support aside)."""
+    if flag in ("float16", "bfloat16"):
+        return flag
+    dtype = config_dtype(raw)
+    return dtype if dtype in ("float16", "bfloat16") else "float16"

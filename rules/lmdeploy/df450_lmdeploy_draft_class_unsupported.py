@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, Rule, Violation
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
 from dflash_compat.quoting import quote, quote_items
-from dflash_compat.rules.lmdeploy._lmdeploy import draft_class, src
+from dflash_compat.rules.lmdeploy._lmdeploy import draft_class
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     cls = draft_class(ctx)
-    known = ctx.facts("lmdeploy")["draft_architectures"]
+    known = ctx.engine("lmdeploy").facts["draft_architectures"]
     if cls in known:
         return
     yield Violation(
@@ -31,7 +31,7 @@ RULE = Rule(
     "draft (qwen3_dflash.py). DFlash 2, speculators-format and other families have no class there.",
     example='"architectures": ["DFlash2DraftModel"]',
     fix="Serve this draft with an engine that loads its family (vLLM, SGLang), or use a DFlashDraftModel draft.",
-    sources=(src("lmdeploy/pytorch/models/module_map.py", "349", "DFlashDraftModel -> qwen3_dflash"),
-             src("lmdeploy/pytorch/models/patch.py", "165-197", "class by auto_map, then architectures")),
+    sources=(EngineSource("lmdeploy", "lmdeploy/pytorch/models/module_map.py", "349", "DFlashDraftModel -> qwen3_dflash"),
+             EngineSource("lmdeploy", "lmdeploy/pytorch/models/patch.py", "165-197", "class by auto_map, then architectures")),
     requires=("lmdeploy.draft_architectures",),
 )

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, Rule, Violation
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
 from dflash_compat.quoting import quote, quote_items
-from dflash_compat.rules.lmdeploy._lmdeploy import src
 
 
-def check(ctx: CheckContext):
-    facts = ctx.facts("lmdeploy")
+def check(ctx: RuleContext):
+    facts = ctx.engine("lmdeploy").facts
     archs = [a for a in ctx.target.architectures if isinstance(a, str)]
     if not archs or any(a in facts["supported"] for a in archs):
         return
@@ -40,8 +39,8 @@ RULE = Rule(
     example='target "architectures": ["Qwen3MoeForCausalLM"] at lmdeploy 0.18.0',
     fix="Serve this pair with an engine that captures this target's layers (vLLM, SGLang), or use a target whose "
     "lmdeploy class captures them.",
-    sources=(src("lmdeploy/pytorch/models/qwen3.py", "268-270", "Qwen3 reads target_aux_hidden_state_layers"),
-             src("lmdeploy/pytorch/spec_decode/base.py", "143-145", "aux_hidden_states become the draft's input"),
-             src("lmdeploy/pytorch/models/qwen3_dflash.py", "357-365", "fc width check: ValueError")),
+    sources=(EngineSource("lmdeploy", "lmdeploy/pytorch/models/qwen3.py", "268-270", "Qwen3 reads target_aux_hidden_state_layers"),
+             EngineSource("lmdeploy", "lmdeploy/pytorch/spec_decode/base.py", "143-145", "aux_hidden_states become the draft's input"),
+             EngineSource("lmdeploy", "lmdeploy/pytorch/models/qwen3_dflash.py", "357-365", "fc width check: ValueError")),
     requires=("lmdeploy.supported", "lmdeploy.unsupported"),
 )

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, Rule, Violation
-from dflash_compat.rules.lmdeploy._lmdeploy import FROM_CONFIG, dflash_config, is_lmdeploy_draft, utils
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
+from dflash_compat.rules.lmdeploy._lmdeploy import FROM_CONFIG, dflash_config, is_lmdeploy_draft
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     if not is_lmdeploy_draft(ctx):
         return
     cfg = dflash_config(ctx)
@@ -32,7 +32,7 @@ RULE = Rule(
     example='a draft config with "block_size", "mask_token_id" at the top level and no "dflash_config"',
     fix='Add "dflash_config": {"block_size": B, "mask_token_id": M, "target_layer_ids": [...]} to the draft\'s '
     "config.json (values as the draft was trained).",
-    sources=(utils("133-136", "dflash_config read as an attribute, then validated"),
-             utils("69-72", "a dflash_config dictionary is required"), FROM_CONFIG),
+    sources=(EngineSource("lmdeploy", "lmdeploy/pytorch/spec_decode/dflash_utils.py", "133-136", "dflash_config read as an attribute, then validated"),
+             EngineSource("lmdeploy", "lmdeploy/pytorch/spec_decode/dflash_utils.py", "69-72", "a dflash_config dictionary is required"), FROM_CONFIG),
     requires=("lmdeploy.draft_architectures",),
 )

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, Rule, Violation
-from dflash_compat.rules.lmdeploy._lmdeploy import FROM_CONFIG, dflash_config, is_lmdeploy_draft, utils
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
+from dflash_compat.rules.lmdeploy._lmdeploy import FROM_CONFIG, dflash_config, is_lmdeploy_draft
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     cfg = dflash_config(ctx)
     if not is_lmdeploy_draft(ctx) or not isinstance(cfg, dict) or "block_size" in cfg:
         return
@@ -34,6 +34,6 @@ RULE = Rule(
     "lmdeploy PR #4991 reports drafts that keep block_size at the top level.",
     example='{"block_size": 16, "dflash_config": {"mask_token_id": 151669, "target_layer_ids": [1, 9, 17, 25, 33]}}',
     fix='Add "block_size" inside "dflash_config" with the same value as the top-level key.',
-    sources=(utils("142", "max_query_length = dflash_config['block_size']"), FROM_CONFIG),
+    sources=(EngineSource("lmdeploy", "lmdeploy/pytorch/spec_decode/dflash_utils.py", "142", "max_query_length = dflash_config['block_size']"), FROM_CONFIG),
     requires=("lmdeploy.draft_architectures",),
 )

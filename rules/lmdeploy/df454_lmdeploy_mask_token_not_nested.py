@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, Rule, Violation
-from dflash_compat.rules.lmdeploy._lmdeploy import FROM_CONFIG, dflash_config, is_lmdeploy_draft, utils
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
+from dflash_compat.rules.lmdeploy._lmdeploy import FROM_CONFIG, dflash_config, is_lmdeploy_draft
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     cfg = dflash_config(ctx)
     if not is_lmdeploy_draft(ctx) or not isinstance(cfg, dict) or cfg.get("mask_token_id") is not None:
         return
@@ -32,6 +32,6 @@ RULE = Rule(
     "PR #4991 reports drafts that keep it at the top level.",
     example='{"mask_token_id": 151669, "dflash_config": {"block_size": 16}}',
     fix='Put "mask_token_id" inside "dflash_config".',
-    sources=(utils("149-151", "dflash_config.get('mask_token_id'), ValueError when None"), FROM_CONFIG),
+    sources=(EngineSource("lmdeploy", "lmdeploy/pytorch/spec_decode/dflash_utils.py", "149-151", "dflash_config.get('mask_token_id'), ValueError when None"), FROM_CONFIG),
     requires=("lmdeploy.draft_architectures",),
 )

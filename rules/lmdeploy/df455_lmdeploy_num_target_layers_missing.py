@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, Rule, Violation
-from dflash_compat.rules.lmdeploy._lmdeploy import FROM_CONFIG, is_lmdeploy_draft, utils
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
+from dflash_compat.rules.lmdeploy._lmdeploy import FROM_CONFIG, is_lmdeploy_draft
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     if not is_lmdeploy_draft(ctx) or "num_target_layers" in ctx.draft.raw:
         return
     n = ctx.target.num_hidden_layers
@@ -28,6 +28,6 @@ RULE = Rule(
     "Qwen3Config does not define it, so a draft without the key stops the engine.",
     example="a draft config without num_target_layers",
     fix='Add "num_target_layers" equal to the target\'s num_hidden_layers.',
-    sources=(utils("134", "num_target_layers = draft_hf_config.num_target_layers"), FROM_CONFIG),
+    sources=(EngineSource("lmdeploy", "lmdeploy/pytorch/spec_decode/dflash_utils.py", "134", "num_target_layers = draft_hf_config.num_target_layers"), FROM_CONFIG),
     requires=("lmdeploy.draft_architectures",),
 )

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, Rule, Violation
-from dflash_compat.rules.lmdeploy._lmdeploy import FROM_CONFIG, is_lmdeploy_draft, utils
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
+from dflash_compat.rules.lmdeploy._lmdeploy import FROM_CONFIG, is_lmdeploy_draft
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     declared, n = ctx.draft.raw.get("num_target_layers"), ctx.target.num_hidden_layers
     if not is_lmdeploy_draft(ctx) or declared is None or n is None or declared == n:
         return
@@ -28,7 +28,7 @@ RULE = Rule(
     "A mismatch usually means the draft was trained for another target.",
     example="num_target_layers 36 with a 28-layer target",
     fix="Pair the draft with the target it was trained for; if the depth is right and the key is a typo, fix it.",
-    sources=(utils("137-140", "depth mismatch: ValueError"),
-             utils("133-134", "draft num_hidden_layers / num_target_layers read"), FROM_CONFIG),
+    sources=(EngineSource("lmdeploy", "lmdeploy/pytorch/spec_decode/dflash_utils.py", "137-140", "depth mismatch: ValueError"),
+             EngineSource("lmdeploy", "lmdeploy/pytorch/spec_decode/dflash_utils.py", "133-134", "draft num_hidden_layers / num_target_layers read"), FROM_CONFIG),
     requires=("lmdeploy.draft_architectures",),
 )

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, Rule, Violation
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
 from dflash_compat.rules.lmdeploy._lmdeploy import (
     FROM_CONFIG,
     is_lmdeploy_draft,
     nested,
     num_speculative_tokens,
-    src,
-    utils,
 )
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     block = nested(ctx).get("block_size")
     if not is_lmdeploy_draft(ctx) or not isinstance(block, int) or isinstance(block, bool):
         return
@@ -45,8 +43,9 @@ RULE = Rule(
     "the draft was trained for.",
     example="--speculative-num-draft-tokens 16 with block_size 16",
     fix="Use --speculative-num-draft-tokens block_size - 1 (z-lab's setting) or less.",
-    sources=(utils("142-147", "query length 1 + K must not exceed dflash_config.block_size"),
-             src("lmdeploy/messages.py", "878-886", "--speculative-dflash-block-size B means K = B - 1"),
+    sources=(EngineSource("lmdeploy", "lmdeploy/pytorch/spec_decode/dflash_utils.py", "142-147", "query length 1 + K must not exceed dflash_config.block_size"),
+             EngineSource("lmdeploy", "lmdeploy/messages.py", "878-886", "--speculative-dflash-block-size B means K = B - 1"),
              FROM_CONFIG),
     requires=("lmdeploy.draft_architectures",),
+    reads=("num_draft_tokens", "dflash_block_size"),
 )

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, Rule, Violation
-from dflash_compat.rules.lmdeploy._lmdeploy import src
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     b = ctx.options.lmdeploy_block_size
     if b is None or b >= 2:
         return
@@ -24,5 +23,6 @@ RULE = Rule(
     why="The block holds the anchor token and at least one draft token; lmdeploy's SpeculativeConfig refuses less.",
     example="--speculative-dflash-block-size 1",
     fix="Give the draft's block_size (or leave the flag out and use --speculative-num-draft-tokens).",
-    sources=(src("lmdeploy/messages.py", "878-886", "dflash_block_size < 2: ValueError"),),
+    sources=(EngineSource("lmdeploy", "lmdeploy/messages.py", "878-886", "dflash_block_size < 2: ValueError"),),
+    reads=("dflash_block_size",),
 )

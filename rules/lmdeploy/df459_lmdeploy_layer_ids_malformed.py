@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, Rule, Violation
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
 from dflash_compat.quoting import quote
 from dflash_compat.rules.lmdeploy._lmdeploy import (
     FROM_CONFIG,
     ids_are_integers,
     is_lmdeploy_draft,
     nested_layer_ids,
-    utils,
 )
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     ids = nested_layer_ids(ctx)
     if not is_lmdeploy_draft(ctx) or ids is None or ids_are_integers(ids):
         return
@@ -33,6 +32,6 @@ RULE = Rule(
     why="lmdeploy parses the ids strictly before it builds the draft.",
     example='"target_layer_ids": [1, "9", 17]',
     fix="Write the target layer ids the draft was trained with as a JSON list of integers.",
-    sources=(utils("7-19", "list of integers, non-empty"), FROM_CONFIG),
+    sources=(EngineSource("lmdeploy", "lmdeploy/pytorch/spec_decode/dflash_utils.py", "7-19", "list of integers, non-empty"), FROM_CONFIG),
     requires=("lmdeploy.draft_architectures",),
 )

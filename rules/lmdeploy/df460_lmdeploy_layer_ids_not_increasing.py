@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, Rule, Violation
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
 from dflash_compat.quoting import quote
 from dflash_compat.rules.lmdeploy._lmdeploy import (
     FROM_CONFIG,
     ids_are_integers,
     is_lmdeploy_draft,
     nested_layer_ids,
-    utils,
 )
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     ids = nested_layer_ids(ctx)
     if not is_lmdeploy_draft(ctx) or not ids_are_integers(ids):
         return
@@ -35,6 +34,6 @@ RULE = Rule(
     "sorts them silently.",
     example='"target_layer_ids": [9, 1, 17]',
     fix="Check the order the draft was trained with; a draft trained on an unsorted list does not run on lmdeploy.",
-    sources=(utils("22-32", "duplicate-free, strictly increasing"), FROM_CONFIG),
+    sources=(EngineSource("lmdeploy", "lmdeploy/pytorch/spec_decode/dflash_utils.py", "22-32", "duplicate-free, strictly increasing"), FROM_CONFIG),
     requires=("lmdeploy.draft_architectures",),
 )

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, Rule, Violation
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
 from dflash_compat.quoting import quote
 from dflash_compat.rules.lmdeploy._lmdeploy import (
     FROM_CONFIG,
     ids_are_integers,
     is_lmdeploy_draft,
     nested_layer_ids,
-    utils,
 )
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     ids, n = nested_layer_ids(ctx), ctx.draft.raw.get("num_target_layers")
     if not is_lmdeploy_draft(ctx) or not ids_are_integers(ids) or not isinstance(n, int):
         return
@@ -34,6 +33,6 @@ RULE = Rule(
     why="lmdeploy checks each id against the draft's num_target_layers (which must equal the target's depth).",
     example='"target_layer_ids": [1, 36] with num_target_layers 36',
     fix="Use ids of the target's layers (0 .. N-1) as the draft was trained.",
-    sources=(utils("156-159", "id < 0 or >= num_target_layers: ValueError"), FROM_CONFIG),
+    sources=(EngineSource("lmdeploy", "lmdeploy/pytorch/spec_decode/dflash_utils.py", "156-159", "id < 0 or >= num_target_layers: ValueError"), FROM_CONFIG),
     requires=("lmdeploy.draft_architectures",),
 )

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, Rule, Violation
-from dflash_compat.rules.lmdeploy._lmdeploy import FROM_CONFIG, formula_ids, is_lmdeploy_draft, nested_layer_ids, utils
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
+from dflash_compat.rules.lmdeploy._lmdeploy import FROM_CONFIG, formula_ids, is_lmdeploy_draft, nested_layer_ids
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     n, d = ctx.draft.raw.get("num_target_layers"), ctx.draft.num_hidden_layers
     if not is_lmdeploy_draft(ctx) or nested_layer_ids(ctx) is not None or not isinstance(n, int) or not d:
         return
@@ -29,7 +29,7 @@ RULE = Rule(
     why="The fallback needs at least 4 target layers for a draft of 2 or more layers, and positive depths.",
     example="a 2-layer draft, num_target_layers 3, no target_layer_ids",
     fix="Write the target layer ids the draft was trained with into dflash_config.target_layer_ids.",
-    sources=(utils("35-55", "build_target_layer_ids: the fallback and its refusals"),
-             utils("153-155", "the fallback runs when dflash_config has no target_layer_ids"), FROM_CONFIG),
+    sources=(EngineSource("lmdeploy", "lmdeploy/pytorch/spec_decode/dflash_utils.py", "35-55", "build_target_layer_ids: the fallback and its refusals"),
+             EngineSource("lmdeploy", "lmdeploy/pytorch/spec_decode/dflash_utils.py", "153-155", "the fallback runs when dflash_config has no target_layer_ids"), FROM_CONFIG),
     requires=("lmdeploy.draft_architectures",),
 )

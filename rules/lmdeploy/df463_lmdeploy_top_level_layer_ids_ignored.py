@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, Rule, Violation
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
 from dflash_compat.quoting import quote
 from dflash_compat.rules.lmdeploy._lmdeploy import (
     FROM_CONFIG,
@@ -10,11 +10,10 @@ from dflash_compat.rules.lmdeploy._lmdeploy import (
     ids_are_integers,
     is_lmdeploy_draft,
     nested_layer_ids,
-    utils,
 )
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     top = ctx.draft.raw.get("target_layer_ids")
     n, d = ctx.draft.raw.get("num_target_layers"), ctx.draft.num_hidden_layers
     if not is_lmdeploy_draft(ctx) or nested_layer_ids(ctx) is not None or not ids_are_integers(top):
@@ -46,6 +45,6 @@ RULE = Rule(
     "trained on other layers runs with the wrong features and silently low acceptance.",
     example='{"target_layer_ids": [2, 18, 33], "dflash_config": {"block_size": 16, "mask_token_id": 151669}}',
     fix="Copy target_layer_ids into dflash_config.",
-    sources=(utils("153-155", "ids from dflash_config only, else the fallback"), FROM_CONFIG),
+    sources=(EngineSource("lmdeploy", "lmdeploy/pytorch/spec_decode/dflash_utils.py", "153-155", "ids from dflash_config only, else the fallback"), FROM_CONFIG),
     requires=("lmdeploy.draft_architectures",),
 )

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, Rule, Violation
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
 from dflash_compat.quoting import quote
-from dflash_compat.rules.lmdeploy._lmdeploy import FROM_CONFIG, is_lmdeploy_draft, layer_types, utils
+from dflash_compat.rules.lmdeploy._lmdeploy import FROM_CONFIG, is_lmdeploy_draft, layer_types
 
 KNOWN = ("full_attention", "sliding_attention")
 
@@ -20,7 +20,7 @@ def problem(types, n) -> str:
     return f"unsupported types {quote(other)}" if other else ""
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     if not is_lmdeploy_draft(ctx):
         return
     why = problem(layer_types(ctx), ctx.draft.num_hidden_layers)
@@ -40,6 +40,6 @@ RULE = Rule(
     why="lmdeploy builds each draft layer's attention from layer_types and refuses anything else.",
     example='"num_hidden_layers": 5, "layer_types": ["full_attention"]',
     fix="Give one entry per draft layer, each full_attention or sliding_attention, as the draft was trained.",
-    sources=(utils("74-87", "layer_types list, length, strings, known types"), FROM_CONFIG),
+    sources=(EngineSource("lmdeploy", "lmdeploy/pytorch/spec_decode/dflash_utils.py", "74-87", "layer_types list, length, strings, known types"), FROM_CONFIG),
     requires=("lmdeploy.draft_architectures",),
 )

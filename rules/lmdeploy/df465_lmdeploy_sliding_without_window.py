@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, Rule, Violation
-from dflash_compat.rules.lmdeploy._lmdeploy import FROM_CONFIG, is_lmdeploy_draft, layer_types, sliding_window, utils
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
+from dflash_compat.rules.lmdeploy._lmdeploy import FROM_CONFIG, is_lmdeploy_draft, layer_types, sliding_window
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     types = layer_types(ctx)
     if not is_lmdeploy_draft(ctx) or not isinstance(types, (list, tuple)) or "sliding_attention" not in types:
         return
@@ -35,6 +35,6 @@ RULE = Rule(
     "absent)",
     fix='Set "use_sliding_window": true with the window, or make the layers full_attention if that is how it was '
     "trained.",
-    sources=(utils("89-96", "window from the config; sliding layers need it"), FROM_CONFIG),
+    sources=(EngineSource("lmdeploy", "lmdeploy/pytorch/spec_decode/dflash_utils.py", "89-96", "window from the config; sliding layers need it"), FROM_CONFIG),
     requires=("lmdeploy.draft_architectures",),
 )

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, Rule, Violation
-from dflash_compat.rules.lmdeploy._lmdeploy import FROM_CONFIG, is_lmdeploy_draft, nested, sliding_window, utils
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
+from dflash_compat.rules.lmdeploy._lmdeploy import FROM_CONFIG, is_lmdeploy_draft, nested, sliding_window
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     cfg = nested(ctx)
     key = "swa_window_size" if "swa_window_size" in cfg else "sliding_window"
     explicit = cfg.get(key)
@@ -31,6 +31,6 @@ RULE = Rule(
     why="lmdeploy runs one window per model and refuses a DFlash-specific window that differs.",
     example='"sliding_window": 2048, "use_sliding_window": true, "dflash_config": {"swa_window_size": 1024}',
     fix="Make the two windows equal (the one the draft was trained with).",
-    sources=(utils("98-104", "explicit SWA window must equal the model's"), FROM_CONFIG),
+    sources=(EngineSource("lmdeploy", "lmdeploy/pytorch/spec_decode/dflash_utils.py", "98-104", "explicit SWA window must equal the model's"), FROM_CONFIG),
     requires=("lmdeploy.draft_architectures",),
 )

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, Rule, Violation
-from dflash_compat.rules.lmdeploy._lmdeploy import FROM_CONFIG, is_lmdeploy_draft, key_of, layer_types, nested, utils
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
+from dflash_compat.rules.lmdeploy._lmdeploy import FROM_CONFIG, is_lmdeploy_draft, key_of, layer_types, nested
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     cfg = nested(ctx)
     use = cfg.get("use_swa", ctx.draft.raw.get("use_swa", False))
     types = layer_types(ctx)
@@ -28,6 +28,6 @@ RULE = Rule(
     "on full layers is refused.",
     example='"dflash_config": {"use_swa": true}, all layers full_attention',
     fix="Describe the sliding layers in layer_types (with use_sliding_window and sliding_window) and drop use_swa.",
-    sources=(utils("106-109", "use_swa without sliding layers: ValueError"), FROM_CONFIG),
+    sources=(EngineSource("lmdeploy", "lmdeploy/pytorch/spec_decode/dflash_utils.py", "106-109", "use_swa without sliding layers: ValueError"), FROM_CONFIG),
     requires=("lmdeploy.draft_architectures",),
 )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, Rule, Violation
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
 from dflash_compat.rules.lmdeploy._lmdeploy import (
     FROM_CONFIG,
     is_lmdeploy_draft,
@@ -10,11 +10,10 @@ from dflash_compat.rules.lmdeploy._lmdeploy import (
     layer_types,
     nested,
     sliding_window,
-    utils,
 )
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     override = nested(ctx).get("causal", ctx.draft.raw.get("causal"))
     types = layer_types(ctx)
     if not is_lmdeploy_draft(ctx) or override is None or not isinstance(types, (list, tuple)):
@@ -47,6 +46,6 @@ RULE = Rule(
     why="lmdeploy runs two attention patterns only: causal sliding-window layers and non-causal full layers.",
     example='"dflash_config": {"causal": true} with full_attention layers and a sliding window',
     fix="Drop the causal override, or describe the pattern in layer_types.",
-    sources=(utils("111-124", "causal override: boolean, allowed patterns"), FROM_CONFIG),
+    sources=(EngineSource("lmdeploy", "lmdeploy/pytorch/spec_decode/dflash_utils.py", "111-124", "causal override: boolean, allowed patterns"), FROM_CONFIG),
     requires=("lmdeploy.draft_architectures",),
 )

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, Rule, Violation
-from dflash_compat.rules.lmdeploy._lmdeploy import FROM_CONFIG, is_lmdeploy_draft, nested, utils
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
+from dflash_compat.rules.lmdeploy._lmdeploy import FROM_CONFIG, is_lmdeploy_draft, nested
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     cfg = nested(ctx)
     key = "dflash_config.attention_sink_bias" if "attention_sink_bias" in cfg else "add_swa_attention_sink_bias"
     value = cfg.get("attention_sink_bias", ctx.draft.raw.get("add_swa_attention_sink_bias", False))
@@ -28,6 +28,6 @@ RULE = Rule(
     why="lmdeploy's DFlash attention has no sink bias and refuses such checkpoints.",
     example='"dflash_config": {"attention_sink_bias": true}',
     fix="Serve this draft with an engine that runs attention sinks.",
-    sources=(utils("126-127", "attention-sink bias: ValueError"), FROM_CONFIG),
+    sources=(EngineSource("lmdeploy", "lmdeploy/pytorch/spec_decode/dflash_utils.py", "126-127", "attention-sink bias: ValueError"), FROM_CONFIG),
     requires=("lmdeploy.draft_architectures",),
 )

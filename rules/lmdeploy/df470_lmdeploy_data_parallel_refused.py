@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dflash_compat.rules.lmdeploy._deploy import BUILDER, deploy_rule, utils
+from dflash_compat.checker import EngineSource
+from dflash_compat.rules.lmdeploy._deploy import BUILDER, deploy_rule
 
 RULE = deploy_rule(
     "DF470", "lmdeploy-data-parallel-refused", "--dp",
@@ -12,5 +13,6 @@ RULE = deploy_rule(
     message="ValueError \"DFlash V1 does not support data parallelism. Set dp=1.\"",
     example="lmdeploy serve api_server T --backend pytorch --dp 2 --speculative-algorithm dflash ...",
     fix="Drop --dp (or --dp 1); spread the target with --tp instead.",
-    sources=(utils("168-169", "dp != 1: ValueError"), BUILDER),
+    sources=(EngineSource("lmdeploy", "lmdeploy/pytorch/spec_decode/dflash_utils.py", "168-169", "dp != 1: ValueError"), BUILDER),
+    reads=("dp",),
 )

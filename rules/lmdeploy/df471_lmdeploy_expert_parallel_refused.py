@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dflash_compat.rules.lmdeploy._deploy import BUILDER, deploy_rule, utils
+from dflash_compat.checker import EngineSource
+from dflash_compat.rules.lmdeploy._deploy import BUILDER, deploy_rule
 
 RULE = deploy_rule(
     "DF471", "lmdeploy-expert-parallel-refused", "--ep",
@@ -12,5 +13,6 @@ RULE = deploy_rule(
     message="ValueError \"DFlash V1 does not support expert parallel draft execution. Set ep=1.\"",
     example="lmdeploy serve api_server T --backend pytorch --ep 2 --speculative-algorithm dflash ...",
     fix="Drop --ep (or --ep 1).",
-    sources=(utils("170-171", "ep != 1: ValueError"), BUILDER),
+    sources=(EngineSource("lmdeploy", "lmdeploy/pytorch/spec_decode/dflash_utils.py", "170-171", "ep != 1: ValueError"), BUILDER),
+    reads=("ep",),
 )

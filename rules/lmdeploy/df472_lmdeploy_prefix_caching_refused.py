@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dflash_compat.rules.lmdeploy._deploy import deploy_rule, src, utils
+from dflash_compat.checker import EngineSource
+from dflash_compat.rules.lmdeploy._deploy import deploy_rule
 
 RULE = deploy_rule(
     "DF472", "lmdeploy-prefix-caching-refused", "--enable-prefix-caching",
@@ -13,6 +14,7 @@ RULE = deploy_rule(
     message="ValueError \"DFlash V1 does not support prefix-cache reuse yet\"",
     example="lmdeploy serve api_server T --backend pytorch --enable-prefix-caching --speculative-algorithm dflash ...",
     fix="Drop --enable-prefix-caching.",
-    sources=(utils("178-179", "enable_prefix_caching: ValueError"),
-             src("lmdeploy/pytorch/config.py", "741", "validate_dflash_cache_config(target_cache_cfg)")),
+    sources=(EngineSource("lmdeploy", "lmdeploy/pytorch/spec_decode/dflash_utils.py", "178-179", "enable_prefix_caching: ValueError"),
+             EngineSource("lmdeploy", "lmdeploy/pytorch/config.py", "741", "validate_dflash_cache_config(target_cache_cfg)")),
+    reads=("prefix_caching",),
 )

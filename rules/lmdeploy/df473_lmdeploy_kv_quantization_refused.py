@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dflash_compat.rules.lmdeploy._deploy import deploy_rule, src, utils
+from dflash_compat.checker import EngineSource
+from dflash_compat.rules.lmdeploy._deploy import deploy_rule
 
 RULE = deploy_rule(
     "DF473", "lmdeploy-kv-quantization-refused", "--quant-policy",
@@ -13,6 +14,7 @@ RULE = deploy_rule(
     message="ValueError \"DFlash V1 does not support KV-cache quantization yet. Set quant_policy=0.\"",
     example="lmdeploy serve api_server T --backend pytorch --quant-policy 8 --speculative-algorithm dflash ...",
     fix="Drop --quant-policy (or --quant-policy 0).",
-    sources=(utils("180-182", "quant_policy != 0: ValueError"),
-             src("lmdeploy/pytorch/config.py", "741", "validate_dflash_cache_config(target_cache_cfg)")),
+    sources=(EngineSource("lmdeploy", "lmdeploy/pytorch/spec_decode/dflash_utils.py", "180-182", "quant_policy != 0: ValueError"),
+             EngineSource("lmdeploy", "lmdeploy/pytorch/config.py", "741", "validate_dflash_cache_config(target_cache_cfg)")),
+    reads=("quant_policy",),
 )

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dflash_compat.rules.lmdeploy._deploy import BUILDER, deploy_rule, utils
+from dflash_compat.checker import EngineSource
+from dflash_compat.rules.lmdeploy._deploy import BUILDER, deploy_rule
 
 RULE = deploy_rule(
     "DF474", "lmdeploy-device-not-cuda", "--device",
@@ -12,5 +13,6 @@ RULE = deploy_rule(
     message="ValueError \"DFlash V1 requires CUDA\"",
     example="lmdeploy serve api_server T --backend pytorch --device ascend --speculative-algorithm dflash ...",
     fix="Run on an NVIDIA GPU (--device cuda); on Ascend use vllm-ascend's DFlash.",
-    sources=(utils("185-192", "device_type != cuda: ValueError"), BUILDER),
+    sources=(EngineSource("lmdeploy", "lmdeploy/pytorch/spec_decode/dflash_utils.py", "185-192", "device_type != cuda: ValueError"), BUILDER),
+    reads=("device",),
 )

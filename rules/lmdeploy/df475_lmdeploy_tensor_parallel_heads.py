@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, Rule, Violation
-from dflash_compat.rules.lmdeploy._lmdeploy import src
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
 
 
 def _why(heads, kv, tp) -> str:
@@ -14,7 +13,7 @@ def _why(heads, kv, tp) -> str:
     return ""
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     tp = ctx.options.tp
     if tp == 1:
         return
@@ -38,6 +37,7 @@ RULE = Rule(
     "distribution settings.",
     example="--tp 3 with 32 attention heads",
     fix="Use a tensor-parallel size that divides both models' heads (a power of two usually does).",
-    sources=(src("lmdeploy/pytorch/config.py", "605-610", "heads % tp == 0; kv heads divide or are divided by tp"),
-             src("lmdeploy/pytorch/config.py", "720-732", "the draft's ModelConfig is built with the same dist_config")),
+    sources=(EngineSource("lmdeploy", "lmdeploy/pytorch/config.py", "605-610", "heads % tp == 0; kv heads divide or are divided by tp"),
+             EngineSource("lmdeploy", "lmdeploy/pytorch/config.py", "720-732", "the draft's ModelConfig is built with the same dist_config")),
+    reads=("tp",),
 )

@@ -2,28 +2,11 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, Rule, Violation
-from dflash_compat.rules.lmdeploy._lmdeploy import is_lmdeploy_draft, src
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
+from dflash_compat.rules.lmdeploy._lmdeploy import is_lmdeploy_draft, resolved
 
 
-def config_dtype(raw: dict):
-    """The dtype lmdeploy reads from a config: `dtype`, then text_config's `dtype`, then `torch_dtype`."""
-    text = raw.get("text_config") if isinstance(raw.get("text_config"), dict) else {}
-    for value in (raw.get("dtype"), text.get("dtype"), raw.get("torch_dtype")):
-        if value is not None:
-            return value
-    return None
-
-
-def resolved(raw: dict, flag) -> str:
-    """The dtype lmdeploy runs a model in (config.py _update_torch_dtype; the GPU's bf16 support aside)."""
-    if flag in ("float16", "bfloat16"):
-        return flag
-    dtype = config_dtype(raw)
-    return dtype if dtype in ("float16", "bfloat16") else "float16"
-
-
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     flag = ctx.options.lmdeploy_dtype
     if not is_lmdeploy_draft(ctx) or flag in ("float16", "bfloat16"):
         return
@@ -49,9 +32,10 @@ RULE = Rule(
     "module and hidden states. Users report an fp16 target with a bf16 draft crashing (lmdeploy PR #4991).",
     example="target torch_dtype float16, draft torch_dtype bfloat16, no --dtype",
     fix="Launch with --dtype bfloat16.",
-    sources=(src("lmdeploy/pytorch/config.py", "97-122", "dtype, text_config.dtype, torch_dtype; --dtype auto keeps "
+    sources=(EngineSource("lmdeploy", "lmdeploy/pytorch/config.py", "97-122", "dtype, text_config.dtype, torch_dtype; --dtype auto keeps "
                  "float16/bfloat16"),
-             src("lmdeploy/pytorch/config.py", "720-732", "the draft's config read with the same --dtype"),
-             src("lmdeploy/pytorch/spec_decode/proposers/dflash.py", "35-36", "the draft uses the target's "
+             EngineSource("lmdeploy", "lmdeploy/pytorch/config.py", "720-732", "the draft's config read with the same --dtype"),
+             EngineSource("lmdeploy", "lmdeploy/pytorch/spec_decode/proposers/dflash.py", "35-36", "the draft uses the target's "
                  "embedding module")),
+    reads=("dtype",),
 )

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, Rule, Violation
-from dflash_compat.rules.lmdeploy._lmdeploy import is_lmdeploy_draft, src
-from dflash_compat.rules.lmdeploy.df476_lmdeploy_target_draft_dtype_mixed import resolved
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
+from dflash_compat.rules.lmdeploy._lmdeploy import is_lmdeploy_draft, resolved
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     flag = ctx.options.lmdeploy_dtype
     if not is_lmdeploy_draft(ctx):
         return
@@ -31,5 +30,6 @@ RULE = Rule(
     "float16). A speed problem, not a wrong answer: the target still verifies every token.",
     example="--dtype float16",
     fix="Launch with --dtype bfloat16 on a GPU that supports it.",
-    sources=(src("lmdeploy/pytorch/config.py", "108-122", "no torch_dtype: float16; auto keeps float16/bfloat16"),),
+    sources=(EngineSource("lmdeploy", "lmdeploy/pytorch/config.py", "108-122", "no torch_dtype: float16; auto keeps float16/bfloat16"),),
+    reads=("dtype",),
 )

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, Rule, Violation
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
 from dflash_compat.quoting import quote
-from dflash_compat.rules.lmdeploy._lmdeploy import src
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     if ctx.options.lmdeploy_backend in (None, "pytorch"):
         return
     archs = [a for a in ctx.target.architectures if isinstance(a, str)]
-    turbomind = ctx.facts("lmdeploy")["turbomind_architectures"]
+    turbomind = ctx.engine("lmdeploy").facts["turbomind_architectures"]
     if archs and archs[0] not in turbomind:
         return  # lmdeploy falls back to the PyTorch engine for it
     yield Violation(f"--backend {ctx.options.lmdeploy_backend}: lmdeploy {ctx.version('lmdeploy')} serves "
@@ -31,9 +30,10 @@ RULE = Rule(
     "supports (Qwen3 and Qwen3.5 among them); TurboMind ignores the speculative flags with one log line.",
     example="lmdeploy serve api_server Qwen/Qwen3-8B --speculative-algorithm dflash --speculative-draft-model D",
     fix="Add --backend pytorch.",
-    sources=(src("lmdeploy/cli/utils.py", "394-401", "--backend defaults to turbomind"),
-             src("lmdeploy/cli/serve.py", "237-240", "not pytorch: TurboMind when it supports the model"),
-             src("lmdeploy/serve/core/async_engine.py", "148-149", "TurboMind: a warning, no speculative decoding"),
-             src("lmdeploy/turbomind/supported_models.py", "7-36", "the architectures TurboMind takes")),
+    sources=(EngineSource("lmdeploy", "lmdeploy/cli/utils.py", "394-401", "--backend defaults to turbomind"),
+             EngineSource("lmdeploy", "lmdeploy/cli/serve.py", "237-240", "not pytorch: TurboMind when it supports the model"),
+             EngineSource("lmdeploy", "lmdeploy/serve/core/async_engine.py", "148-149", "TurboMind: a warning, no speculative decoding"),
+             EngineSource("lmdeploy", "lmdeploy/turbomind/supported_models.py", "7-36", "the architectures TurboMind takes")),
     requires=("lmdeploy.turbomind_architectures",),
+    reads=("backend",),
 )

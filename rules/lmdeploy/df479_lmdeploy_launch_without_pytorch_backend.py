@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import Rule, Violation
+from dflash_compat.checker import EngineSource, Rule, Violation
 from dflash_compat.quoting import quote
-from dflash_compat.rules.lmdeploy._lmdeploy import src
 
 
 def check(ctx):
@@ -14,10 +13,9 @@ def check(ctx):
     backend = launch.settings.get("backend")
     if backend == "pytorch" or "backend" in launch.unresolved:
         return
-    from dflash_compat.engines.support import engine_data
-
-    turbomind = engine_data("lmdeploy", ctx.version.version if ctx.version.version else None) \
-        .get("turbomind_architectures", ())
+    if ctx.has_pair and not ctx.pair_skipped:
+        return  # the pair was checked: DF478 reports it with the target's architecture
+    turbomind = ctx.engine("lmdeploy").facts.get("turbomind_architectures", ())
     archs = [a for a in (ctx.target.architectures if ctx.target is not None else []) if isinstance(a, str)]
     if archs and archs[0] not in turbomind:
         return  # lmdeploy falls back to its PyTorch engine for a model TurboMind does not take
@@ -42,8 +40,8 @@ RULE = Rule(
     "says so in one log line. The deployment works and is as slow as without a draft.",
     example="lmdeploy serve api_server Qwen/Qwen3-8B --speculative-algorithm dflash --speculative-draft-model D",
     fix="Add --backend pytorch.",
-    sources=(src("lmdeploy/cli/utils.py", "394-401", "--backend defaults to turbomind"),
-             src("lmdeploy/cli/serve.py", "237-240", "not pytorch: TurboMind when it supports the model"),
-             src("lmdeploy/serve/core/async_engine.py", "148-149", "TurboMind: a warning, no speculative decoding"),
-             src("lmdeploy/turbomind/supported_models.py", "7-36", "the architectures TurboMind takes")),
+    sources=(EngineSource("lmdeploy", "lmdeploy/cli/utils.py", "394-401", "--backend defaults to turbomind"),
+             EngineSource("lmdeploy", "lmdeploy/cli/serve.py", "237-240", "not pytorch: TurboMind when it supports the model"),
+             EngineSource("lmdeploy", "lmdeploy/serve/core/async_engine.py", "148-149", "TurboMind: a warning, no speculative decoding"),
+             EngineSource("lmdeploy", "lmdeploy/turbomind/supported_models.py", "7-36", "the architectures TurboMind takes")),
 )

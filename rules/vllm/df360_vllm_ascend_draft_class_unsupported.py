@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, EngineSource, Rule, Violation
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
 from dflash_compat.quoting import quote
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     if ctx.options.vllm_platform != "ascend":
         return
-    classes = ctx.facts("vllm").get("draft_architectures_classes", {})
-    accepted = ctx.facts("vllm_ascend").get("draft_classes", [])
+    classes = ctx.engine("vllm").facts.get("draft_architectures_classes", {})
+    accepted = ctx.engine("vllm-ascend").facts.get("draft_classes", [])
     arch = next((a for a in ctx.draft.architectures if a in classes), None)
     if arch is None:
         return  # vLLM itself does not serve the class: DF301
@@ -45,5 +45,5 @@ RULE = Rule(
         EngineSource("vllm-ascend", "vllm_ascend/spec_decode/__init__.py", "48-49", "dflash -> AscendDflashProposer"),
         EngineSource("vllm", "vllm/model_executor/models/registry.py", "664-666", "draft architectures -> classes"),
     ),
-    requires=("vllm_ascend.draft_classes", "vllm.draft_architectures_classes"),
+    requires=("vllm-ascend.draft_classes", "vllm.draft_architectures_classes"),
 )
