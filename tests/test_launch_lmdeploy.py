@@ -118,3 +118,20 @@ def test_the_value_less_flags_are_lmdeploy_s_store_true_flags():
                 if isinstance(action, ast.Constant) and action.value in ("store_true", "store_false"):
                     store_true |= {a.value for a in node.args if isinstance(a, ast.Constant) and a.value in flags}
     assert store_true and store_true <= _BOOL, sorted(store_true - _BOOL)
+
+
+def test_check_launch_judges_the_turbomind_default_with_the_pair(tmp_path):
+    from click.testing import CliRunner
+
+    from dflash_compat.cli.app import cli
+
+    t, d = tmp_path / "t", tmp_path / "d"
+    for folder, cfg in ((t, target()), (d, draft(**{"dflash_config.block_size": 16}))):
+        folder.mkdir()
+        (folder / "config.json").write_text(json.dumps(cfg))
+    cmd = f"lmdeploy serve api_server {t} --speculative-algorithm dflash --speculative-draft-model {d}"
+    res = CliRunner().invoke(cli, [str(t), "--draft", str(d), "--launch", cmd, "--no-deep", "-f", "json"])
+    codes_found = {f["code"] for f in json.loads(res.output)["findings"] if f["severity"] == "error"}
+    assert res.exit_code == 1 and codes_found == {"DF478"}, res.output[-1500:]
+    res = CliRunner().invoke(cli, [str(t), "--draft", str(d), "--launch", cmd + " --backend pytorch", "--no-deep"])
+    assert res.exit_code == 0, res.output

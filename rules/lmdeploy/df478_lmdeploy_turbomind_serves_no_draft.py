@@ -13,7 +13,8 @@ def check(ctx: RuleContext):
     turbomind = ctx.engine("lmdeploy").facts["turbomind_architectures"]
     if archs and archs[0] not in turbomind:
         return  # lmdeploy falls back to the PyTorch engine for it
-    yield Violation(f"--backend {ctx.options.lmdeploy_backend}: lmdeploy {ctx.version('lmdeploy')} serves "
+    given = "--backend turbomind (lmdeploy's default without --backend pytorch)"
+    yield Violation(f"{given}: lmdeploy {ctx.version('lmdeploy')} serves "
                     f"{quote(archs[0]) if archs else 'the target'} with TurboMind, which logs \"speculative decoding is not "
                     "supported by turbomind\" and runs without the draft: the deployment works, without DFlash",
                     fix="Launch with --backend pytorch.")
