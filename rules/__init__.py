@@ -1,7 +1,7 @@
 """Every rule, in code order. An explicit list: no import-time self-registration, no globbing.
 
-Rules sit in one folder per family (inputs, common, transformers, vllm, sglang, mlx, weights, modules,
-llamacpp, launch), each rule a file named after its code and problem, with the helpers only that family
+Rules sit in one folder per family (inputs, common, transformers, vllm, sglang, lmdeploy, mlx, weights,
+modules, llamacpp, launch), each rule a file named after its code and problem, with the helpers only that family
 uses beside it; `_common.py`, `_modules.py` and `_sources.py` here are shared by several families.
 This folder is the top-level `rules/` of the repository, installed as `dflash_compat.rules` (the
 name `rules` is taken on PyPI)."""
@@ -136,6 +136,38 @@ from dflash_compat.rules.llamacpp import (  # noqa: E402 - after the finder that
     df817_llamacpp_mask_token_without_vocabulary,
     df818_llamacpp_tokenizer_not_recognized,
 )
+from dflash_compat.rules.lmdeploy import (  # noqa: E402 - DF450-DF499, lmdeploy
+    df450_lmdeploy_draft_class_unsupported,
+    df451_lmdeploy_target_without_layer_capture,
+    df452_lmdeploy_dflash_config_missing,
+    df453_lmdeploy_block_size_not_nested,
+    df454_lmdeploy_mask_token_not_nested,
+    df455_lmdeploy_num_target_layers_missing,
+    df456_lmdeploy_depth_mismatch,
+    df457_lmdeploy_query_exceeds_block,
+    df458_lmdeploy_block_size_flag_too_small,
+    df459_lmdeploy_layer_ids_malformed,
+    df460_lmdeploy_layer_ids_not_increasing,
+    df461_lmdeploy_layer_id_out_of_range,
+    df462_lmdeploy_layer_ids_fallback_fails,
+    df463_lmdeploy_top_level_layer_ids_ignored,
+    df464_lmdeploy_layer_types_invalid,
+    df465_lmdeploy_sliding_without_window,
+    df466_lmdeploy_swa_window_mismatch,
+    df467_lmdeploy_use_swa_refused,
+    df468_lmdeploy_causal_pattern_unsupported,
+    df469_lmdeploy_attention_sink_refused,
+    df470_lmdeploy_data_parallel_refused,
+    df471_lmdeploy_expert_parallel_refused,
+    df472_lmdeploy_prefix_caching_refused,
+    df473_lmdeploy_kv_quantization_refused,
+    df474_lmdeploy_device_not_cuda,
+    df475_lmdeploy_tensor_parallel_heads,
+    df476_lmdeploy_target_draft_dtype_mixed,
+    df477_lmdeploy_all_fp16,
+    df478_lmdeploy_turbomind_serves_no_draft,
+    df479_lmdeploy_launch_without_pytorch_backend,
+)
 from dflash_compat.rules.mlx import (  # noqa: E402 - after the finder that speeds it up
     df501_mlx_draft_config_keys_missing,
     df502_mlx_draft_rope_misread,
@@ -219,6 +251,7 @@ from dflash_compat.rules.vllm import (  # noqa: E402 - after the finder that spe
     df316_vllm_laguna_dflash_config_invalid,
     df317_vllm_lilicorr_config_invalid,
     df351_vllm_shared_modules_unreachable,
+    df360_vllm_ascend_draft_class_unsupported,
 )
 from dflash_compat.rules.weights import (  # noqa: E402 - after the finder that speeds it up
     df601_fc_shape_mismatch,
@@ -328,6 +361,7 @@ ALL_RULES: list[Rule] = [
     df316_vllm_laguna_dflash_config_invalid.RULE,
     df317_vllm_lilicorr_config_invalid.RULE,
     df351_vllm_shared_modules_unreachable.RULE,
+    df360_vllm_ascend_draft_class_unsupported.RULE,
     # --- DF4xx: SGLang ---
     df401_sglang_num_draft_tokens_mismatch.RULE,
     df402_sglang_target_architecture_unsupported.RULE,
@@ -347,6 +381,36 @@ ALL_RULES: list[Rule] = [
     df417_sglang_mimo_extras_invalid.RULE,
     df418_sglang_trtllm_mha_draft_fallback.RULE,
     df419_sglang_loop_model_layer_range.RULE,
+    df450_lmdeploy_draft_class_unsupported.RULE,
+    df451_lmdeploy_target_without_layer_capture.RULE,
+    df452_lmdeploy_dflash_config_missing.RULE,
+    df453_lmdeploy_block_size_not_nested.RULE,
+    df454_lmdeploy_mask_token_not_nested.RULE,
+    df455_lmdeploy_num_target_layers_missing.RULE,
+    df456_lmdeploy_depth_mismatch.RULE,
+    df457_lmdeploy_query_exceeds_block.RULE,
+    df458_lmdeploy_block_size_flag_too_small.RULE,
+    df459_lmdeploy_layer_ids_malformed.RULE,
+    df460_lmdeploy_layer_ids_not_increasing.RULE,
+    df461_lmdeploy_layer_id_out_of_range.RULE,
+    df462_lmdeploy_layer_ids_fallback_fails.RULE,
+    df463_lmdeploy_top_level_layer_ids_ignored.RULE,
+    df464_lmdeploy_layer_types_invalid.RULE,
+    df465_lmdeploy_sliding_without_window.RULE,
+    df466_lmdeploy_swa_window_mismatch.RULE,
+    df467_lmdeploy_use_swa_refused.RULE,
+    df468_lmdeploy_causal_pattern_unsupported.RULE,
+    df469_lmdeploy_attention_sink_refused.RULE,
+    df470_lmdeploy_data_parallel_refused.RULE,
+    df471_lmdeploy_expert_parallel_refused.RULE,
+    df472_lmdeploy_prefix_caching_refused.RULE,
+    df473_lmdeploy_kv_quantization_refused.RULE,
+    df474_lmdeploy_device_not_cuda.RULE,
+    df475_lmdeploy_tensor_parallel_heads.RULE,
+    df476_lmdeploy_target_draft_dtype_mixed.RULE,
+    df477_lmdeploy_all_fp16.RULE,
+    df478_lmdeploy_turbomind_serves_no_draft.RULE,
+    df479_lmdeploy_launch_without_pytorch_backend.RULE,
     # --- DF5xx: MLX ---
     df501_mlx_draft_config_keys_missing.RULE,
     df502_mlx_draft_rope_misread.RULE,

@@ -20,7 +20,8 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-MODES = ("vllm", "sglang", "vllm-lossy", "vllm-nospec", "plain", "hang", "garbage", "llamacpp", "llamacpp-nometrics")
+MODES = ("vllm", "sglang", "vllm-lossy", "vllm-nospec", "plain", "hang", "garbage", "llamacpp", "llamacpp-nometrics",
+         "lmdeploy", "lmdeploy-turbomind")
 # llama-server b11434's counters, in the order and format tools/server/server-task.cpp:1565-1623 writes them
 LLAMACPP_COUNTERS = (("spec_decode_num_draft_tokens_total", "draft_tokens", "Speculative: Total draft tokens generated"),
                      ("spec_decode_num_accepted_tokens_total", "accepted",
@@ -88,6 +89,20 @@ class StandIn:
                                       [*labels, "is_streaming"], registry=self.registry).labels(**labels, is_streaming="false")
             return
         names = ["model_name", "engine"]
+        if self.mode.startswith("lmdeploy"):  # lmdeploy 0.18.0 metrics/loggers.py:152-153, 202-232 (names as given)
+            self.gen_tokens = Counter("lmdeploy:generation_tokens_total", "Number of generation tokens.", names,
+                                      registry=self.registry).labels(self.model, "0")
+            if self.mode == "lmdeploy-turbomind":
+                return  # TurboMind serves no draft: no spec-decode counters
+            self.drafts, self.draft_tokens, self.accepted = (
+                Counter(name, doc, names, registry=self.registry).labels(self.model, "0") for name, doc in (
+                    ("lmdeploy:spec_decode_num_drafts_total", "Number of speculative decoding drafts."),
+                    ("lmdeploy:spec_decode_num_draft_tokens_total", "Number of speculative decoding draft tokens."),
+                    ("lmdeploy:spec_decode_num_accepted_tokens_total", "Number of accepted tokens.")))
+            per_pos = Counter("lmdeploy:spec_decode_num_accepted_tokens_per_pos_total", "Accepted per position.",
+                              [*names, "position"], registry=self.registry)
+            self.per_pos = [per_pos.labels(self.model, "0", str(p)) for p in range(self.block_size - 1)]
+            return
         self.gen_tokens = Counter("vllm:generation_tokens", "Number of generation tokens processed.", names,
                                   registry=self.registry).labels(self.model, "0")
         if self.mode == "vllm-nospec":
@@ -124,7 +139,7 @@ class StandIn:
 
         ids = list(prompt) if isinstance(prompt, list) else rf.encode(self.ref, prompt)
         with self.lock:
-            if self.mode in ("vllm-nospec", "plain"):
+            if self.mode in ("vllm-nospec", "plain", "lmdeploy-turbomind"):
                 out = rf.greedy(self.ref, ids, max_tokens)
                 self.gen_tokens.inc(len(out))
                 return ids, out, {}

@@ -17,8 +17,8 @@ from dflash_compat.rules import ALL_RULES
 
 ROOT = Path(__file__).resolve().parent.parent
 T, D = str(ROOT / "examples/qwen3-8b/target"), str(ROOT / "examples/qwen3-8b/draft")
-VERSIONS = ["vllm==0.34.0", "sglang==0.5.23", "llama.cpp==b11434"]
-BACKEND = {"vllm": "vllm", "sglang": "sglang", "llama.cpp": "llama.cpp"}
+VERSIONS = ["vllm==0.34.0", "sglang==0.5.23", "llama.cpp==b11434", "lmdeploy==0.18.0"]
+BACKEND = {"vllm": "vllm", "sglang": "sglang", "llama.cpp": "llama.cpp", "lmdeploy": "lmdeploy"}
 
 
 def vllm(spec: dict, extra: str = "") -> str:
@@ -28,6 +28,11 @@ def vllm(spec: dict, extra: str = "") -> str:
 def sglang(extra: str) -> str:
     return (f"python -m sglang.launch_server --model-path {T} --speculative-algorithm DFLASH "
             f"--speculative-draft-model-path {D} {extra}")
+
+
+def lmdeploy(extra: str) -> str:
+    return (f"lmdeploy serve api_server {T} --speculative-algorithm dflash --speculative-draft-model {D} "
+            f"--speculative-num-draft-tokens 15 {extra}")
 
 
 LLAMA = "llama-server -m t.gguf -md d.gguf --spec-type draft-dflash --spec-draft-p-min 0.75 {extra}"
@@ -77,6 +82,16 @@ SCENARIOS = [
                                    "--attn-cp-size 2 --tp-size 4"),
      ["--num-draft-tokens", "16", "--attn-dp-size", "2", "--enable-dp-lm-head", "--attn-cp-size", "2", "--tp", "4"],
      None),
+]
+SCENARIOS += [
+    ("lmdeploy-pytorch", "lmdeploy", lmdeploy("--backend pytorch"),
+     ["--lmdeploy-backend", "pytorch", "--lmdeploy-num-draft-tokens", "15"], None),
+    ("lmdeploy-deployment", "lmdeploy", lmdeploy("--backend pytorch --dp 2 --enable-prefix-caching --quant-policy 8 "
+                                                 "--dtype float16"),
+     ["--lmdeploy-backend", "pytorch", "--lmdeploy-num-draft-tokens", "15", "--lmdeploy-dp", "2",
+      "--lmdeploy-prefix-caching", "--lmdeploy-quant-policy", "8", "--lmdeploy-dtype", "float16"], None),
+    # no --backend: a whole command starts turbomind, which serves no draft; check's own options cannot say so
+    ("lmdeploy-turbomind", "lmdeploy", lmdeploy(""), None, None),
 ]
 LAUNCH_SCENARIOS = [  # launch rules only (the GGUF files do not exist: the pair is not read)
     ("llama-n-max", "llama.cpp", LLAMA.format(extra="--spec-draft-n-max 0")),
@@ -185,7 +200,7 @@ def test_every_rule_that_reads_the_deployment_is_covered():
     """The scenarios above reach every pair rule whose `reads` names a vLLM / SGLang option."""
     reads = {r.code for r in ALL_RULES if r.reads and "launch" not in r.needs and set(r.backends) & {"vllm", "sglang"}}
     assert reads == {"DF303", "DF304", "DF307", "DF312", "DF315", "DF401", "DF405", "DF410", "DF411", "DF412",
-                     "DF413", "DF414", "DF415", "DF418"}
+                     "DF413", "DF414", "DF415", "DF418"}, reads
 
 
 def test_check_launch_refuses_mixed_doors_and_non_launches():

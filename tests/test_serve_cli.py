@@ -33,7 +33,11 @@ CHECK_FLAGS = {"num_speculative_tokens": "--num-speculative-tokens", "sglang_num
                "sglang_enable_dp_lm_head": "--enable-dp-lm-head", "pp_size": "--pp-size",
                "sglang_dflash_block_size": "--dflash-block-size", "sglang_draft_window_size": "--draft-window-size",
                "sglang_quantization": "--quantization", "sglang_draft_quantization": "--draft-quantization",
-               "llamacpp_draft_n_max": "--spec-draft-n-max"}
+               "llamacpp_draft_n_max": "--spec-draft-n-max", "lmdeploy_num_draft_tokens": "--lmdeploy-num-draft-tokens",
+               "lmdeploy_backend": "--lmdeploy-backend", "lmdeploy_dtype": "--lmdeploy-dtype"}
+# the example pair keeps block_size at the top level (the z-lab layout), which lmdeploy 0.18.0 does not read
+# (DF453): not servable there; tests/test_serve_lmdeploy.py serves a pair in the layout lmdeploy reads
+SERVABLE = [e for e in ENGINES if e != "lmdeploy"]
 
 
 @pytest.fixture(autouse=True)
@@ -51,7 +55,7 @@ def _serve(engine, *extra, pair=PAIR, fmt="json"):
     return _run("serve", *pair, "--engine", engine, "--no-deep", "-f", fmt, *extra)
 
 
-@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("engine", SERVABLE)
 @pytest.mark.parametrize("fmt", ["text", "json"])
 def test_golden_commands_for_the_qwen3_8b_pair(engine, fmt):
     res = _serve(engine, fmt=fmt)
@@ -143,7 +147,7 @@ def test_hostile_paths_stay_single_arguments(tmp_path):
     evil = tmp_path / "x'; touch pwned; echo $(touch pwned2) \"\n"
     for role in ("target", "draft"):
         shutil.copytree(ROOT / "examples/qwen3-8b" / role, evil / role)
-    for engine in ENGINES:
+    for engine in SERVABLE:
         pair = (evil / "target", "--draft", evil / "draft")
         doc = json.loads(_serve(engine, pair=pair).output)
         argvs = [*doc.get("prepare", []), doc["argv"]]  # llama.cpp converts the pair first

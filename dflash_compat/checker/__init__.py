@@ -6,12 +6,22 @@ and `located` (a citation of an engine fact that names its own lines, such as a 
 
 from dflash_compat.checker.context import FileLocation, RuleContext
 from dflash_compat.checker.findings import COMMON, Location
-from dflash_compat.checker.rule import BACKENDS, FACTS, SEVERITIES, Rule, Violation, select_rules, severity_override
+from dflash_compat.checker.rule import (
+    BACKENDS,
+    DEFAULT_BACKENDS,
+    FACTS,
+    SEVERITIES,
+    Rule,
+    Violation,
+    select_rules,
+    severity_override,
+)
 from dflash_compat.checker.runner import check_rules, judged_for, run_rules
 from dflash_compat.engines.store import EngineSource, located
 
 __all__ = [
     "BACKENDS",
+    "DEFAULT_BACKENDS",
     "COMMON",
     "FACTS",
     "SEVERITIES",

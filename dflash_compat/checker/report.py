@@ -132,7 +132,8 @@ def judged_engines(runs: list[RuleRun], backends: list[str], versions: "Optional
     from dflash_compat.engines.registry import ENGINES, default_versions
 
     versions = versions if versions is not None else default_versions()
-    speaking = [name for name, info in ENGINES.items() if set(info.backends) & set(backends)]
+    speaking = [name for name, info in ENGINES.items() if set(info.backends) & set(backends)
+                and not (info.platform and name in versions and versions[name].origin == "default")]
     return versions.as_json(speaking)
 
 

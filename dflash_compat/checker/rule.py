@@ -12,14 +12,19 @@ from dflash_compat.checker.findings import COMMON, Location, RuleDocs
 from dflash_compat.engines.registry import ENGINES, Versions, satisfies
 from dflash_compat.engines.store import EngineSource
 
-__all__ = ["BACKENDS", "COMMON", "FACTS", "SEVERITIES", "EngineSource", "Rule", "Violation", "select_rules",
-           "severity_override"]
+__all__ = ["BACKENDS", "DEFAULT_BACKENDS", "COMMON", "FACTS", "SEVERITIES", "EngineSource", "Rule", "Violation",
+           "select_rules", "severity_override"]
 
 # Every runtime a rule can speak about; `common` applies to all of them. `transformers`: transformers' own
 # DFlash generation (generate(..., speculation_type="dflash")); `dflash`: z-lab's reference runtime (the
 # dflash package on transformers), which smoke's torch runtime mirrors; `mlx`: the dflash MLX port on mlx-lm;
-# `llama.cpp`: llama-server with a GGUF DFlash draft.
-BACKENDS = ("transformers", "dflash", "vllm", "sglang", "mlx", "llama.cpp")
+# `llama.cpp`: llama-server with a GGUF DFlash draft; `lmdeploy`: lmdeploy's PyTorch engine (0.18.0 on).
+BACKENDS = ("transformers", "dflash", "vllm", "sglang", "mlx", "llama.cpp", "lmdeploy")
+# Backends a check judges when none is named (--backend, the settings file's `backends`). lmdeploy is asked for by
+# name: its default launch (TurboMind) runs no draft, and the z-lab layout most published drafts use (block_size
+# at the top level) fails at lmdeploy 0.18.0 (DF453), which would fail every default check of such a pair.
+OPT_IN_BACKENDS = ("lmdeploy",)
+DEFAULT_BACKENDS = tuple(b for b in BACKENDS if b not in OPT_IN_BACKENDS)
 SEVERITIES = ("error", "warning", "info")
 _SEVERITY_ORDER = {s: i for i, s in enumerate(SEVERITIES)}
 

@@ -50,8 +50,38 @@ def options_of(launch: Any, **inspect: Any) -> CheckOptions:
                    sglang_attn_cp_size=num("attn_cp_size"))
     elif launch.engine == "llama.cpp":
         out.update(llamacpp_draft_n_max=num("n_max"))
+    elif launch.engine == "lmdeploy":
+        out.update(_lmdeploy(s, num))
     hidden = any(w.unresolved and w.text.startswith(("$", "`")) for w in launch.words)
+    if launch.engine == "lmdeploy" and out.get("lmdeploy_backend") is None and not hidden:
+        out["lmdeploy_backend"] = "turbomind"  # a whole command without --backend: lmdeploy's default
+    if launch.engine == "vllm":
+        from dflash_compat.launch.parse import image_platform
+
+        if image_platform(launch.image) or s.get("device") == "npu":
+            out["vllm_platform"] = "ascend"  # a vllm-ascend image, or --device npu: vLLM on Ascend
     return CheckOptions(**out, engine=launch.engine, complete=not hidden, **inspect)
+
+
+def _lmdeploy(s: Any, num: Any) -> dict[str, Any]:
+    """lmdeploy `serve api_server`'s settings as CheckOptions fields (its flags: launch.parse SETTING_FLAGS)."""
+    from dflash_compat.deployment.options import lmdeploy_quant_policy
+
+    def choice(name: str, allowed: tuple[str, ...]) -> Optional[str]:
+        v = s.get(name)
+        return v if isinstance(v, str) and v in allowed else None
+
+    try:
+        policy = lmdeploy_quant_policy(s.get("quant_policy")) if isinstance(s.get("quant_policy"), str) else None
+    except InputError:  # a value lmdeploy's own parser refuses: not a deployment the rules can judge
+        policy = None
+    block = s.get("dflash_block_size")
+    return dict(lmdeploy_backend=choice("backend", ("pytorch", "turbomind")), lmdeploy_dp=num("dp"),
+                lmdeploy_ep=num("ep"), lmdeploy_prefix_caching=bool(s.get("prefix_caching")),
+                lmdeploy_quant_policy=policy, lmdeploy_dtype=choice("dtype", ("auto", "float16", "bfloat16")),
+                lmdeploy_num_draft_tokens=num("num_draft_tokens"),
+                lmdeploy_block_size=block if isinstance(block, int) and not isinstance(block, bool) else None,
+                lmdeploy_device=choice("device", ("cuda", "ascend", "maca", "camb")))
 
 
 def parse_command(command: Union[str, Sequence[str]], where: str = "--launch") -> Any:

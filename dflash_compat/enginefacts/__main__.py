@@ -7,6 +7,8 @@ into facts.
   refresh --engine vllm==0.34.1 ...       those releases -> $XDG_CACHE_HOME/dflash-compat/facts (the next
                                           check finds them); `--engine vllm`: the newest on the index
   refresh --engine vllm==0.35.0 --bundle  add the releases to the bundled window instead
+  refresh --engine lmdeploy==0.18.0 --bundle --only
+                                          re-read only that engine's window; keep the others' files
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ def _parser() -> argparse.ArgumentParser:
     ref.add_argument("--typed-against", action="append", default=[], metavar="NAME==VERSION",
                      help="The release new citations without version= were typed against (default: "
                      "TYPED_AGAINST, else the newest bundled).")
+    ref.add_argument("--only", action="store_true", help="With --bundle: re-read only the --engine engines' "
+                     "releases and keep the other engines' bundled facts (a maintainer without every wheel).")
     ref.add_argument("--output", type=Path, default=STORE, help=argparse.SUPPRESS)
     return ap
 
@@ -51,7 +55,8 @@ def _parser() -> argparse.ArgumentParser:
 # written; where it is not in the window, the newest bundled is); a new citation should name its release with
 # `version=` (EngineSource), which wins over this.
 TYPED_AGAINST = {"vllm": "0.33.0", "sglang": "0.5.23", "dflash": "0.1.0", "mlx-lm": "0.32.2",
-                 "transformers": "5.24.0", "speculators": "0.9.0"}
+                 "transformers": "5.24.0", "speculators": "0.9.0", "lmdeploy": "0.18.0",
+                 "vllm-ascend": "0.23.0.post1"}
 
 
 def _requested(specs: list[str]) -> list[tuple[str, Optional[str]]]:
@@ -131,14 +136,19 @@ def _run(args: argparse.Namespace, requested: list[tuple[str, Optional[str]]], s
     for engine, version in resolved:
         if version not in window.setdefault(engine, []):
             window[engine].append(version)
+        typed.setdefault(engine, TYPED_AGAINST.get(engine, version))
+    if args.only:  # re-read only the --engine engines; the others' bundled files stay as they are
+        window = {e: v for e, v in window.items() if e in {name for name, _ in resolved}}
     data, anchors = extract_window(window, open_tree, known, typed, _say)
     unknown = sum(_print_unknown(e, v, per[v][0]) for e, per in data.items() for v in per)
     files = store_files(data, anchors, build_common(data))
+    if args.only:
+        files = _merged(store, files)
     took = time.perf_counter() - start
     if args.check:
         stale = [name for name, blob in files.items()
                  if not (store / name).exists() or (store / name).read_bytes() != blob]
-        extra = sorted(p.name for p in store.glob("*") if p.is_file() and p.name not in files)
+        extra = [] if args.only else sorted(p.name for p in store.glob("*") if p.is_file() and p.name not in files)
         if stale or extra or unknown:
             if stale or extra:
                 print(f"facts refresh: {', '.join(stale + extra)} differ from the engines' code; run "
@@ -154,6 +164,17 @@ def _run(args: argparse.Namespace, requested: list[tuple[str, Optional[str]]], s
         _write_bytes(store / name, blob)
     print(f"wrote {store} ({_window_line(data)}; {took:.1f} s)", file=sys.stderr)
     return 0
+
+
+def _merged(store: Path, files: dict[str, bytes]) -> dict[str, bytes]:
+    """`--only`: the bundled index with the re-read engines' entries replaced (the others' releases and the
+    common lists kept), the re-read engines' files, and every current citation's anchor."""
+    index = json.loads((store / "index.json").read_text(encoding="utf-8"))
+    fresh = json.loads(files["index.json"])
+    index["engines"].update(fresh["engines"])
+    out = dict(files)
+    out["index.json"] = render(index).encode()
+    return out
 
 
 def _window(store: Path) -> dict[str, list[str]]:

@@ -10,7 +10,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Optional
 
-from dflash_compat.enginefacts import dflash, mlx, sglang, speculators, transformers, vllm
+from dflash_compat.enginefacts import dflash, lmdeploy, mlx, sglang, speculators, transformers, vllm, vllm_ascend
 from dflash_compat.enginefacts.facts import Section
 from dflash_compat.enginefacts.source import LayoutError, Loc, SourceTree
 
@@ -19,7 +19,8 @@ __all__ = ["META_KEYS", "PACKAGES", "build", "locate", "missing_sources", "rende
 # Engine (a key of ENGINE_VERSIONS) -> its top package, which is also how wheel files are named.
 PACKAGES = {
     "vllm": "vllm", "sglang": "sglang", "dflash": "dflash", "mlx-lm": "mlx_lm",
-    "transformers": "transformers", "speculators": "speculators",
+    "transformers": "transformers", "speculators": "speculators", "lmdeploy": "lmdeploy",
+    "vllm-ascend": "vllm_ascend",
 }
 # pip download picks one wheel per release; these are the tags the published wheels carry.
 PIP_PLATFORM = ["--platform", "manylinux_2_34_x86_64", "--python-version", "3.11", "--implementation", "cp",
@@ -162,6 +163,8 @@ def build(trees: dict[str, SourceTree], versions: Optional[dict[str, str]] = Non
         "transformers": hf,
         "speculators": speculators.extract(trees["speculators"]),
         "dflash": dflash.extract(trees["dflash"]),
+        "lmdeploy": lmdeploy.extract(trees["lmdeploy"]),
+        "vllm_ascend": vllm_ascend.extract(trees["vllm-ascend"]),
         "common": _common(hf, mlx_sec),
     }
     facts: dict[str, Any] = {"about": ABOUT, "engines": dict(versions)}

@@ -20,7 +20,7 @@ from typing import Any, Optional
 from dflash_compat.enginefacts.source import LayoutError, SourceTree
 from dflash_compat.engines import DATA_DIR
 
-__all__ = ["DATA", "extract", "vllm_flags", "sglang_flags", "llamacpp_flags", "main"]
+__all__ = ["DATA", "extract", "vllm_flags", "sglang_flags", "lmdeploy_flags", "llamacpp_flags", "main"]
 
 DATA = DATA_DIR / "launch_flags.json"
 ABOUT = ("Command-line flags (and vLLM speculative-config keys) each engine release accepts, read from its own "
@@ -261,12 +261,24 @@ def _llamacpp_spec_types(root: Path) -> Optional[dict[str, Any]]:
             "plugins": None, "separator": ","}
 
 
+def lmdeploy_flags(tree: SourceTree) -> dict[str, Any]:
+    """lmdeploy: the flags `lmdeploy serve api_server` registers (cli/serve.py add_parser_api_server and the
+    cli/utils.py ArgumentHelper methods it calls; enginefacts.lmdeploy.api_server_flags)."""
+    from dflash_compat.enginefacts.lmdeploy import api_server_flags
+
+    flags = {name: [loc.file, loc.line] for name, loc in api_server_flags(tree).items()}
+    for must in ("--backend", "--tp", "--dtype"):
+        if must not in flags:
+            raise LayoutError(f"lmdeploy: {must} not found; has the layout changed?")
+    return {"flags": dict(sorted(flags.items())), "underscores": False}
+
+
 def extract(engine: str, source: Path) -> dict[str, Any]:
     if engine == "llama.cpp":
         return llamacpp_flags(source)
     tree = SourceTree.open(source)
     try:
-        return {"vllm": vllm_flags, "sglang": sglang_flags}[engine](tree)
+        return {"vllm": vllm_flags, "sglang": sglang_flags, "lmdeploy": lmdeploy_flags}[engine](tree)
     finally:
         tree.close()
 

@@ -8,7 +8,7 @@ import gzip
 import json
 from typing import Any, Callable, Iterable, Optional
 
-from dflash_compat.enginefacts import dflash, mlx, sglang, speculators, transformers, vllm
+from dflash_compat.enginefacts import dflash, lmdeploy, mlx, sglang, speculators, transformers, vllm, vllm_ascend
 from dflash_compat.enginefacts.anchors import Anchor, anchor_at, resolve
 from dflash_compat.enginefacts.build import META_KEYS, _is_location, render
 from dflash_compat.enginefacts.facts import Section
@@ -21,7 +21,8 @@ __all__ = ["SECTION", "STORE", "extract_one", "make_patch", "store_files", "unkn
 STORE = DATA_DIR / "engines"
 # engine -> the section of engine_support its facts form
 SECTION = {"vllm": "vllm", "sglang": "sglang", "mlx-lm": "mlx", "transformers": "transformers",
-           "speculators": "speculators", "dflash": "dflash"}
+           "speculators": "speculators", "dflash": "dflash", "lmdeploy": "lmdeploy",
+           "vllm-ascend": "vllm_ascend"}
 # what each engine's reader also needs (the newest bundled release of these is used)
 DEPENDS = {"mlx-lm": ("dflash", "transformers")}
 ABOUT = ("Facts about each engine's DFlash support, read statically from the engines' wheels by `dflash-check "
@@ -33,7 +34,7 @@ def extract_one(engine: str, tree: SourceTree, deps: dict[str, SourceTree]) -> S
         hf = deps["transformers"]
         return mlx.extract(tree, deps["dflash"], lambda model_type: transformers.text_model_types(hf, model_type))
     reader = {"vllm": vllm, "sglang": sglang, "transformers": transformers, "speculators": speculators,
-              "dflash": dflash}[engine]
+              "dflash": dflash, "lmdeploy": lmdeploy, "vllm-ascend": vllm_ascend}[engine]
     return reader.extract(tree)
 
 

@@ -91,6 +91,9 @@ class EngineInfo:
     # read from Python wheels or sdists) or "builds" (data/llamacpp/<build>.json, one file per build, read
     # from a C++ source tree).
     store: str = "wheels"
+    # A platform plugin of its backends (vllm-ascend: "ascend"): reports list it only where its release was asked
+    # for or is installed, not at its default (a CUDA vLLM check does not speak for Ascend).
+    platform: str = ""
 
     def predates_dflash(self, version: str) -> bool:
         """True for a release older than the first with DFlash: nothing about DFlash can be read from it."""
@@ -148,6 +151,12 @@ def register_engine(info: EngineInfo) -> None:
 for _info in (
     EngineInfo("vllm", "vllm", "vllm", backends=("vllm",), label="vLLM", first_dflash="0.20.0"),
     EngineInfo("sglang", "sglang", "sglang", backends=("sglang",), label="SGLang", first_dflash="0.5.11"),
+    # lmdeploy: DFlash in its PyTorch engine from 0.18.0 (0.17.0's wheel has no DFlash code; docs/lmdeploy.md)
+    EngineInfo("lmdeploy", "lmdeploy", "lmdeploy", backends=("lmdeploy",), label="lmdeploy", first_dflash="0.18.0"),
+    # vllm-ascend: vLLM's Ascend platform plugin (`vllm serve` on NPUs, upstream vLLM's draft classes through its
+    # own proposer): a platform of the vLLM backend. DFlash from 0.23.0 (0.18.0 has none; docs/engine-facts.md)
+    EngineInfo("vllm-ascend", "vllm-ascend", "vllm_ascend", backends=("vllm",), label="vllm-ascend",
+               first_dflash="0.23.0", platform="ascend"),
     EngineInfo("dflash", "dflash", "dflash", backends=("dflash", "mlx"), label="dflash", first_dflash="0.1.0"),
     EngineInfo("mlx-lm", "mlx-lm", "mlx_lm", backends=("mlx",), label="mlx-lm"),
     EngineInfo("transformers", "transformers", "transformers", backends=("transformers", "dflash"),
@@ -364,8 +373,8 @@ def select_versions(option: Sequence[str] = (), config: Optional[Mapping[str, st
                     installed: bool = True, details: Optional[Mapping[str, tuple[str, int, int]]] = None) -> Versions:
     """Per engine: --engine-version (`option`, raw NAME==VERSION strings) > a launch file's pin >
     the settings file's `engine-versions` table > the installed distribution > the newest bundled.
-    `details`: engine -> (where its launch-file pin is written, its line, its column). InputError on a
-    malformed spec, an unknown engine, or two different versions of one engine."""
+    `details`: engine -> (where its launch-file pin is written, its line, its column). InputError on a malformed
+    spec, an unknown engine, or two different versions of one engine."""
     from dflash_compat.exceptions import InputError
 
     asked: dict[str, tuple[str, Origin]] = {}

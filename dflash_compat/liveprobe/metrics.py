@@ -23,6 +23,12 @@ steps), `..._num_draft_tokens_total`, `..._num_accepted_tokens_total` and
 `..._num_accepted_tokens_per_pos_total{position="i"}` (tools/server/server-task.cpp:1565-1573, 1618-1623);
 per response `timings.draft_n` / `timings.draft_n_accepted` (tools/server/server-common.cpp:99-102).
 Mean acceptance length = 1 + accepted / drafts, as vLLM counts it.
+
+lmdeploy 0.18.0 (`lmdeploy serve api_server --backend pytorch`; metrics on unless --disable-metrics, cli/serve.py:273):
+counters `lmdeploy:spec_decode_num_drafts_total`, `..._num_draft_tokens_total`, `..._num_accepted_tokens_total`
+and `..._num_accepted_tokens_per_pos_total{position="i"}`, labelled `model_name`, `engine` (the dp rank)
+(metrics/loggers.py:152-153, 215-232), at `/metrics` (serve/openai/api_server.py:200-207). Mean acceptance
+length = 1 + accepted / drafts, bonus included (metrics/loggers.py:83-84).
 """
 
 from __future__ import annotations
@@ -34,8 +40,8 @@ from typing import Any, Iterable, Optional
 
 __all__ = [
     "parse_prometheus", "Counters", "vllm_counters", "sglang_counters", "sglang_request_counters",
-    "summarize_acceptance", "VLLM_NAMES", "SGLANG_NAMES", "LLAMACPP_NAMES", "CONVENTIONS", "llamacpp_counters",
-    "llamacpp_request_counters",
+    "summarize_acceptance", "VLLM_NAMES", "SGLANG_NAMES", "LLAMACPP_NAMES", "LMDEPLOY_NAMES", "CONVENTIONS",
+    "llamacpp_counters", "llamacpp_request_counters", "lmdeploy_counters",
 ]
 
 Samples = dict[str, list[tuple[dict[str, str], float]]]
@@ -57,6 +63,12 @@ LLAMACPP_NAMES = {
     "accepted": "llamacpp:spec_decode_num_accepted_tokens",
     "accepted_per_pos": "llamacpp:spec_decode_num_accepted_tokens_per_pos",
 }
+LMDEPLOY_NAMES = {
+    "drafts": "lmdeploy:spec_decode_num_drafts",
+    "draft_tokens": "lmdeploy:spec_decode_num_draft_tokens",
+    "accepted": "lmdeploy:spec_decode_num_accepted_tokens",
+    "accepted_per_pos": "lmdeploy:spec_decode_num_accepted_tokens_per_pos",
+}
 CONVENTIONS = {
     "vllm": "tau = 1 + accepted draft tokens / drafts: tokens per target verify step, bonus included "
             "(vllm/v1/spec_decode/metrics.py:113-114)",
@@ -64,6 +76,8 @@ CONVENTIONS = {
               "(sglang srt/managers/tokenizer_manager.py:3165-3168)",
     "llama.cpp": "tau = 1 + accepted draft tokens / drafts (verify steps): tokens per target verify step, bonus "
                  "included (llama.cpp b11434 tools/server/server-task.cpp:1565-1573)",
+    "lmdeploy": "tau = 1 + accepted draft tokens / drafts: tokens per target verify step, bonus included "
+                "(lmdeploy 0.18.0 metrics/loggers.py:83-84)",
     "llama.cpp-timings": "no verify-step count without /metrics: acceptance rate = timings.draft_n_accepted / "
                          "timings.draft_n (llama.cpp b11434 tools/server/server-common.cpp:99-102)",
 }
@@ -178,6 +192,28 @@ def llamacpp_counters(samples: Samples, model: Optional[str] = None) -> Optional
     return Counters("llama.cpp", values, per_pos)
 
 
+def lmdeploy_counters(samples: Samples, model: Optional[str] = None) -> Optional[Counters]:
+    """lmdeploy's spec-decode counters summed over data-parallel ranks; None when it exports none (TurboMind, no
+    draft, or --disable-metrics)."""
+    values = {}
+    for key in ("drafts", "draft_tokens", "accepted"):
+        total = _total(samples, LMDEPLOY_NAMES[key], model)
+        if total is not None:
+            values[key] = total
+    if "drafts" not in values:
+        return None
+    by_pos: dict[int, float] = {}
+    for labels, value in _series(samples, LMDEPLOY_NAMES["accepted_per_pos"], model):
+        try:
+            pos = int(labels.get("position", ""))
+        except ValueError:
+            continue
+        if 0 <= pos < 4096:
+            by_pos[pos] = by_pos.get(pos, 0.0) + value
+    per_pos = [by_pos.get(i, 0.0) for i in range(max(by_pos) + 1)] if by_pos else []
+    return Counters("lmdeploy", values, per_pos)
+
+
 def llamacpp_request_counters(items: Iterable[dict[str, Any]]) -> Optional[Counters]:
     """Sum of per-response timings.draft_n / draft_n_accepted; None when no response carried them
     (llama-server omits both when nothing was drafted)."""
@@ -240,7 +276,7 @@ def summarize_acceptance(delta: Optional[Counters]) -> dict[str, Any]:
                 "mean_accepted_drafts": None, "per_position_acceptance": [],
                 "acceptance_rate": accepted / drafted if drafted > 0 else 0.0,
                 "convention": CONVENTIONS[delta.engine]}
-    if delta.engine in ("vllm", "llama.cpp"):
+    if delta.engine in ("vllm", "llama.cpp", "lmdeploy"):
         steps = v.get("drafts", 0.0)
         accepted = v.get("accepted", 0.0)
         tau = 1.0 + accepted / steps if steps > 0 else 0.0

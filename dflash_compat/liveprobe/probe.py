@@ -87,6 +87,8 @@ def detect_engine(client: Client) -> tuple[str, dict[str, Any]]:
         return "vllm", {}
     if resp.ok and "llamacpp:" in resp.text():
         return "llama.cpp", {}
+    if resp.ok and "lmdeploy:" in resp.text():  # lmdeploy 0.18.0 metrics/loggers.py:149 onwards
+        return "lmdeploy", {}
     props = client.get("/props")  # llama-server without --metrics (tools/server/server-context.cpp:4969-4989)
     if props.ok:
         try:
@@ -117,6 +119,8 @@ def _read_counters(client: Client, engine: str, model: str) -> Optional[m.Counte
         return m.sglang_counters(samples, model)
     if engine == "llama.cpp":
         return m.llamacpp_counters(samples, None)  # one model per llama-server: no model label
+    if engine == "lmdeploy":
+        return m.lmdeploy_counters(samples, model)
     return None
 
 
@@ -302,6 +306,9 @@ _NO_COUNTERS = {
               "(launch with --enable-metrics, srt/arg_groups/fields/observability.py:70)",
     "llama.cpp": "no llamacpp:spec_decode_* counters and no timings.draft_n in the answers: launch llama-server "
                  "with --metrics and a draft (-md DRAFT.gguf --spec-type draft-dflash)",
+    "lmdeploy": "no lmdeploy:spec_decode_* counters: launched without --backend pytorch (TurboMind serves no "
+                "draft), without --speculative-algorithm dflash, or with --disable-metrics (lmdeploy 0.18.0 "
+                "cli/serve.py:273); only tokens/s and the outputs were measured",
     "unknown": "the server exports no speculative-decoding counters (neither vLLM's /metrics nor SGLang's "
                "/server_info answered as those engines do)",
 }
@@ -345,7 +352,7 @@ def _spec_config(engine: str, info: dict[str, Any], counters: Optional[m.Counter
         keys = ("speculative_algorithm", "speculative_draft_model_path", "speculative_num_draft_tokens",
                 "speculative_dflash_block_size", "max_running_requests")
         return {k: info.get(k) for k in keys if k in info}
-    if engine in ("vllm", "llama.cpp") and counters is not None and counters.per_pos:
+    if engine in ("vllm", "llama.cpp", "lmdeploy") and counters is not None and counters.per_pos:
         return {"num_speculative_tokens": len(counters.per_pos)}
     return {}
 

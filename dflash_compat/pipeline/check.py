@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
 
-from dflash_compat.checker import BACKENDS, Rule, RuleContext, check_rules, select_rules
+from dflash_compat.checker import DEFAULT_BACKENDS, Rule, RuleContext, check_rules, select_rules
 from dflash_compat.checker.report import Report, build_report
 from dflash_compat.deployment.options import CheckOptions
 from dflash_compat.exceptions import ConfigError
@@ -24,7 +24,7 @@ class CheckRequest:
 
     target: str
     draft: str
-    backends: Sequence[str] = BACKENDS
+    backends: Sequence[str] = DEFAULT_BACKENDS
     select: Sequence[str] = ()
     ignore: Sequence[str] = ()
     options: CheckOptions = field(default_factory=CheckOptions)

@@ -28,7 +28,8 @@ MAX_BYTES = 4 * 1024 * 1024
 STDIN = "<stdin>"  # how `launch -` names standard input
 
 # the backend (report name) each launch engine is judged as
-BACKEND = {"vllm": "vllm", "sglang": "sglang", "llama.cpp": "llama.cpp", "mlx": "mlx", "transformers": "transformers"}
+BACKEND = {"vllm": "vllm", "sglang": "sglang", "llama.cpp": "llama.cpp", "mlx": "mlx", "transformers": "transformers",
+           "lmdeploy": "lmdeploy"}
 
 
 @dataclass(frozen=True)
@@ -145,7 +146,8 @@ def _pair_refs(launch: Launch, settings: LaunchSettings) -> tuple[Optional[str],
         return None, "not-speculative"
     if not settings.pair:
         return "--no-pair", "option"
-    method = {"vllm": "method", "sglang": "algorithm", "llama.cpp": "spec_type"}.get(launch.engine)
+    method = {"vllm": "method", "sglang": "algorithm", "llama.cpp": "spec_type", "lmdeploy": "algorithm"}.get(
+        launch.engine)
     value = launch.settings.get(method) if method else None
     if isinstance(value, str) and method not in launch.unresolved and not _means_dflash(value):
         shown = "speculative method" if launch.engine != "llama.cpp" else "speculative type"

@@ -17,7 +17,7 @@ from dflash_compat.exceptions import InputError
 __all__ = ["ENGINES", "OPTION_FLAGS", "LaunchRequest", "LaunchPlan", "build_plan", "for_release", "options_from_argv",
            "shell_command", "DEFAULT_PROMPT", "DEFAULT_BLOCK_SIZE"]
 
-ENGINES = ("vllm", "sglang", "mlx", "transformers", "llama.cpp")
+ENGINES = ("vllm", "sglang", "lmdeploy", "mlx", "transformers", "llama.cpp")
 # The reference's default when a draft states no block_size (dflash/model.py; our DF115 says so too).
 DEFAULT_BLOCK_SIZE = 16
 DEFAULT_PROMPT = "Write a short story about a robot who learns to paint."
@@ -110,7 +110,7 @@ def build_plan(req: LaunchRequest, draft: dict[str, Any]) -> LaunchPlan:
     block = draft.get("block_size")
     bs = block if isinstance(block, int) and block >= 1 else DEFAULT_BLOCK_SIZE
     builder = {"vllm": _vllm, "sglang": _sglang, "mlx": _dflash_cli, "transformers": _dflash_cli,
-               "llama.cpp": _llamacpp}[req.engine]
+               "llama.cpp": _llamacpp, "lmdeploy": _lmdeploy}[req.engine]
     plan = builder(req, bs)
     plan.block_size = bs
     if not isinstance(block, int):
@@ -213,6 +213,35 @@ def _sglang(req: LaunchRequest, bs: int) -> LaunchPlan:
     argv += _common_tail(rev, req, "--revision")
     argv.append("--enable-metrics")  # the Prometheus counters `dflash-check probe` reads
     return LaunchPlan("sglang", argv, notes=notes)
+
+
+def _lmdeploy(req: LaunchRequest, bs: int) -> LaunchPlan:
+    """`lmdeploy serve api_server TARGET` (lmdeploy 0.18.0 cli/serve.py:28-188): --backend pytorch (the default,
+    TurboMind, serves no draft: cli/utils.py:394-401), the speculative group (cli/utils.py:832-860), --tp
+    (:173-179), --dtype (:123-133), --revision, --model-name, --server-port, --trust-remote-code; metrics are on
+    unless --disable-metrics (cli/serve.py:273)."""
+    _refuse(req, {"--num-speculative-tokens", "--tp", "--port", "--served-model-name"})
+    target, rev = _split(req.target, req.revision)
+    draft, draft_rev = _split(req.draft, req.draft_revision)
+    if draft_rev:
+        raise InputError("lmdeploy takes no draft revision (--speculative-draft-model is a path or a repo id): "
+                         "download that revision and pass its folder")
+    k = req.num_speculative_tokens or bs - 1
+    argv = ["lmdeploy", "serve", "api_server", target, "--backend", "pytorch", "--speculative-algorithm", "dflash",
+            "--speculative-draft-model", draft, "--speculative-num-draft-tokens", str(k), "--tp", str(req.tp),
+            "--dtype", "bfloat16"]
+    notes = [f"--speculative-num-draft-tokens {k} = block_size - 1 (lmdeploy verifies 1 + K tokens per step)",
+             "--backend pytorch: lmdeploy's default, TurboMind, ignores the speculative flags",
+             "--dtype bfloat16: target and draft in one dtype (under auto each keeps its own)"]
+    if rev:
+        argv += ["--revision", rev]
+    if req.trust_remote_code:
+        argv.append("--trust-remote-code")
+    if req.served_model_name:
+        argv += ["--model-name", req.served_model_name]
+    if req.port is not None:
+        argv += ["--server-port", str(req.port)]
+    return LaunchPlan("lmdeploy", argv, notes=notes)
 
 
 def _common_tail(rev: Optional[str], req: LaunchRequest, revision_flag: str) -> list[str]:
@@ -389,6 +418,8 @@ def options_from_argv(engine: str, argv: list[str]) -> dict[str, Any]:
         raise InputError("--speculative-algorithm must be DFLASH")
     if engine == "llama.cpp" and launch.settings.get("spec_type") != "draft-dflash":
         raise InputError("--spec-type must be draft-dflash")
+    if engine == "lmdeploy" and (method != "dflash" or not launch.settings.get("draft")):
+        raise InputError("--speculative-algorithm must be dflash, with --speculative-draft-model")
     options, default = options_of(launch), CheckOptions()
     return {f.name: getattr(options, f.name) for f in fields(CheckOptions)
             if f.name not in ("engine", "complete") and getattr(options, f.name) != getattr(default, f.name)}
@@ -409,7 +440,7 @@ def for_release(plan: LaunchPlan, accepted: Optional[frozenset], release: str) -
         notes.append(f"SGLang {release} spells attention data parallelism --dp-size N --enable-dp-attention")
     unknown = [a for a in argv if a.startswith("--") and a.split("=", 1)[0] not in accepted]
     if unknown:
-        names = {"sglang": "SGLang", "vllm": "vLLM"}.get(plan.engine, plan.engine)
+        names = {"sglang": "SGLang", "vllm": "vLLM"}.get(plan.engine, plan.engine)  # lmdeploy: as named
         raise InputError(f"{names} {release} does not accept {', '.join(unknown)} (its launch flags, read from its "
                          f"code); choose another release with --engine-version, or drop the option that sets it")
     return LaunchPlan(plan.engine, argv, dict(plan.env), notes, plan.block_size, [list(p) for p in plan.prepare])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker import BACKENDS, Rule, RuleContext, Violation, located
+from dflash_compat.checker import BACKENDS, EngineSource, Rule, RuleContext, Violation, located
 from dflash_compat.rules._sources import (
     HF_NATIVE_SETUP,
     MLX_BIND,
@@ -57,6 +57,8 @@ RULE = Rule(
     example='target {"vocab_size": 152064}, draft {"vocab_size": 151936}',
     fix="Use a draft trained for this target's tokenizer; a draft's vocabulary cannot be remapped.",
     sources=(REF_EMBED, REF_V2, MLX_BIND, HF_NATIVE_SETUP, VLLM_SHARE_EMBED, VLLM_V2_SHARE_EMBED, SGL_EMBED,
+             EngineSource("lmdeploy", "lmdeploy/pytorch/spec_decode/proposers/dflash.py", "35-36",
+                          "the draft uses the target's embedding module"),
              located("llama.cpp", "draft_target_embd"),
              located("llama.cpp", "draft_target_head"), located("llama.cpp", "converter_vocab_size")),
 )

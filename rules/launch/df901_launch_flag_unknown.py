@@ -61,7 +61,7 @@ RULE = Rule(
     code="DF901",
     name="launch-flag-unknown",
     severity="error",
-    backends=("vllm", "sglang", "llama.cpp"),
+    backends=("vllm", "sglang", "llama.cpp", "lmdeploy"),
     check=check,
     needs=("launch",),
     what="Every flag of the launch command is one the engine release it runs (image tag, pip pin or "
@@ -79,5 +79,6 @@ RULE = Rule(
         EngineSource("sglang", "sglang/cli/serve.py", "30-59", "`sglang serve` takes --model-type itself",
                      version="0.5.23"),
         EngineSource("llama.cpp", "common/arg.cpp", "4411-4416", "--draft/--draft-n/--draft-max removed"),
+        EngineSource("lmdeploy", "lmdeploy/cli/serve.py", "28-34", "the api_server parser (argparse)"),
     ),
 )

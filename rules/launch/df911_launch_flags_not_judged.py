@@ -5,7 +5,7 @@ from __future__ import annotations
 from dflash_compat.checker import COMMON, Rule, Violation
 
 # where each engine's parser is read from: a wheel (vLLM, SGLang) or a source tree (llama.cpp)
-_SOURCE = {"vllm": "WHEEL", "sglang": "WHEEL", "llama.cpp": "LLAMA_CPP_SOURCE_TREE"}
+_SOURCE = {"vllm": "WHEEL", "sglang": "WHEEL", "llama.cpp": "LLAMA_CPP_SOURCE_TREE", "lmdeploy": "WHEEL"}
 
 
 def check(ctx):

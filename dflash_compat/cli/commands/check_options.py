@@ -8,9 +8,10 @@ from typing import Any, Callable, Optional
 
 import click
 
-__all__ = ["BACKEND_CHOICES", "FORMAT_CHOICES", "pair_options", "check_options", "build_request"]
+__all__ = ["BACKEND_CHOICES", "FORMAT_CHOICES", "LMDEPLOY_OPTIONS", "pair_options", "check_options", "build_request",
+           "lmdeploy_check_options"]
 
-BACKEND_CHOICES = ("transformers", "dflash", "vllm", "sglang", "mlx", "llama.cpp")
+BACKEND_CHOICES = ("transformers", "dflash", "vllm", "sglang", "mlx", "llama.cpp", "lmdeploy")
 FORMAT_CHOICES = ("text", "json", "sarif", "junit", "github", "markdown")
 
 
@@ -73,10 +74,60 @@ _ENGINE_OPTIONS = [
                  "is given)."),
     click.option("--spec-draft-n-max", type=click.IntRange(min=0),
                  help="llama.cpp --spec-draft-n-max you will launch with (llama.cpp clamps it to block_size - 1)."),
+    click.option("--vllm-platform", type=click.Choice(("cuda", "ascend")),
+                 help="The vLLM backend's platform: ascend judges vllm-ascend's DFlash proposer too (DF360-DF399; "
+                 "its release: --engine-version vllm-ascend==X)."),
     click.option("--draft-quantization", metavar="METHOD",
                  help="SGLang --speculative-draft-model-quantization you will launch with (unquant keeps the draft "
                  "unquantised)."),
 ]
+
+
+# lmdeploy `serve api_server` options the rules read: (check flag, CheckOptions field, click type, lmdeploy's own
+# flag and what it means). One table: `check`'s options, `serve --engine lmdeploy` and `launch` read it.
+LMDEPLOY_OPTIONS = (
+    ("--lmdeploy-backend", "lmdeploy_backend", click.Choice(("pytorch", "turbomind")), "--backend",
+     "the backend (lmdeploy's default turbomind serves no draft)"),
+    ("--lmdeploy-dp", "lmdeploy_dp", click.IntRange(min=1), "--dp", "data-parallel size (DFlash needs 1)"),
+    ("--lmdeploy-ep", "lmdeploy_ep", click.IntRange(min=1), "--ep", "expert-parallel size (DFlash needs 1)"),
+    ("--lmdeploy-prefix-caching", "lmdeploy_prefix_caching", None, "--enable-prefix-caching",
+     "prefix caching on (DFlash refuses it)"),
+    ("--lmdeploy-quant-policy", "lmdeploy_quant_policy", click.STRING, "--quant-policy",
+     "KV-cache quantisation: none/int4/int8/fp8/fp8_e5m2/turbo_quant or 0/4/8/16/17/42 (DFlash needs 0)"),
+    ("--lmdeploy-dtype", "lmdeploy_dtype", click.Choice(("auto", "float16", "bfloat16")), "--dtype",
+     "weights' dtype for target and draft"),
+    ("--lmdeploy-num-draft-tokens", "lmdeploy_num_draft_tokens", click.IntRange(min=1),
+     "--speculative-num-draft-tokens", "draft tokens per step (1 + it must fit the block)"),
+    ("--lmdeploy-block-size", "lmdeploy_block_size", click.IntRange(min=0), "--speculative-dflash-block-size",
+     "block length with the anchor (overrides the draft tokens)"),
+    ("--lmdeploy-device", "lmdeploy_device", click.Choice(("cuda", "ascend", "maca", "camb")), "--device",
+     "device type (DFlash needs cuda)"),
+)
+
+
+def _lmdeploy_options() -> list[Callable]:
+    out = []
+    for flag, field, kind, theirs, what in LMDEPLOY_OPTIONS:
+        text = f"lmdeploy {theirs} you will launch with: {what}."
+        if kind is None:
+            out.append(click.option(flag, field, is_flag=True, help=text))
+        else:
+            out.append(click.option(flag, field, type=kind, help=text))
+    return out
+
+
+def lmdeploy_check_options(params: dict[str, Any]) -> dict[str, Any]:
+    """The CheckOptions fields of the lmdeploy options in `params` (absent ones: not given)."""
+    out = {field: params.get(field) for _, field, _, _, _ in LMDEPLOY_OPTIONS}
+    out["lmdeploy_prefix_caching"] = bool(out["lmdeploy_prefix_caching"])
+    from dflash_compat.deployment.options import lmdeploy_quant_policy
+    from dflash_compat.exceptions import InputError
+
+    try:
+        out["lmdeploy_quant_policy"] = lmdeploy_quant_policy(out["lmdeploy_quant_policy"])
+    except InputError as e:
+        raise InputError(f"--lmdeploy-{str(e)[2:]}") from None
+    return out
 
 
 def check_options(command: Callable) -> Callable:
@@ -85,7 +136,8 @@ def check_options(command: Callable) -> Callable:
         click.argument("target"),
         click.option("--draft", "-d", required=True, help="The DFlash draft: a local folder or a Hub repo id."),
         click.option("--backend", "-b", "backends", multiple=True, type=click.Choice(BACKEND_CHOICES),
-                     help="Check only this serving backend; repeat for several. Default: all of them."),
+                     help="Check only this serving backend; repeat for several. Default: all of them but lmdeploy "
+                     "(named: --backend lmdeploy)."),
         click.option("--select", multiple=True,
                      help="Run only rules whose code matches this code or prefix (e.g. DF1, DF303)."),
         click.option("--ignore", multiple=True, help="Skip rules whose code matches this code or prefix."),
@@ -102,6 +154,7 @@ def check_options(command: Callable) -> Callable:
         click.option("--force", is_flag=True,
                      help="Let -o replace an existing file or symlink that is not a previous report."),
         *_ENGINE_OPTIONS,
+        *_lmdeploy_options(),
         pair_options(trust_help="Allow importing the target repo's own Python code for the module checks."),
         click.option("--adapter", metavar="FILE_OR_NAME",
                      help="Check the target as wrapped by this adapter: a shim file written by `dflash-check adapt` "
@@ -122,8 +175,8 @@ def check_options(command: Callable) -> Callable:
 def engine_version_option() -> Callable:
     return click.option(
         "--engine-version", "engine_versions", multiple=True, metavar="NAME==VERSION",
-        help="Judge against this engine release (repeatable; engines: vllm, sglang, transformers, mlx-lm, dflash, "
-        "speculators). Default: the version installed here, else the newest with bundled facts.")
+        help="Judge against this engine release (repeatable; engines: vllm, sglang, lmdeploy, transformers, mlx-lm, "
+        "dflash, speculators). Default: the version installed here, else the newest with bundled facts.")
 
 
 def selected_versions(params: dict[str, Any], file_versions: Optional[dict[str, str]] = None):
@@ -148,7 +201,7 @@ def build_request(params: dict[str, Any], file_severity: Optional[dict[str, str]
     engine-versions tables)."""
     from dataclasses import fields
 
-    from dflash_compat.checker import BACKENDS
+    from dflash_compat.checker import BACKENDS, DEFAULT_BACKENDS
     from dflash_compat.deployment.options import OPTION_FLAGS, CheckOptions
     from dflash_compat.exceptions import InputError
     from dflash_compat.pipeline.check import CheckRequest
@@ -172,6 +225,8 @@ def build_request(params: dict[str, Any], file_severity: Optional[dict[str, str]
         sglang_draft_quantization=params["draft_quantization"],
         pp_size=params["pp_size"],
         llamacpp_draft_n_max=params.get("spec_draft_n_max"),
+        **lmdeploy_check_options(params),
+        vllm_platform=params.get("vllm_platform"),
         deep=not params["no_deep"],
         trust_remote_code=params["trust_remote_code"],
         adapter=params["adapter"],
@@ -195,7 +250,7 @@ def build_request(params: dict[str, Any], file_severity: Optional[dict[str, str]
     severity = _severity(params.get("severity", ()), file_severity or {})
     return CheckRequest(
         target=params["target"], draft=params["draft"], launch=launch,
-        backends=[b for b in BACKENDS if b in backends] if backends else list(BACKENDS),
+        backends=[b for b in BACKENDS if b in backends] if backends else list(DEFAULT_BACKENDS),
         select=_split(params["select"]), ignore=_split(params["ignore"]), options=options,
         revision=params["revision"], draft_revision=params["draft_revision"], token=params["token"],
         framework=params["framework"], strict=params["strict"], severity=severity,

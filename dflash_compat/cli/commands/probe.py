@@ -18,10 +18,10 @@ __all__ = ["probe_cmd"]
 @click.argument("url")
 @click.option("--model", "-m", required=True,
               help="The served model name to send completions to (see the server's /v1/models).")
-@click.option("--engine", type=click.Choice(("auto", "vllm", "sglang", "llama.cpp")), default="auto",
+@click.option("--engine", type=click.Choice(("auto", "vllm", "sglang", "lmdeploy", "llama.cpp")), default="auto",
               show_default=True,
-              help="The server's engine; auto tells vLLM and llama.cpp by their vllm: / llamacpp: metrics and SGLang "
-              "by /server_info.")
+              help="The server's engine; auto tells vLLM, lmdeploy and llama.cpp by their vllm: / lmdeploy: / "
+              "llamacpp: metrics and SGLang by /server_info.")
 @click.option("--prompts", "prompts_path", type=click.Path(dir_okay=False),
               help='A JSONL file of prompts: one per line, a string, {"prompt": "..."} or {"prompt_ids": [1, 2, 3]}. '
               "Default: four built-in prompts.")

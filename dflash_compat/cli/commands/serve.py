@@ -74,11 +74,13 @@ def _profile(path):
 @click.argument("target")
 @click.option("--draft", "-d", required=True, help="The DFlash draft: a local folder or a Hub repo id.")
 @click.option("--engine", "-e", required=True,
-              type=click.Choice(("vllm", "sglang", "mlx", "transformers", "llama.cpp")),
-              help="The engine to launch: vLLM, SGLang, llama.cpp (llama-server; a checkpoint pair is converted to "
+              type=click.Choice(("vllm", "sglang", "lmdeploy", "mlx", "transformers", "llama.cpp")),
+              help="The engine to launch: vLLM, SGLang, lmdeploy (its PyTorch engine), "
+              "llama.cpp (llama-server; a checkpoint pair is converted to "
               "GGUF first), or the dflash package's MLX / transformers entry point.")
 @click.option("--num-speculative-tokens", type=click.IntRange(min=1),
-              help="vLLM num_speculative_tokens K (default: the draft's block_size - 1).")
+              help="vLLM num_speculative_tokens / lmdeploy --speculative-num-draft-tokens K (default: the draft's "
+              "block_size - 1).")
 @click.option("--num-draft-tokens", type=click.IntRange(min=1),
               help="SGLang --speculative-num-draft-tokens (default: the draft's block_size, anchor included).")
 @click.option("--tp", type=click.IntRange(min=1), default=1, show_default=True,
@@ -188,6 +190,9 @@ def _accepted_flags(engine: str, versions) -> "frozenset[str] | None":
         except UnknownFact:  # not read at that release (refresh printed why): printed as is, as for vLLM's
             return None
         return frozenset(flags) if flags else None
+    if engine == "lmdeploy":
+        facts = release("lmdeploy", versions.used("lmdeploy")).flags
+        return frozenset(facts["flags"]) if facts else None
     if engine == "vllm":
         facts = release("vllm", versions.used("vllm")).flags
         if not facts:
