@@ -41,6 +41,7 @@ class TrainConfig:
     device: str = "auto"  # auto | cpu | cuda
     export_dtype: str = "bfloat16"
     max_documents: Optional[int] = None  # read at most this many documents (sorted order)
+    shard_target: str = "auto"  # distributed: FSDP2-shard the target's decoder layers (auto | never | always)
 
     def validate(self) -> "TrainConfig":
         positive = ("steps", "batch_size", "seq_len", "anchors", "eval_prompts", "eval_prompt_tokens",
@@ -60,6 +61,10 @@ class TrainConfig:
             raise InputError(f"--device {self.device}: expected auto, cpu or cuda")
         if self.export_dtype not in ("bfloat16", "float32", "float16"):
             raise InputError(f"--export-dtype {self.export_dtype}: expected bfloat16, float32 or float16")
+        if self.shard_target not in ("auto", "never", "always"):
+            raise InputError(f"--shard-target {self.shard_target}: expected auto, never or always")
+        if self.max_documents is not None and self.max_documents < 1:
+            raise InputError(f"--max-samples must be at least 1 (got {self.max_documents})")
         return self
 
     def to_dict(self) -> dict[str, Any]:
