@@ -130,6 +130,43 @@ def _shard_decision(config: TrainConfig, d, device, t_folder: Path, target: str)
     return size > 0.5 * torch.cuda.get_device_properties(device).total_memory
 
 
+def _regenerated(docs, adapter, tokenizer, config: TrainConfig, d, out_path: Path, resume: bool, sharded: bool,
+                 log: Optional[Callable[[str], None]]):
+    """--regenerate: the target's own answers to the data's prompts (regenerate.py), shared out over the ranks,
+    written to OUT/regenerated.jsonl by rank 0; a resumed run reads that file again (the same data)."""
+    from .data import load_training_data
+    from .regenerate import REGENERATED_FILE, regenerate_builtin, write_documents
+
+    cached = out_path / REGENERATED_FILE
+    if resume and cached.is_file():
+        return load_training_data(str(cached), config)
+    if sharded:
+        raise InputError("--regenerate runs the built-in runtime, which cannot answer with a sharded target; "
+                         "answer the prompts with vLLM or SGLang (--write-prompts, docs/training.md)")
+    from ..runtime.torch_generate import stop_tokens_of
+
+    mine = docs[d.rank::d.world] if d.active else docs
+    if log is not None and d.main:
+        log(f"regenerating {len(docs)} answers with the target (up to {config.regenerate_tokens} tokens each)")
+    answers = regenerate_builtin(mine, adapter, tokenizer, config.regenerate_tokens, config.prompt_tokens,
+                                 stop_tokens_of(adapter))
+    if d.active:
+        import torch.distributed as dist
+
+        parts: list = [None] * d.world
+        dist.all_gather_object(parts, answers)
+        answers = [parts[i % d.world][i // d.world] for i in range(len(docs))]  # the data's order, any world
+    answers = [a for a in answers if a is not None]
+    if not answers:
+        raise InputError("--regenerate: no prompt in the data to answer")
+    if d.main:
+        from ..safe_write import make_output_folder
+
+        make_output_folder(out_path)
+        write_documents(cached, answers)
+    return answers
+
+
 def prepare(target: str, draft: str, data: str, out: str, config: TrainConfig, *, resume: bool = False,
             force: bool = False, token: Optional[str] = None, dist=None, log: Optional[Callable[[str], None]] = None):
     """Load and check everything a training run needs; -> loop.Session. Raises one-line errors.
@@ -164,11 +201,7 @@ def prepare(target: str, draft: str, data: str, out: str, config: TrainConfig, *
         raise WeightsError(f"target {target}: no *.safetensors weights (pickled .bin weights are never loaded)")
     tokenizer = _tokenizer(t_folder, target)
     eos = tokenizer.eos_token_id if isinstance(tokenizer.eos_token_id, int) else None
-    tokens = agree(d, lambda: data_mod.tokenize_training_data(docs, tokenizer, config, eos))
     module, raw = _load_draft_module(draft, device, config.seed, token)
-    ids, mask = agree(d, lambda: data_mod.pack(tokens.train, config.seq_len, eos, module.block_size + 2,
-                                               tokens.train_masks))
-    prompts = [p[:config.eval_prompt_tokens] for p in tokens.prompts() if len(p) >= 4][:config.eval_prompts]
     sharded = _shard_decision(config, d, device, t_folder, target)
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     adapter = load_target(t_folder, device="cpu" if sharded else device, dtype=dtype)
@@ -178,6 +211,12 @@ def prepare(target: str, draft: str, data: str, out: str, config: TrainConfig, *
 
         shard_layers(adapter.layers, device, d)
         adapter.model.to(device)  # the replicated rest: embedding, final norm, head
+    if config.regenerate:
+        docs = _regenerated(docs, adapter, tokenizer, config, d, out_path, resume, sharded, log)
+    tokens = agree(d, lambda: data_mod.tokenize_training_data(docs, tokenizer, config, eos))
+    ids, mask = agree(d, lambda: data_mod.pack(tokens.train, config.seq_len, eos, module.block_size + 2,
+                                               tokens.train_masks))
+    prompts = [p[:config.eval_prompt_tokens] for p in tokens.prompts() if len(p) >= 4][:config.eval_prompts]
     check_pairing(module, adapter)
     session = loop.Session(config, out_path, adapter, module, raw, ids, mask, prompts, stop_tokens_of(adapter), device,
                            dist=d, sharded=sharded)

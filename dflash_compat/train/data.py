@@ -179,6 +179,7 @@ class DataSpec:
     config: Optional[str] = None
     split: str = "train"
     streaming: bool = False
+    responses: Optional[str] = None  # answers to the --data prompts file (vLLM run-batch output), by custom_id
 
     @property
     def label(self) -> str:
@@ -320,6 +321,17 @@ def load_training_data(data: "str | DataSpec", config: Any) -> list[Document]:
     if spec.dataset is not None:
         check_dataset_name(spec)
         docs = _dataset_documents(spec, max_documents)
+    elif spec.responses is not None:
+        from .regenerate import join_responses, read_responses
+
+        path = Path(str(spec.path))
+        if not path.is_file() or path.suffix != ".jsonl":
+            raise InputError(f"--data {spec.path}: with --responses, --data is the prompts file (.jsonl) written "
+                             "by --write-prompts")
+        answers = read_responses(spec.responses)
+        requests = [parse_json(line, what=f"--data {path}: line {n}")
+                    for n, line in enumerate(_read_text(path).splitlines(), 1) if line.strip()]
+        docs = join_responses(requests, answers, f"--data {path}")[:max_documents]
     else:
         docs = _local_documents(str(spec.path), max_documents)
     docs = [d for d in docs if _nonempty(d)]
