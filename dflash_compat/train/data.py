@@ -322,7 +322,7 @@ def load_training_data(data: "str | DataSpec", config: Any) -> list[Document]:
         check_dataset_name(spec)
         docs = _dataset_documents(spec, max_documents)
     elif spec.responses is not None:
-        from .regenerate import join_responses, read_responses
+        from .responses import join_responses, read_responses
 
         path = Path(str(spec.path))
         if not path.is_file() or path.suffix != ".jsonl":

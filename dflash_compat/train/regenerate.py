@@ -18,17 +18,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 from ..exceptions import InputError
 from .data import Document, render_prompt
 
-__all__ = ["prompt_requests", "write_prompts", "read_responses", "join_responses", "regenerate_builtin",
-           "REGENERATED_FILE", "CUSTOM_ID_PREFIX"]
+__all__ = ["prompt_requests", "write_prompts", "regenerate_builtin", "write_documents", "REGENERATED_FILE",
+           "CUSTOM_ID_PREFIX"]
 
 REGENERATED_FILE = "regenerated.jsonl"
 CUSTOM_ID_PREFIX = "dflash-"
-MAX_RESPONSES_BYTES = 1 << 30
 
 
 def _text_prompt(tokenizer: Any, text: str, prompt_tokens: int) -> str:
@@ -62,73 +61,6 @@ def write_prompts(path: Path, requests: Sequence[dict]) -> None:
     from ..safe_write import write_output
 
     write_output(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in requests), force=False)
-
-
-def _answer(record: dict) -> Optional[str]:
-    """The text of one answer line: vLLM run-batch's output (response.body.choices[0].message.content for a
-    chat request, .text for a completion) or a plain {"custom_id", "text"} line (the SGLang script's)."""
-    if isinstance(record.get("text"), str):
-        return record["text"]
-    response = record.get("response")
-    body = response.get("body") if isinstance(response, dict) else None
-    choices = body.get("choices") if isinstance(body, dict) else None
-    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        return None
-    first = choices[0]
-    message = first.get("message")
-    if isinstance(message, dict) and isinstance(message.get("content"), str):
-        return message["content"]
-    return first.get("text") if isinstance(first.get("text"), str) else None
-
-
-def read_responses(path: str) -> dict[str, str]:
-    """custom_id -> answer text, from a vLLM run-batch output file or {"custom_id", "text"} lines; failed
-    requests (an error, no text) are left out."""
-    from ..safe_read import parse_json, read_bytes
-
-    file = Path(path)
-    if not file.is_file():
-        raise InputError(f"--responses {path}: no such file")
-    try:
-        text = read_bytes(file, MAX_RESPONSES_BYTES, what=f"--responses {path}").decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"--responses {path}: not UTF-8 text (byte {exc.start})") from None
-    answers: dict[str, str] = {}
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        record = parse_json(line, what=f"--responses {path}: line {n}")
-        if not isinstance(record, dict) or not isinstance(record.get("custom_id"), str):
-            raise InputError(f"--responses {path}: line {n} has no string \"custom_id\"")
-        answer = _answer(record)
-        if answer is not None:
-            answers[record["custom_id"]] = answer
-    if not answers:
-        raise InputError(f"--responses {path}: no answer in it (every line failed or has no text)")
-    return answers
-
-
-def join_responses(requests: Sequence[dict], answers: dict[str, str], where: str) -> list[Document]:
-    """Batch requests (the --write-prompts file) + their answers -> training documents: a conversation ending
-    in the target's reply, or a text continued by it."""
-    docs: list[Document] = []
-    for n, request in enumerate(requests, 1):
-        body = request.get("body") if isinstance(request, dict) else None
-        custom_id = request.get("custom_id") if isinstance(request, dict) else None
-        if not isinstance(body, dict) or not isinstance(custom_id, str):
-            raise InputError(f"{where}: line {n} is not a batch request (custom_id, body)")
-        answer = answers.get(custom_id)
-        if answer is None:
-            continue
-        if isinstance(body.get("messages"), list):
-            docs.append(list(body["messages"]) + [{"role": "assistant", "content": answer}])
-        elif isinstance(body.get("prompt"), str):
-            docs.append(body["prompt"] + answer)
-        else:
-            raise InputError(f"{where}: line {n} has neither messages nor a prompt in its body")
-    if not docs:
-        raise InputError(f"{where}: no request has an answer in --responses (custom_id values differ?)")
-    return docs
 
 
 def regenerate_builtin(docs: Sequence[Document], target: Any, tokenizer: Any, max_tokens: int, prompt_tokens: int,
