@@ -11,7 +11,7 @@ plain {"custom_id", "text"} lines (what the SGLang script in docs/training.md wr
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 from ..exceptions import InputError
 
