@@ -200,6 +200,7 @@ def prepare(target: str, draft: str, data: str, out: str, config: TrainConfig, *
     if not weight_paths(t_folder, f"target {target}"):  # the checked lookup before any file is loaded
         raise WeightsError(f"target {target}: no *.safetensors weights (pickled .bin weights are never loaded)")
     tokenizer = _tokenizer(t_folder, target)
+    agree(d, lambda: data_mod.check_renderable(docs, tokenizer))
     eos = tokenizer.eos_token_id if isinstance(tokenizer.eos_token_id, int) else None
     module, raw = _load_draft_module(draft, device, config.seed, token)
     sharded = _shard_decision(config, d, device, t_folder, target)

@@ -397,6 +397,19 @@ def _chat_tokens(tokenizer: Any, messages: list[dict], where: str) -> tuple[list
     return ids, mask, prompt_ids
 
 
+def check_renderable(docs: Sequence[Document], tokenizer: Any) -> None:
+    """Conversations need the target's chat template and its fast tokenizer (the offsets that find the
+    assistant's tokens): checked before any model is loaded."""
+    if not any(isinstance(d, list) for d in docs):
+        return
+    if not getattr(tokenizer, "chat_template", None):
+        raise InputError("the data holds conversations, and the target's tokenizer has no chat template to render "
+                         "them with (tokenizer_config.json / chat_template.jinja)")
+    if getattr(tokenizer, "is_fast", False) is not True:
+        raise InputError("conversations need the target's fast tokenizer (tokenizer.json) to find the assistant's "
+                         "tokens")
+
+
 def tokenize_training_data(docs: Sequence[Document], tokenizer: Any, config: Any, eos: Optional[int]) -> TrainingTokens:
     """Tokenise plain texts as they are and conversations through the target's chat template (trained on the
     assistant's tokens), then keep a seeded share of the documents apart for the held-out tau."""
@@ -406,12 +419,7 @@ def tokenize_training_data(docs: Sequence[Document], tokenizer: Any, config: Any
         return TrainingTokens(plain.train, None, plain.held_out, [],
                               {"tokens": plain.total_tokens, "held_out_documents": len(plain.held_out),
                                "conversations": 0})
-    if not getattr(tokenizer, "chat_template", None):
-        raise InputError("the data holds conversations, and the target's tokenizer has no chat template to render "
-                         "them with (tokenizer_config.json / chat_template.jinja)")
-    if getattr(tokenizer, "is_fast", False) is not True:
-        raise InputError("conversations need the target's fast tokenizer (tokenizer.json) to find the assistant's "
-                         "tokens")
+    check_renderable(docs, tokenizer)
     quiet_length_warning(tokenizer)
     rows: list[tuple[list[int], list[bool], list[int]]] = []
     for n, d in enumerate(docs):
