@@ -239,7 +239,7 @@ def run_training(s: Session, *, progress: bool = True, log: Optional[Callable[[s
                     if evaluated:
                         tau = held_out_tau(s.draft, s.target, s.prompts, c.eval_new_tokens, s.stop_ids, d, s.sharded)
                     s.history.append({"step": step + 1, "loss": loss, "block_tau": _round(stats["block_tau"]),
-                                      "tau": _round(tau) if evaluated else None})
+                                      "tau": _round(tau) if evaluated else None, "seconds": round(step_s, 4)})
                     done = step + 1 - s.start_step
                     elapsed = time.perf_counter() - started
                     rate = tokens_per_step * done / max(elapsed, 1e-9)

@@ -420,12 +420,14 @@ def run_training_mlx(s: MLXSession, *, log: Optional[Callable[[str], None]] = No
     try:
         try:
             for step in range(s.start_step, c.steps):
+                began = time.perf_counter()
                 loss, stats = train_step_mlx(s, step, gamma)
+                step_s = time.perf_counter() - began
                 evaluated = step + 1 == c.steps or bool(c.eval_every and (step + 1) % c.eval_every == 0)
                 if evaluated:
                     tau = held_out_tau_mlx(s)
                 s.history.append({"step": step + 1, "loss": loss, "block_tau": _round(stats["block_tau"]),
-                                  "tau": _round(tau) if evaluated else None})
+                                  "tau": _round(tau) if evaluated else None, "seconds": round(step_s, 4)})
                 done, elapsed = step + 1 - s.start_step, time.perf_counter() - started
                 rate = c.batch_size * c.seq_len * done / max(elapsed, 1e-9)
                 events.scalars(step + 1, {"train/loss": loss, "train/block_tau": stats["block_tau"],
