@@ -203,6 +203,15 @@ def prepare(target: str, draft: str, data: str, out: str, config: TrainConfig, *
     agree(d, lambda: data_mod.check_renderable(docs, tokenizer))
     eos = tokenizer.eos_token_id if isinstance(tokenizer.eos_token_id, int) else None
     module, raw = _load_draft_module(draft, device, config.seed, token)
+
+    def tokenized(docs):
+        tokens = agree(d, lambda: data_mod.tokenize_training_data(docs, tokenizer, config, eos))
+        packed = agree(d, lambda: data_mod.pack(tokens.train, config.seq_len, eos, module.block_size + 2,
+                                                tokens.train_masks))
+        return tokens, packed
+
+    if not config.regenerate:  # too little data fails here, before the target is loaded
+        tokens, (ids, mask) = tokenized(docs)
     sharded = _shard_decision(config, d, device, t_folder, target)
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     adapter = load_target(t_folder, device="cpu" if sharded else device, dtype=dtype)
@@ -214,9 +223,7 @@ def prepare(target: str, draft: str, data: str, out: str, config: TrainConfig, *
         adapter.model.to(device)  # the replicated rest: embedding, final norm, head
     if config.regenerate:
         docs = _regenerated(docs, adapter, tokenizer, config, d, out_path, resume, sharded, log)
-    tokens = agree(d, lambda: data_mod.tokenize_training_data(docs, tokenizer, config, eos))
-    ids, mask = agree(d, lambda: data_mod.pack(tokens.train, config.seq_len, eos, module.block_size + 2,
-                                               tokens.train_masks))
+        tokens, (ids, mask) = tokenized(docs)
     prompts = [p[:config.eval_prompt_tokens] for p in tokens.prompts() if len(p) >= 4][:config.eval_prompts]
     check_pairing(module, adapter)
     session = loop.Session(config, out_path, adapter, module, raw, ids, mask, prompts, stop_tokens_of(adapter), device,

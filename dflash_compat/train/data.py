@@ -226,7 +226,7 @@ def _jsonl_documents(path: Path) -> list[Document]:
     docs: list[Document] = []
     for n, line in enumerate(_read_text(path).splitlines(), 1):
         if line.strip():
-            docs.append(record_document(parse_json(line, what=f"--data {path}: line {n}"), f"--data {path}: line {n}"))
+            docs.append(record_document(parse_json(line, what=f"--data {path}: line {n}"), f"--data {path}:{n}"))
     return docs
 
 
