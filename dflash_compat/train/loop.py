@@ -21,7 +21,17 @@ from ..exceptions import ResourceError
 from .checkpoint import export_draft, save_checkpoint, write_json
 from .config import TrainConfig, default_gamma
 from .distributed import SINGLE, Dist, all_sum
-from .objective import BlockBatch, block_loss, draft_logits, stats_from_sums
+from .objective import BlockBatch, block_loss, draft_logits
+from .progress import (  # noqa: F401 - progress_line and learning_rate are re-exported
+    FIRST_LOGS,
+    TrainResult,
+    _progress,
+    _rate,
+    _round,
+    learning_rate,
+    progress_line,
+    stats_from_sums,
+)
 from .sampler import rank_slice, step_draw, weight_total
 
 __all__ = ["Session", "TrainResult", "run_training", "held_out_tau", "DraftStep"]
@@ -77,30 +87,11 @@ def wrap_ddp(s: Session) -> None:
     s.run = lambda noise, features, positions, masks: ddp(noise, features, positions, masks, target)
 
 
-@dataclass
-class TrainResult:
-    out: Path
-    steps: int
-    loss: float
-    tau: Optional[float]
-    history: list[dict]
-    seconds: float
-
-
 def make_optimizer(draft, config: TrainConfig) -> torch.optim.Optimizer:
     decay = [p for n, p in draft.named_parameters() if p.dim() >= 2]
     plain = [p for n, p in draft.named_parameters() if p.dim() < 2]  # norms: no weight decay
     groups = [{"params": decay, "weight_decay": config.weight_decay}, {"params": plain, "weight_decay": 0.0}]
     return torch.optim.AdamW(groups, lr=config.lr, betas=(0.9, 0.95))
-
-
-def learning_rate(config: TrainConfig, step: int) -> float:
-    """Linear warmup, then cosine decay to lr * min_lr_ratio at the last step."""
-    if step < config.warmup:
-        return config.lr * (step + 1) / config.warmup
-    span = max(1, config.steps - config.warmup)
-    cosine = 0.5 * (1 + math.cos(math.pi * min(1.0, (step - config.warmup) / span)))
-    return config.lr * (config.min_lr_ratio + (1 - config.min_lr_ratio) * cosine)
 
 
 def held_out_tau(draft, target, prompts: list[list[int]], new_tokens: int, stop_ids: list[int],
@@ -155,54 +146,6 @@ def _step(s: Session, step: int, gamma: float) -> tuple[float, dict]:
     s.optimizer.step()
     sums = all_sum(d, stats["sums"].cpu())
     return float(sums[0]) / total, stats_from_sums(sums, bs)
-
-
-FIRST_LOGS = (1, 3, 10)  # steps (of this run) that are logged early, so that the ETA comes within minutes
-
-
-def _duration(seconds: float) -> str:
-    seconds = int(round(seconds))
-    if seconds < 60:
-        return f"{seconds}s"
-    if seconds < 3600:
-        return f"{seconds // 60}m{seconds % 60:02d}s"
-    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
-
-
-def _rate(tokens_per_s: float) -> str:
-    return f"{tokens_per_s / 1000:.1f}k tok/s" if tokens_per_s >= 10_000 else f"{tokens_per_s:.0f} tok/s"
-
-
-def progress_line(step: int, total: int, loss: float, tau: Optional[float], elapsed: float, done: int,
-                  tokens_per_s: Optional[float] = None) -> str:
-    """`step 3/1000  loss 7.012  tau -  2.41 s/step  850 tok/s  ETA 40m05s`: the mean time of this run's steps
-    so far (held-out evaluations included) times the steps left; tokens/s: sequence tokens of the global
-    batch (all ranks) per second."""
-    per = elapsed / max(done, 1)
-    left = total - step
-    eta = f"ETA {_duration(per * left)}" if left else f"took {_duration(elapsed)}"
-    speed = "" if tokens_per_s is None else f"  {_rate(tokens_per_s)}"
-    return (f"step {step}/{total}  loss {loss:.3f}  tau {'-' if tau is None else f'{tau:.2f}'}  "
-            f"{per:.2f} s/step{speed}  {eta}")
-
-
-def _progress(enabled: bool):
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
-    from ..console import make_console
-
-    console = make_console(stderr=True)
-    columns = (TextColumn("training"), BarColumn(), MofNCompleteColumn(),
-               TextColumn("loss {task.fields[loss]}  tau {task.fields[tau]}  {task.fields[speed]}"),
-               TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
-    return Progress(*columns, console=console, disable=not (enabled and console.is_terminal))
 
 
 def _evaluates(c: TrainConfig, step: int) -> bool:
@@ -278,7 +221,3 @@ def run_training(s: Session, *, progress: bool = True, log: Optional[Callable[[s
     finally:
         events.close()
     return TrainResult(s.out, c.steps, loss, tau, s.history, seconds)
-
-
-def _round(x: Optional[float]) -> Optional[float]:
-    return None if x is None or math.isnan(x) else round(x, 3)

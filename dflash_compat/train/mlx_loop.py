@@ -6,7 +6,8 @@ betas 0.9/0.95, weight decay on matrices only), warmup + cosine schedule and gra
 target is mlx-lm's model through our MLX runtime (`runtime.mlx_target`), the draft our MLX draft module
 (`runtime.mlx_draft`), evaluated with our MLX `spec_generate`. Checkpoints use the PyTorch trainer's
 files and names (model / optimizer safetensors, state.json), so either trainer resumes the other's.
-Everything runs in float32; torch is never imported.
+Everything runs in float32. Nothing here imports torch (transformers, which reads the tokenizer, does
+where torch is installed), so `[mlx]` without `[torch]` is enough.
 
 DFlash v1 drafts with the default RoPE (no scaled RoPE types: the masked forward computes its own
 rotation for the blocks' positions).
@@ -387,8 +388,7 @@ def train_step_mlx(s: MLXSession, step: int, gamma: float) -> tuple[float, dict]
     import mlx.core as mx
     import mlx.optimizers as optim
 
-    from .loop import learning_rate
-    from .objective import stats_from_sums
+    from .progress import learning_rate, stats_from_sums
     from .sampler import step_draw, weight_total
 
     c = s.config
@@ -406,8 +406,8 @@ def train_step_mlx(s: MLXSession, step: int, gamma: float) -> tuple[float, dict]
 def run_training_mlx(s: MLXSession, *, log: Optional[Callable[[str], None]] = None):
     """The MLX run: progress lines (tokens/s, ETA), TensorBoard events, checkpoints, export, plot."""
     from .checkpoint import write_json
-    from .loop import FIRST_LOGS, TrainResult, _round, learning_rate, progress_line
     from .observe import PLOT_FILE, open_event_log, plot_history
+    from .progress import FIRST_LOGS, TrainResult, _round, learning_rate, progress_line
 
     c = s.config
     log = log or (lambda line: None)

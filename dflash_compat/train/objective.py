@@ -12,12 +12,13 @@ matter most. All anchors of a batch go through the draft in one forward.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Optional
 
 import torch
 import torch.nn.functional as F
+
+from .progress import stats_from_sums  # noqa: F401 - re-exported
 
 __all__ = ["sample_anchors", "block_attention_mask", "position_weights", "BlockBatch", "make_batch", "block_loss",
            "draft_logits", "stats_from_sums"]
@@ -144,13 +145,3 @@ def _counts(logits: torch.Tensor, wanted: torch.Tensor, valid: torch.Tensor) -> 
     run = right[:, :, 1:].int().cumprod(dim=-1).sum(dim=-1).double() + 1  # [B, A]
     return torch.cat([right.sum(dim=(0, 1))[1:].double(), valid.sum(dim=(0, 1))[1:].double(),
                       run[full].sum().reshape(1), full.sum().double().reshape(1)])
-
-
-def stats_from_sums(sums, block_size: int) -> dict:
-    """Per-position accuracy and the mean accepted run + 1 over full blocks (an estimate of tau) from
-    the (rank-summed) counts of block_loss; sums[0], the weighted cross-entropy, is not used here."""
-    values = [float(v) for v in sums]
-    n = block_size - 1
-    right, labelled, run, full = values[1:1 + n], values[1 + n:1 + 2 * n], values[-2], values[-1]
-    return {"accuracy": [r / max(v, 1.0) for r, v in zip(right, labelled)],
-            "block_tau": run / full if full else math.nan}
