@@ -6,9 +6,9 @@ Nothing here imports torch or mlx: adapter classes are imported when selected (r
 
 from __future__ import annotations
 
-from .base import TargetAdapter
-from .loading import mlx_adapter as mlx_adapter_for
-from .loading import torch_adapter as torch_adapter_for
-from .registry import MLX_ADAPTERS, TORCH_ADAPTERS
+from dflash_compat.adapters.base import TargetAdapter
+from dflash_compat.adapters.loading import mlx_adapter as mlx_adapter_for
+from dflash_compat.adapters.loading import torch_adapter as torch_adapter_for
+from dflash_compat.adapters.registry import MLX_ADAPTERS, TORCH_ADAPTERS
 
 __all__ = ["TargetAdapter", "TORCH_ADAPTERS", "MLX_ADAPTERS", "torch_adapter_for", "mlx_adapter_for"]

@@ -9,7 +9,7 @@ import re
 import sys
 from typing import Any, Optional
 
-from .locate import call_hook, text_config
+from dflash_compat.adapters.locate import call_hook, text_config
 
 __all__ = ["cache_class", "classify_layers", "built_cache_crops", "records_recurrent_history"]
 

@@ -14,10 +14,9 @@ import types
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from dflash_compat.adapters import registry
 from dflash_compat.exceptions import InputError, error_line
-from dflash_compat.safe_read import read_bytes
-
-from . import registry
+from dflash_compat.files.safe_read import read_bytes
 
 __all__ = ["is_shim_file", "load_shim_file", "torch_adapter", "mlx_adapter", "builtin_shim", "check_wrapper"]
 
@@ -81,7 +80,7 @@ def torch_adapter(model: Any, adapter: Optional[str] = None) -> Any:
             wrapped = shim.wrap(model)
         except Exception as exc:  # noqa: BLE001 - e.g. a shim generated for another layout
             raise InputError(f"--adapter {adapter}: wrap() failed ({error_line(exc)})") from None
-        from .torch_default import TorchDefaultAdapter
+        from dflash_compat.adapters.torch_default import TorchDefaultAdapter
 
         out = TorchDefaultAdapter(wrapped)
         out.name = f"shim:{Path(adapter).name}"
@@ -101,7 +100,7 @@ def mlx_adapter(model: Any, config: Optional[dict[str, Any]] = None, adapter: Op
             wrapped = shim.wrap(model)
         except Exception as exc:  # noqa: BLE001
             raise InputError(f"--adapter {adapter}: wrap() failed ({error_line(exc)})") from None
-        from .mlx_default import MLXDefaultAdapter
+        from dflash_compat.adapters.mlx_default import MLXDefaultAdapter
 
         out = MLXDefaultAdapter(wrapped, config)
         out.name = f"shim:{Path(adapter).name}"
@@ -112,7 +111,7 @@ def mlx_adapter(model: Any, config: Optional[dict[str, Any]] = None, adapter: Op
 def builtin_shim(name: str, framework: str = "torch") -> Optional[types.ModuleType]:
     """The shim module for a built-in adapter's layout, rendered from its paths and run in memory
     (our own table, no user input in it); None for the default adapters (nothing to wrap)."""
-    from .shim import ShimPlan, render_shim
+    from dflash_compat.adapters.shim import ShimPlan, render_shim
 
     ref = _named_ref(name, framework)
     if ref in (registry.TORCH_DEFAULT, registry.MLX_DEFAULT):

@@ -1,5 +1,5 @@
 """The one module locator: where a transformers causal LM keeps its input embedding, output head, decoder
-layers and final norm. The deep check (dflash_compat.probe.torch_locate, on a meta-device model), the
+layers and final norm. The deep check (dflash_compat.inspection.torch_locate, on a meta-device model), the
 PyTorch runtime's default adapter (smoke, train, serve) and `adapt` (through the deep check's paths) all
 ask this module, so a layout the check can read is a layout smoke runs, and the other way round.
 

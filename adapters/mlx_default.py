@@ -6,11 +6,10 @@ from typing import Any, Optional
 
 import mlx.nn as nn
 
+from dflash_compat.adapters.base import TargetAdapter
 from dflash_compat.contract import MLX_REFERENCE_EMBED_PATHS, MLX_REFERENCE_LAYERS_PATHS
 from dflash_compat.exceptions import RuntimeUnsupportedError
-from dflash_compat.mlx_layout import get_path
-
-from .base import TargetAdapter
+from dflash_compat.runtime.mlx_layout import get_path
 
 __all__ = ["MLXDefaultAdapter"]
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import mlx.nn as nn
 
-from .mlx_default import MLXDefaultAdapter
+from dflash_compat.adapters.mlx_default import MLXDefaultAdapter
 
 __all__ = ["MLXGPTBigCodeAdapter"]
 

@@ -170,7 +170,7 @@ _MAX_MAP_BYTES = 1_000_000  # a role map is a few lines
 def load_map_file(path: "str | os.PathLike[str]") -> dict[str, str]:
     """Read {role: path} from a JSON or TOML file (a top-level table, or one under `map`); a bounded read
     of a regular file (never blocks on a FIFO, never reads /dev/zero without end)."""
-    from dflash_compat.safe_read import parse_json, read_bytes
+    from dflash_compat.files.safe_read import parse_json, read_bytes
 
     p = Path(path)
     if p.suffix.lower() not in (".toml", ".json"):
@@ -360,7 +360,7 @@ def write_shim(source: str, out: "str | os.PathLike[str]", force: bool = False,
                protected: "tuple[Path, ...]" = ()) -> Path:
     """Write the shim to `out` through safe_write (atomically, never over an existing file or through a
     symlink unless `force`, never into a `protected` model folder); returns the path."""
-    from dflash_compat.safe_write import write_output
+    from dflash_compat.files.safe_write import write_output
 
     path = Path(out)
     if path.is_dir():

@@ -6,9 +6,8 @@ from typing import Any, Optional
 
 from torch import nn
 
+from dflash_compat.adapters.base import TargetAdapter
 from dflash_compat.exceptions import RuntimeUnsupportedError
-
-from .base import TargetAdapter
 
 __all__ = ["TorchDefaultAdapter"]
 
@@ -32,7 +31,7 @@ class TorchDefaultAdapter(TargetAdapter):
     def located(self) -> Any:
         """The shared locator's answer for this model (computed once)."""
         if self._located is None:
-            from .locate import locate_modules
+            from dflash_compat.adapters.locate import locate_modules
 
             self._located = locate_modules(self.model)
         return self._located

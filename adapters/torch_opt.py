@@ -6,7 +6,7 @@ from typing import Optional
 
 from torch import nn
 
-from .torch_default import TorchDefaultAdapter
+from dflash_compat.adapters.torch_default import TorchDefaultAdapter
 
 __all__ = ["OPTAdapter"]
 

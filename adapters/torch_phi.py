@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from torch import nn
 
-from .torch_default import TorchDefaultAdapter
+from dflash_compat.adapters.torch_default import TorchDefaultAdapter
 
 __all__ = ["PhiAdapter"]
 

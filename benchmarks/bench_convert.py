@@ -63,8 +63,8 @@ def main() -> None:
         sizes = {n: 2 * _prod(s) for n, (_, s) in tensors.items()}
         largest = max(sizes, key=sizes.get)
         total = sum(sizes.values())
-        floor, _ = child_peak_rss("import dflash_compat.commands.convert, dflash_compat.conversion")
-        code = (f"from pathlib import Path\nfrom dflash_compat.commands.convert import convert_checkpoint\n"
+        floor, _ = child_peak_rss("import dflash_compat.cli.commands.convert, dflash_compat.convert.plan")
+        code = (f"from pathlib import Path\nfrom dflash_compat.cli.commands.convert import convert_checkpoint\n"
                 f"convert_checkpoint(Path({str(src)!r}), Path({str(tmp / 'out')!r}), 'speculators')")
         peak, seconds = child_peak_rss(code)
         written = (tmp / "out" / "model.safetensors").stat().st_size

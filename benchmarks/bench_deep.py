@@ -114,7 +114,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--json", help="also write the figures to this file")
     args = ap.parse_args()
-    cli = [sys.executable, "-m", "dflash_compat.cli"]
+    cli = [sys.executable, "-m", "dflash_compat.cli.app"]
     samples: dict[tuple[str, str], list] = {}
     with tempfile.TemporaryDirectory() as tmp:
         commands = {("import", "-"): [sys.executable, "-c", FLOOR_IMPORT]}

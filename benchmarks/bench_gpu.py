@@ -72,7 +72,7 @@ def _dflash():
 def bench_demo(device: str, small: bool) -> dict[str, Any]:
     import torch
 
-    from dflash_compat.commands.smoke import SmokeRequest, SmokeRun, build_payload, run_prompts
+    from dflash_compat.cli.commands.smoke import SmokeRequest, SmokeRun, build_payload, run_prompts
     from dflash_compat.runtime import torch_generate as rt
     from dflash_compat.runtime.core import first_difference
 
@@ -206,7 +206,7 @@ def _bandwidth(device) -> Optional[float]:
 def bench_big(device: str, small: bool) -> dict[str, Any]:
     import torch
 
-    from dflash_compat.commands.smoke import PromptRun, measure_divergence
+    from dflash_compat.cli.commands.smoke import PromptRun, measure_divergence
     from dflash_compat.runtime import torch_generate as rt
 
     dev = torch.device(device)

@@ -3,7 +3,7 @@ at the recommended K).
 
 A small random-weight Qwen3 target (CPU, one thread) and a DFlash draft whose forward really runs but
 whose proposals are the target's own greedy continuation with each token wrong with probability
-ERROR (the replay proposer, dflash_compat/serving/reference.py): per-position acceptance ~ (1-ERROR)^k,
+ERROR (the replay proposer, dflash_compat/liveprobe/reference.py): per-position acceptance ~ (1-ERROR)^k,
 like a trained draft, without training one.
 
 1. The smoke protocol (commands/smoke.py run_prompts, with --profile-out's extra short-block timing) at
@@ -36,7 +36,7 @@ BLOCK = 16
 
 def _smoke(rt, draft, target, proposer, prompts, new, block, profile_block=None):
     """The smoke protocol, one prompt per call (the proposer replays that prompt's greedy sequence)."""
-    from dflash_compat.commands.smoke import SmokeRequest, SmokeRun, run_prompts
+    from dflash_compat.cli.commands.smoke import SmokeRequest, SmokeRun, run_prompts
 
     runs = []
     for ids in prompts:
@@ -58,12 +58,12 @@ def main() -> None:
 
     import torch
 
-    from dflash_compat.commands.recommend import recommend_doc
-    from dflash_compat.commands.smoke import build_payload
+    from dflash_compat.cli.commands.recommend import recommend_doc
+    from dflash_compat.cli.commands.smoke import build_payload
+    from dflash_compat.liveprobe.profile import modelled_speedup, profile_from_smoke
+    from dflash_compat.liveprobe.reference import ReplayProposer
     from dflash_compat.runtime import torch_generate as rt
     from dflash_compat.runtime.torch_target import target_for
-    from dflash_compat.serving.profile import modelled_speedup, profile_from_smoke
-    from dflash_compat.serving.reference import ReplayProposer
     from tests.tiny_dflash import make_pair
 
     torch.set_num_threads(1)

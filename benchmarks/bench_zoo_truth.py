@@ -303,7 +303,7 @@ def run_smoke(folder: Path, in_process: bool = True) -> dict[str, Any]:
     if in_process:
         from click.testing import CliRunner
 
-        from dflash_compat.cli import cli
+        from dflash_compat.cli.app import cli
 
         res = CliRunner().invoke(cli, args, prog_name="dflash-check")
         code, stderr = res.exit_code, res.stderr
@@ -332,7 +332,7 @@ RUNNERS = {"transformers": run_transformers, "dflash": run_dflash, "mlx": run_ml
 
 def verdict(folder: Path, backend: str) -> dict[str, Any]:
     """The checker's verdict for the backend (smoke answers to `dflash`) on the pair that backend runs."""
-    from dflash_compat.check import CheckRequest, run_check
+    from dflash_compat.pipeline.check import CheckRequest, run_check
 
     checked = {"smoke": "dflash"}.get(backend, backend)
     draft = folder / ("assistant" if backend == "transformers" else "zlab")

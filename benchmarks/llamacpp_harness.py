@@ -145,7 +145,7 @@ def complete(server: Server, prompt_ids: list[int], n: int, timeout: float = 300
 
 def metrics(server: Server) -> dict[str, Any]:
     """llama-server's spec-decode counters, parsed by dflash-check's own probe code."""
-    from dflash_compat.serving import metrics as m
+    from dflash_compat.liveprobe import metrics as m
 
     with urllib.request.urlopen(server.url + "/metrics", timeout=10) as resp:
         samples = m.parse_prometheus(resp.read().decode())

@@ -1,5 +1,5 @@
 """`python -m dflash_compat` runs the CLI."""
 
-from .cli import main
+from dflash_compat.cli.app import main
 
 main()

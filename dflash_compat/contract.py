@@ -7,7 +7,7 @@ so any layer of the pipeline may depend on it; the one list derived from the eng
 
 from __future__ import annotations
 
-from .engine_versions import ENGINES, SOURCE_ENGINE_VERSIONS
+from dflash_compat.engines.registry import ENGINES, SOURCE_ENGINE_VERSIONS
 
 __all__ = [
     "ENGINE_VERSIONS",  # noqa: F822 (module __getattr__, read on first use)
@@ -32,7 +32,7 @@ __all__ = [
 ]
 
 # ENGINE_VERSIONS (read on first use by the module __getattr__ below): the newest bundled release of
-# each engine (data/engines/index.json, dflash_compat.engine_versions). A check judges against the
+# each engine (data/engines/index.json, dflash_compat.engines.registry). A check judges against the
 # release the user selects (--engine-version, the settings file, what is installed); this is the default.
 
 # SOURCE_ENGINE_VERSIONS (engine_versions.py, imported above): engines cited from a source tree rather
@@ -41,12 +41,14 @@ __all__ = [
 
 def cited_version(engine: str) -> str:
     """The release an engine's citations were read from (a wheel's or a source tree's)."""
-    from .engine_support import engine_versions  # ENGINE_VERSIONS, which a module's own code cannot read lazily
+    from dflash_compat.engines.support import (
+        engine_versions,  # ENGINE_VERSIONS, which a module's own code cannot read lazily
+    )
 
     return engine_versions().get(engine) or SOURCE_ENGINE_VERSIONS[engine]
 
 # Engines that are not Python wheels, by the build their facts were read from (llama.cpp: a release
-# tag; the facts are bundled per build in data/llamacpp/<build>.json, dflash_compat/llamacpp.py). One copy:
+# tag; the facts are bundled per build in data/llamacpp/<build>.json, dflash_compat/engines/llamacpp.py). One copy:
 # the same dict as SOURCE_ENGINE_VERSIONS, which citations of those source trees are resolved with.
 ENGINE_BUILDS = SOURCE_ENGINE_VERSIONS
 
@@ -113,11 +115,11 @@ def __getattr__(name: str):
     # PEP 562: `from dflash_compat.contract import RECURRENT_MODEL_TYPES` reads the engine facts on
     # first use only, so importing the contract stays free of I/O.
     if name == "ENGINE_VERSIONS":
-        from .engine_support import engine_versions
+        from dflash_compat.engines.support import engine_versions
 
         return engine_versions()
     if name == "RECURRENT_MODEL_TYPES":
-        from .engine_support import recurrent_model_types
+        from dflash_compat.engines.support import recurrent_model_types
 
         value = recurrent_model_types()
         globals()[name] = value

@@ -21,7 +21,7 @@ from typing import Any, Iterable, Optional
 
 import click
 
-from .exceptions import InputError
+from dflash_compat.exceptions import InputError
 
 __all__ = ["SEED_MIN", "SEED_MAX", "SeedRange", "FiniteFloatRange", "fold_seed", "check_seed", "check_text",
            "check_texts", "parse_int_list", "surrogate_position", "check_name"]

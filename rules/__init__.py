@@ -1,4 +1,10 @@
-"""Every rule, in code order. An explicit list: no import-time self-registration, no globbing."""
+"""Every rule, in code order. An explicit list: no import-time self-registration, no globbing.
+
+Rules sit in one folder per family (inputs, common, transformers, vllm, sglang, mlx, weights, modules,
+llamacpp, launch), each rule a file named after its code and problem, with the helpers only that family
+uses beside it; `_common.py`, `_modules.py` and `_sources.py` here are shared by several families.
+This folder is the top-level `rules/` of the repository, installed as `dflash_compat.rules` (the
+name `rules` is taken on PyPI)."""
 
 from __future__ import annotations
 
@@ -6,46 +12,52 @@ import os
 import sys
 from importlib.machinery import ModuleSpec, SourceFileLoader
 
-from dflash_compat.engine import Rule
+from dflash_compat.checker.engine import Rule
 
 
 class _OwnModules:
-    """Finds this package's own modules while the list below imports them (start-up): each is a file
-    in this folder, so the general finders' walk (built-in, frozen, then every suffix a path entry
+    """Finds this package's own modules while the list below imports them (start-up): each rule is a file
+    in a family folder here, so the general finders' walk (built-in, frozen, then every suffix a path entry
     could hold) is skipped; any other name, or a folder that cannot be listed, is left to them."""
 
     folder = __path__[0]
-    try:
-        files = frozenset(os.listdir(folder))
-    except OSError:
-        files = frozenset()
+    _listed: dict[str, frozenset] = {}
+
+    @classmethod
+    def _files(cls, sub: str) -> frozenset:
+        if sub not in cls._listed:
+            try:
+                cls._listed[sub] = frozenset(os.listdir(os.path.join(cls.folder, sub)))
+            except OSError:
+                cls._listed[sub] = frozenset()
+        return cls._listed[sub]
 
     @classmethod
     def find_spec(cls, fullname: str, path=None, target=None):
-        package, _, name = fullname.rpartition(".")
-        if package != __name__ or f"{name}.py" not in cls.files:
+        if not fullname.startswith(__name__ + "."):
             return None
-        file = os.path.join(cls.folder, f"{name}.py")
-        spec = ModuleSpec(fullname, SourceFileLoader(fullname, file), origin=file)
+        parts = fullname[len(__name__) + 1:].split(".")
+        if len(parts) > 2:
+            return None
+        sub = parts[0] if len(parts) == 2 else ""
+        name = parts[-1]
+        files = cls._files(sub)
+        if f"{name}.py" in files:
+            file = os.path.join(cls.folder, sub, f"{name}.py")
+            spec = ModuleSpec(fullname, SourceFileLoader(fullname, file), origin=file)
+        elif not sub and name in files:  # a family folder: a package
+            file = os.path.join(cls.folder, name, "__init__.py")
+            spec = ModuleSpec(fullname, SourceFileLoader(fullname, file), origin=file, is_package=True)
+            spec.submodule_search_locations = [os.path.join(cls.folder, name)]
+        else:
+            return None
         spec.has_location = True
         return spec
 
 
 # taken out again below (left in after a broken rule file, it still finds only this package's files)
 sys.meta_path.insert(0, _OwnModules)
-from . import (  # noqa: E402 - after the finder that speeds it up
-    df001_target_needs_remote_code,
-    df002_target_not_causal_lm,
-    df003_target_config_incomplete,
-    df004_draft_config_incomplete,
-    df005_draft_family_not_recognised,
-    df006_deep_checks_skipped,
-    df007_draft_weights_not_checked,
-    df008_target_not_buildable,
-    df009_draft_family_not_loadable,
-    df010_model_size_implausible,
-    df011_engine_version_newer_than_facts,
-    df012_engine_version_older_than_window,
+from dflash_compat.rules.common import (  # noqa: E402 - after the finder that speeds it up
     df101_hidden_size_mismatch,
     df103_layer_ids_missing,
     df104_layer_id_out_of_range,
@@ -74,6 +86,96 @@ from . import (  # noqa: E402 - after the finder that speeds it up
     df127_draft_rope_layout_engine_dependent,
     df128_speculators_convert_drops_last_layer,
     df129_dflash2_config_incomplete,
+)
+from dflash_compat.rules.inputs import (  # noqa: E402 - after the finder that speeds it up
+    df001_target_needs_remote_code,
+    df002_target_not_causal_lm,
+    df003_target_config_incomplete,
+    df004_draft_config_incomplete,
+    df005_draft_family_not_recognised,
+    df006_deep_checks_skipped,
+    df007_draft_weights_not_checked,
+    df008_target_not_buildable,
+    df009_draft_family_not_loadable,
+    df010_model_size_implausible,
+    df011_engine_version_newer_than_facts,
+    df012_engine_version_older_than_window,
+)
+from dflash_compat.rules.launch import (  # noqa: E402 - after the finder that speeds it up
+    df901_launch_flag_unknown,
+    df902_vllm_speculative_config_invalid,
+    df903_launch_speculative_tokens_invalid,
+    df904_llamacpp_draft_kv_cache_quantized,
+    df905_llamacpp_split_mode_tensor_dflash,
+    df906_vllm_dspark_draft_as_dflash,
+    df907_llamacpp_draft_p_min_default_changed,
+    df908_launch_pair_launched_twice,
+    df909_launch_value_not_judged,
+    df910_launch_pair_not_checked,
+    df911_launch_flags_not_judged,
+)
+from dflash_compat.rules.llamacpp import (  # noqa: E402 - after the finder that speeds it up
+    df801_llamacpp_target_without_layer_hook,
+    df802_llamacpp_target_not_convertible,
+    df803_llamacpp_target_layer_past_slots,
+    df804_llamacpp_target_layers_missing,
+    df805_llamacpp_target_layers_not_shifted,
+    df806_llamacpp_block_size_default,
+    df807_llamacpp_mask_token_invalid,
+    df808_llamacpp_sample_from_anchor_ignored,
+    df809_llamacpp_draft_mrope_missing,
+    df810_llamacpp_dflash2_metadata,
+    df811_llamacpp_hidden_activation,
+    df812_llamacpp_vocabulary_mismatch,
+    df813_llamacpp_fc_width_mismatch,
+    df814_llamacpp_draft_not_convertible,
+    df815_llamacpp_draft_n_max_clamped,
+)
+from dflash_compat.rules.mlx import (  # noqa: E402 - after the finder that speeds it up
+    df501_mlx_draft_config_keys_missing,
+    df502_mlx_draft_rope_misread,
+    df503_mlx_draft_attention_bias,
+    df504_mlx_target_cache_unsupported,
+    df505_mlx_target_sliding_window_dropped,
+    df510_mlx_target_not_buildable,
+    df511_mlx_replay_patches_gated_delta_net,
+    df512_mlx_embed_scale_applied,
+    df513_mlx_draft_quantized_unloadable,
+    df520_mlx_gemma3_window_pattern_past_layers,
+)
+from dflash_compat.rules.modules import (  # noqa: E402 - after the finder that speeds it up
+    df701_target_embedding_not_found,
+    df702_target_output_head_not_found,
+    df703_target_layers_not_found,
+    df704_target_scaling_not_mirrored,
+    df705_layer_id_beyond_built_layers,
+    df706_mlx_cache_not_trimmable,
+    df707_mlx_rotating_cache_wraps,
+    df708_mlx_paths_unreachable,
+    df709_layer_returns_tuple,
+    df710_target_embedding_width_mismatch,
+)
+from dflash_compat.rules.sglang import (  # noqa: E402 - after the finder that speeds it up
+    df401_sglang_num_draft_tokens_mismatch,
+    df402_sglang_target_architecture_unsupported,
+    df404_sglang_v2_quantized_lm_head,
+    df405_sglang_draft_quantized_with_target,
+    df406_sglang_qwen3_5_layer_ids_rejected,
+    df407_sglang_last_layer_id_unsupported,
+    df408_sglang_mask_token_conflict,
+    df409_sglang_dflash_config_invalid,
+    df410_sglang_dp_attention_without_dp_lm_head,
+    df411_sglang_pipeline_parallel_unsupported,
+    df412_sglang_block_size_flags_disagree,
+    df413_sglang_draft_window_smaller_than_block,
+    df414_sglang_quantized_lm_head_tp,
+    df415_sglang_dp_attention_draft_unsupported,
+    df416_sglang_domino_config_invalid,
+    df417_sglang_mimo_extras_invalid,
+    df418_sglang_trtllm_mha_draft_fallback,
+    df419_sglang_loop_model_layer_range,
+)
+from dflash_compat.rules.transformers import (  # noqa: E402 - after the finder that speeds it up
     df201_target_cache_not_croppable,
     df202_target_sliding_window_cache,
     df203_hf_generate_keys_not_top_level,
@@ -93,6 +195,8 @@ from . import (  # noqa: E402 - after the finder that speeds it up
     df256_cache_layers_not_croppable,
     df257_sliding_cache_needs_past_recording,
     df258_no_model_embed_tokens,
+)
+from dflash_compat.rules.vllm import (  # noqa: E402 - after the finder that speeds it up
     df301_vllm_draft_architecture_unsupported,
     df302_vllm_target_architecture_unsupported,
     df303_vllm_num_speculative_tokens_exceeds_block,
@@ -110,34 +214,8 @@ from . import (  # noqa: E402 - after the finder that speeds it up
     df316_vllm_laguna_dflash_config_invalid,
     df317_vllm_lilicorr_config_invalid,
     df351_vllm_shared_modules_unreachable,
-    df401_sglang_num_draft_tokens_mismatch,
-    df402_sglang_target_architecture_unsupported,
-    df404_sglang_v2_quantized_lm_head,
-    df405_sglang_draft_quantized_with_target,
-    df406_sglang_qwen3_5_layer_ids_rejected,
-    df407_sglang_last_layer_id_unsupported,
-    df408_sglang_mask_token_conflict,
-    df409_sglang_dflash_config_invalid,
-    df410_sglang_dp_attention_without_dp_lm_head,
-    df411_sglang_pipeline_parallel_unsupported,
-    df412_sglang_block_size_flags_disagree,
-    df413_sglang_draft_window_smaller_than_block,
-    df414_sglang_quantized_lm_head_tp,
-    df415_sglang_dp_attention_draft_unsupported,
-    df416_sglang_domino_config_invalid,
-    df417_sglang_mimo_extras_invalid,
-    df418_sglang_trtllm_mha_draft_fallback,
-    df419_sglang_loop_model_layer_range,
-    df501_mlx_draft_config_keys_missing,
-    df502_mlx_draft_rope_misread,
-    df503_mlx_draft_attention_bias,
-    df504_mlx_target_cache_unsupported,
-    df505_mlx_target_sliding_window_dropped,
-    df510_mlx_target_not_buildable,
-    df511_mlx_replay_patches_gated_delta_net,
-    df512_mlx_embed_scale_applied,
-    df513_mlx_draft_quantized_unloadable,
-    df520_mlx_gemma3_window_pattern_past_layers,
+)
+from dflash_compat.rules.weights import (  # noqa: E402 - after the finder that speeds it up
     df601_fc_shape_mismatch,
     df602_draft_layer_count_mismatch,
     df603_draft_tensor_missing,
@@ -149,42 +227,6 @@ from . import (  # noqa: E402 - after the finder that speeds it up
     df609_draft_unexpected_tensors,
     df610_draft_weights_incomplete,
     df611_draft_codebook_spelling,
-    df701_target_embedding_not_found,
-    df702_target_output_head_not_found,
-    df703_target_layers_not_found,
-    df704_target_scaling_not_mirrored,
-    df705_layer_id_beyond_built_layers,
-    df706_mlx_cache_not_trimmable,
-    df707_mlx_rotating_cache_wraps,
-    df708_mlx_paths_unreachable,
-    df709_layer_returns_tuple,
-    df710_target_embedding_width_mismatch,
-    df801_llamacpp_target_without_layer_hook,
-    df802_llamacpp_target_not_convertible,
-    df803_llamacpp_target_layer_past_slots,
-    df804_llamacpp_target_layers_missing,
-    df805_llamacpp_target_layers_not_shifted,
-    df806_llamacpp_block_size_default,
-    df807_llamacpp_mask_token_invalid,
-    df808_llamacpp_sample_from_anchor_ignored,
-    df809_llamacpp_draft_mrope_missing,
-    df810_llamacpp_dflash2_metadata,
-    df811_llamacpp_hidden_activation,
-    df812_llamacpp_vocabulary_mismatch,
-    df813_llamacpp_fc_width_mismatch,
-    df814_llamacpp_draft_not_convertible,
-    df815_llamacpp_draft_n_max_clamped,
-    df901_launch_flag_unknown,
-    df902_vllm_speculative_config_invalid,
-    df903_launch_speculative_tokens_invalid,
-    df904_llamacpp_draft_kv_cache_quantized,
-    df905_llamacpp_split_mode_tensor_dflash,
-    df906_vllm_dspark_draft_as_dflash,
-    df907_llamacpp_draft_p_min_default_changed,
-    df908_launch_pair_launched_twice,
-    df909_launch_value_not_judged,
-    df910_launch_pair_not_checked,
-    df911_launch_flags_not_judged,
 )
 
 sys.meta_path.remove(_OwnModules)

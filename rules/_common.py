@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from dflash_compat.engine import CheckContext
-from dflash_compat.findings import Location
+from dflash_compat.checker.engine import CheckContext
+from dflash_compat.checker.findings import Location
 
 __all__ = ["is_int", "model_type_loc", "disagreeing_locations", "version_key", "text_int",
            "NATIVE_RECURRENT_ROLLBACK"]
@@ -53,7 +53,7 @@ def model_type_loc(ctx: CheckContext) -> Location:
 def disagreeing_locations(ctx: CheckContext, field: str, locations: dict[str, Any], nested_key: str,
                           what: str, readers: str, others: str):
     """DF114 / DF116: one draft setting written under two keys with different values."""
-    from dflash_compat.engine import Violation
+    from dflash_compat.checker.engine import Violation
     from dflash_compat.quoting import quote
 
     if len({repr(v) for v in locations.values()}) < 2:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from dflash_compat.checker.engine import CheckContext
+
 # Where the MLX port looks (dflash.model_mlx bind / _get_layers), in order: one table, the MLX
 # inspector's (probe.mlx_tree imports no mlx at module level).
 from dflash_compat.contract import MLX_REFERENCE_EMBED_PATHS as MLX_EMBED_PATHS
 from dflash_compat.contract import MLX_REFERENCE_HEAD_PATHS as MLX_HEAD_PATHS
 from dflash_compat.contract import MLX_REFERENCE_LAYERS_PATHS as MLX_LAYER_PATHS
-from dflash_compat.engine import CheckContext
 
 __all__ = [
     "ADAPT_HINT",

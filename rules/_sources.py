@@ -7,7 +7,7 @@ available (DFLASH_ENGINE_SRC).
 
 from __future__ import annotations
 
-from dflash_compat.engine import EngineSource as S
+from dflash_compat.checker.engine import EngineSource as S
 
 # --- dflash 0.1.0: the transformers reference (dflash/model.py) and its loaders ---------------------
 REF_IDS_FORMULA = S("dflash", "dflash/model.py", "25-34", "build_target_layer_ids: one layer -> N//2, else 1..N-3")

@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 from typing import Any, Optional
 
-from dflash_compat.engine import BACKENDS, CheckContext, CheckOptions, run_rules
-from dflash_compat.engine_versions import Versions, select_versions
+from dflash_compat.checker.engine import BACKENDS, CheckContext, CheckOptions, run_rules
+from dflash_compat.engines.registry import Versions, select_versions
 from dflash_compat.rules import RULES_BY_CODE
 from dflash_compat.specs import parse_draft_config, parse_target_config
 

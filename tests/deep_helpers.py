@@ -10,10 +10,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Optional, Union
 
-from dflash_compat.engine import BACKENDS, CheckContext, run_rules
-from dflash_compat.facts import DraftWeights, ModuleFacts, Skipped
-from dflash_compat.options import CheckOptions
-from dflash_compat.resolve import Resolved
+from dflash_compat.checker.engine import BACKENDS, CheckContext, run_rules
+from dflash_compat.deployment.options import CheckOptions
+from dflash_compat.modelfacts import DraftWeights, ModuleFacts, Skipped
+from dflash_compat.resolve.refs import Resolved
 from dflash_compat.rules import RULES_BY_CODE
 from dflash_compat.specs import DraftSpec, TargetSpec, parse_draft_config, parse_target_config
 
@@ -131,7 +131,7 @@ def write_draft(folder: Path, cfg: dict[str, Any], tensors: Optional[dict] = Non
 
 def read_draft(folder: Path) -> tuple[DraftSpec, Union[DraftWeights, Skipped]]:
     """The draft spec and its weight facts from the local headers, as the deep check reads them."""
-    from dflash_compat.probe import inspect_draft
+    from dflash_compat.inspection import inspect_draft
 
     d = parse_draft_config(json.loads((folder / "config.json").read_text()), str(folder))
     return d, inspect_draft(Resolved(ref=str(folder), folder=folder))
@@ -139,7 +139,7 @@ def read_draft(folder: Path) -> tuple[DraftSpec, Union[DraftWeights, Skipped]]:
 
 @cache
 def _probe(cfg_json: str, trust: bool) -> Union[ModuleFacts, Skipped]:
-    from dflash_compat.probe.torch_meta import inspect_torch_target
+    from dflash_compat.inspection.torch_meta import inspect_torch_target
 
     t = parse_target_config(json.loads(cfg_json), "target")
     return inspect_torch_target(Resolved(ref="target", folder=Path("/nonexistent")), t,

@@ -120,7 +120,7 @@ class StandIn:
     # ---------------------------------------------------------------- generation
     def generate(self, prompt: Any, max_tokens: int) -> tuple[list[int], list[int], dict[str, Any]]:
         """-> (prompt ids, output ids, SGLang-style spec details); updates counters and truth."""
-        from dflash_compat.serving import reference as rf
+        from dflash_compat.liveprobe import reference as rf
 
         ids = list(prompt) if isinstance(prompt, list) else rf.encode(self.ref, prompt)
         with self.lock:

@@ -12,7 +12,7 @@ pytest.importorskip("transformers")
 
 from click.testing import CliRunner  # noqa: E402
 
-from dflash_compat.cli import cli  # noqa: E402
+from dflash_compat.cli.app import cli  # noqa: E402
 from tests.adapter_models import one_thread, reference_greedy, save_pair  # noqa: E402
 
 PROMPT = [1, 2, 3, 4, 5, 6]
@@ -290,9 +290,9 @@ def test_map_is_written_with_a_warning_when_the_tree_cannot_be_built(tmp_path):
 
 def test_map_paths_are_checked_in_an_mlx_tree(tmp_path):
     pytest.importorskip("mlx_lm")
-    from dflash_compat.check import load_target
-    from dflash_compat.probe.tree_paths import check_paths
-    from dflash_compat.resolve import resolve
+    from dflash_compat.inspection.tree_paths import check_paths
+    from dflash_compat.pipeline.check import load_target
+    from dflash_compat.resolve.refs import resolve
     from tests.adapter_models import MLX_CONFIGS
 
     folder = tmp_path / "neox"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from dflash_compat.cli import cli
+from dflash_compat.cli.app import cli
 from dflash_compat.exceptions import EXIT_INTERNAL
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -44,7 +44,7 @@ def pair(tmp_path):
 
 
 def _crash(monkeypatch):
-    from dflash_compat.serving import profile
+    from dflash_compat.liveprobe import profile
 
     def boom(path):
         raise ZeroDivisionError("simulated bug")
@@ -77,7 +77,7 @@ def test_a_future_command_is_covered_by_the_group():
     with one line; one raising a DFlashCompatError is its own one line and code, with no import of cli."""
     import click
 
-    from dflash_compat.cli import cli
+    from dflash_compat.cli.app import cli
     from dflash_compat.exceptions import InputError
 
     @click.command("tomorrow")

@@ -29,7 +29,7 @@ def _pyproject() -> dict:
 
 def test_every_package_folder_is_installed():
     """A non-editable install (pip install ./dflash-compat, git+URL, the action, pre-commit) ships
-    exactly the listed packages: a folder missing here breaks it (dflash_compat.facts once did)."""
+    exactly the listed packages: a folder missing here breaks it (dflash_compat.modelfacts once did)."""
     cfg = _pyproject()["tool"]["setuptools"]
     roots = {name: ROOT / folder for name, folder in cfg["package-dir"].items()}
     found = set()

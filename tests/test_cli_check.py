@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from dflash_compat.cli import cli
+from dflash_compat.cli.app import cli
 from tests.configs import draft, target, write_model
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -268,7 +268,7 @@ def test_usage_errors_from_the_console_script_are_one_line(args, needle):
 def test_an_error_with_an_empty_message_is_still_one_line(monkeypatch, exc):
     import click
 
-    import dflash_compat.check as check
+    import dflash_compat.pipeline.check as check
     from dflash_compat.exceptions import InputError
 
     def fail_empty(req, rules=None):
@@ -284,7 +284,7 @@ def test_an_error_with_an_empty_message_is_still_one_line(monkeypatch, exc):
 def test_fail_turns_any_user_error_into_one_line(capsys):
     import click
 
-    from dflash_compat.cli import fail
+    from dflash_compat.cli.app import fail
     from dflash_compat.exceptions import RemoteCodeError
 
     for exc, code in ((RemoteCodeError("two\nlines"), 2), (click.UsageError(""), 2), (click.BadParameter("x"), 2)):
@@ -295,7 +295,7 @@ def test_fail_turns_any_user_error_into_one_line(capsys):
 
 
 def test_check_options_become_one_request():
-    from dflash_compat.commands.check_options import build_request as _request
+    from dflash_compat.cli.commands.check_options import build_request as _request
 
     params = dict(target="t", draft="d", backends=("mlx", "vllm"), select=("DF1,DF3",), ignore=(), strict=True,
                   num_speculative_tokens=7, num_draft_tokens=8, tp=2, draft_tp=1, max_num_seqs=None,
@@ -356,7 +356,7 @@ def test_num_speculative_tokens_reaches_the_vllm_rules():
 @pytest.mark.parametrize(("typo", "command"), [("smoek", "smoke"), ("chek", "check"), ("adpat", "adapt"),
                                                ("rulse", "rules"), ("shcema", "schema"), ("Rules", "rules")])
 def test_a_mistyped_command_is_named(typo, command, monkeypatch, capsys):
-    from dflash_compat.cli import main
+    from dflash_compat.cli.app import main
 
     monkeypatch.setattr("sys.argv", ["dflash-check", typo, "examples/qwen3-8b/target", "--draft", "x"])
     with pytest.raises(SystemExit) as exit_:
@@ -376,7 +376,7 @@ def test_a_folder_named_like_a_command_is_a_target(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("word", ["distilgpt2", "org/smoek", "./chek", "llama"])
 def test_a_word_far_from_every_command_is_left_to_check(word):
-    from dflash_compat.commands.suggest import mistyped_command
+    from dflash_compat.cli.commands.suggest import mistyped_command
 
     assert mistyped_command(word, ["check", "smoke", "adapt", "rules", "rule", "schema"]) is None
 

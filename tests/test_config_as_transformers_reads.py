@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from dflash_compat.exceptions import ConfigError
-from dflash_compat.resolve import Resolved
-from dflash_compat.safe_read import decode_float_tags, parse_json
+from dflash_compat.files.safe_read import decode_float_tags, parse_json
+from dflash_compat.resolve.refs import Resolved
 from dflash_compat.specs import parse_target_config
 from tests.deep_helpers import probe
 
@@ -118,8 +118,8 @@ def test_xlm_layer_norm2_outputs_are_the_hidden_states():
 
 def test_df206_catches_an_output_without_cache_and_passes_a_causal_lm():
     # XLMWithLMHeadModel returns MaskedLMOutput: transformers' native DFlash reads outputs.cache and crashes
-    from dflash_compat.engine import CheckContext, run_rules
-    from dflash_compat.options import CheckOptions
+    from dflash_compat.checker.engine import CheckContext, run_rules
+    from dflash_compat.deployment.options import CheckOptions
     from dflash_compat.rules import RULES_BY_CODE
     from dflash_compat.specs import parse_draft_config
     from tests.deep_helpers import TINY, tiny_draft
@@ -140,8 +140,8 @@ def test_df206_catches_an_output_without_cache_and_passes_a_causal_lm():
 
 def test_df207_catches_a_forward_without_position_ids_and_passes_llama():
     # generate() makes position_ids only for a forward that names them; the native DFlash generator reads them
-    from dflash_compat.engine import CheckContext, run_rules
-    from dflash_compat.options import CheckOptions
+    from dflash_compat.checker.engine import CheckContext, run_rules
+    from dflash_compat.deployment.options import CheckOptions
     from dflash_compat.rules import RULES_BY_CODE
     from dflash_compat.specs import parse_draft_config
     from tests.deep_helpers import TINY, tiny_draft

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from dflash_compat.cli import cli
-from dflash_compat.commands.config_file import find_config
-from dflash_compat.engine import severity_override
+from dflash_compat.checker.engine import severity_override
+from dflash_compat.cli.app import cli
+from dflash_compat.cli.commands.config_file import find_config
 from tests.configs import draft, target, write_model
 
 
@@ -68,7 +68,7 @@ def test_discovery_order(tmp_path):
     ('[tool]\ndflash-check = { draft = "d" }\n', True),
     ('tool = { dflash-check = { draft = "d" } }\n', True),
     ('tool.dflash-check.draft = "d"\n', True),
-    ('[project.scripts]\ndflash-check = "dflash_compat.cli:main"\n', False),  # named, but not our table
+    ('[project.scripts]\ndflash-check = "dflash_compat.cli.app:main"\n', False),  # named, but not our table
     ('# [tool.dflash-check] would go here\n[project]\nname = "x"\n', False),  # parsed: a comment only
 ])
 def test_every_spelling_of_the_table_is_found(tmp_path, body, found):

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from dflash_compat.cli import cli
-from dflash_compat.safetensors_stream import read_tensors
+from dflash_compat.cli.app import cli
+from dflash_compat.files.safetensors_stream import read_tensors
 from dflash_compat.specs import parse_draft_config
 from tests.deep_helpers import draft_tensors, write_safetensors
 
@@ -212,7 +212,7 @@ def test_force_replaces_the_output_only_once_the_new_one_is_complete(tmp_path, m
     src = make_draft(tmp_path / "d", BASE)
     (tmp_path / "out").mkdir()
     (tmp_path / "out" / "old.txt").write_text("old")
-    import dflash_compat.safetensors_stream as stream
+    import dflash_compat.files.safetensors_stream as stream
 
     def broken(*args, **kw):
         raise OSError("disk full")
@@ -263,7 +263,7 @@ def test_convert_help_imports_no_torch():
     import subprocess
     import sys
 
-    code = ("import sys; from dflash_compat.cli import main; sys.argv=['dflash-check','convert','--help']\n"
+    code = ("import sys; from dflash_compat.cli.app import main; sys.argv=['dflash-check','convert','--help']\n"
             "try: main()\nexcept SystemExit: pass\nassert 'torch' not in sys.modules, 'torch imported'")
     subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
 

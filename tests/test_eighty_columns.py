@@ -12,7 +12,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from dflash_compat.cli import cli
+from dflash_compat.cli.app import cli
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = Path(__file__).resolve().parent / "golden"
@@ -61,7 +61,7 @@ def test_golden_files_are_walked():
 
 
 def test_recommend_flag_lines_wrap_at_80(tmp_path):
-    from dflash_compat.serving import profile as pf
+    from dflash_compat.liveprobe import profile as pf
 
     doc = pf.make_profile(source="smoke", engine="torch", block_size=8, per_position=[0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3],
                           steps=100, mean_acceptance=4.2, convention="test")
@@ -78,7 +78,7 @@ def test_recommend_flag_lines_wrap_at_80(tmp_path):
 
 
 def test_serve_vllm_command_fits_and_reads_back_as_vllm_would():
-    from dflash_compat.serving.launch import options_from_argv
+    from dflash_compat.serve.plan import options_from_argv
 
     res = CliRunner(env={"COLUMNS": "80"}).invoke(
         cli, ["serve", "examples/qwen3-8b/target", "--draft", "examples/qwen3-8b/draft", "-e", "vllm", "--no-deep"])
@@ -93,7 +93,7 @@ def test_serve_vllm_command_fits_and_reads_back_as_vllm_would():
 def test_a_draft_name_json_would_change_keeps_the_json_form(name):
     """vLLM reads a dotted value with json.loads first (argparse_utils.py:476-485): `--speculative-config.model
     1e5` would become a float, so such a name keeps the one JSON argument."""
-    from dflash_compat.serving.launch import options_from_argv, speculative_config_args
+    from dflash_compat.serve.plan import options_from_argv, speculative_config_args
 
     args = speculative_config_args({"method": "dflash", "model": name, "num_speculative_tokens": 3})
     assert args[0] == "--speculative-config" and json.loads(args[1])["model"] == name
@@ -103,7 +103,7 @@ def test_a_draft_name_json_would_change_keeps_the_json_form(name):
 def test_errors_wrap_on_a_terminal_and_stay_one_line_in_a_pipe(monkeypatch):
     import io
 
-    from dflash_compat import console
+    from dflash_compat import terminal as console
 
     line = "dflash-check: error: " + " ".join(["word"] * 40)
     assert console.error_text(line, io.StringIO()) == line  # a pipe, a CI log: one greppable line
@@ -116,7 +116,7 @@ def test_errors_wrap_on_a_terminal_and_stay_one_line_in_a_pipe(monkeypatch):
 
 def test_recommend_plot_without_matplotlib_points_nowhere_above(tmp_path, monkeypatch):
     """Issue #23: it said "(the text histogram above needs nothing)" when nothing had been printed."""
-    from dflash_compat.serving import profile as pf
+    from dflash_compat.liveprobe import profile as pf
 
     doc = pf.make_profile(source="smoke", engine="torch", block_size=4, per_position=[0.9, 0.5, 0.2], steps=10,
                           mean_acceptance=2.0, convention="test")

@@ -9,8 +9,8 @@ from xml.etree import ElementTree as ET
 
 import pytest
 
+from dflash_compat.checker.findings import BackendCounts
 from dflash_compat.emitters import get_renderer
-from dflash_compat.findings import BackendCounts
 from tests.test_golden_reports import hand_built_report
 
 

@@ -7,8 +7,8 @@ import dataclasses
 
 import pytest
 
-from dflash_compat.engine import CheckContext, Rule, Violation, check_rules
-from dflash_compat.facts import DraftWeights, ModuleFacts, ModulePaths, Skipped
+from dflash_compat.checker.engine import CheckContext, Rule, Violation, check_rules
+from dflash_compat.modelfacts import DraftWeights, ModuleFacts, ModulePaths, Skipped
 from dflash_compat.rules import ALL_RULES, RULES_BY_CODE
 from dflash_compat.specs import parse_draft_config, parse_target_config
 from tests.configs import draft, target

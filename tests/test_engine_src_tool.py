@@ -39,7 +39,7 @@ def test_refuses_a_member_outside_the_folder(tmp_path):
 
 def test_every_pinned_engine_has_a_package_name():
     from dflash_compat.contract import ENGINE_VERSIONS
-    from dflash_compat.engine_versions import ENGINES
+    from dflash_compat.engines.registry import ENGINES
 
     assert {e for e in ENGINE_VERSIONS if ENGINES[e].package} <= set(engine_src.PACKAGES)
     # the folder names the citation tests look for

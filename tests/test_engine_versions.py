@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from dflash_compat.cli import cli
-from dflash_compat.engine import CheckContext, Rule, check_rules
-from dflash_compat.engine_versions import (
+from dflash_compat.checker.engine import CheckContext, Rule, check_rules
+from dflash_compat.cli.app import cli
+from dflash_compat.engines.registry import (
     ENGINES,
     EngineInfo,
     bundled_versions,
@@ -229,7 +229,7 @@ HYBRID = target(model_type="qwen3_next", layer_types=["linear_attention"] * 3 + 
 
 
 def _df201(spec):
-    from rules.df201_target_cache_not_croppable import check
+    from dflash_compat.rules.transformers.df201_target_cache_not_croppable import check
 
     t = parse_target_config(HYBRID, "t")
     ctx = CheckContext(target=t, draft=parse_draft_config(draft(), "d"),
@@ -257,7 +257,7 @@ def test_df201_quotes_the_transformers_release_it_was_judged_at():
 
 
 def test_a_rule_whose_fact_is_unknown_is_not_judged(monkeypatch):
-    from dflash_compat import engine_support
+    from dflash_compat.engines import support as engine_support
 
     real = engine_support.engine_data
 
@@ -313,7 +313,7 @@ def test_the_package_ships_every_bundled_facts_file():
     patterns = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"][
         "dflash_compat"]
     data = ROOT / "dflash_compat"
-    files = [p.relative_to(data).as_posix() for p in (data / "data").rglob("*") if p.is_file()]
+    files = [p.relative_to(data).as_posix() for p in (data / "engines" / "data").rglob("*") if p.is_file()]
     assert any(f.endswith(".json.gz") for f in files)
     missing = [f for f in files if not any(fnmatch.fnmatch(f, pat) and f.count("/") == pat.count("/")
                                            for pat in patterns)]
@@ -329,7 +329,7 @@ def _serve(*args):
 
 
 def test_sglang_launch_flags_per_release():
-    from dflash_compat.engine_support import engine_data
+    from dflash_compat.engines.support import engine_data
 
     flags = {v: set(engine_data("sglang", v)["cli_flags"]) for v in ("0.5.21", "0.5.22", "0.5.23")}
     assert "--attn-dp-size" not in flags["0.5.21"] and "--attn-dp-size" in flags["0.5.22"]
@@ -337,8 +337,8 @@ def test_sglang_launch_flags_per_release():
 
 
 def test_serve_prints_the_flags_the_release_accepts():
-    from dflash_compat.engine_support import engine_data
-    from dflash_compat.serving.launch import LaunchPlan, for_release
+    from dflash_compat.engines.support import engine_data
+    from dflash_compat.serve.plan import LaunchPlan, for_release
 
     plan = LaunchPlan("sglang", ["python", "-m", "sglang.launch_server", "--model-path", "m", "--attn-dp-size", "2",
                                  "--enable-dp-lm-head"])
@@ -383,7 +383,7 @@ class _Client:
 
 
 def test_probe_reads_the_servers_release():
-    from dflash_compat.serving.probe import engine_release
+    from dflash_compat.liveprobe.probe import engine_release
 
     assert engine_release(_Client({"/version": {"version": "0.33.0"}}), "vllm", {}) == {
         "reported": "0.33.0", "facts": "0.33.0", "status": "bundled"}
@@ -396,7 +396,7 @@ def test_probe_reads_the_servers_release():
 def test_a_release_whose_converter_rule_is_unknown_is_not_judged(tmp_path, monkeypatch):
     """Facts on demand for a release whose layout a reader does not know: the rule that needs the missing
     fact says "not judged for" that release instead of a verdict (the cache is written like `facts refresh`)."""
-    from dflash_compat.engine_support import engine_data
+    from dflash_compat.engines.support import engine_data
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     folder = tmp_path / "dflash-compat" / "facts" / "speculators" / "0.7.0"

@@ -14,14 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from dflash_compat import engine_support as es
-from dflash_compat.engine import EngineSource
-from dflash_compat.engine_support import apply_patch, draft_support, engine_data, source_of, sources, where
-from dflash_compat.engine_versions import bundled_versions, select_versions
+from dflash_compat.checker.engine import EngineSource
 from dflash_compat.enginefacts import build, dflash, mlx, sglang, speculators, transformers, vllm, window
 from dflash_compat.enginefacts.__main__ import main
 from dflash_compat.enginefacts.anchors import anchor_at, resolve
 from dflash_compat.enginefacts.source import LayoutError, SourceTree
+from dflash_compat.engines import support as es
+from dflash_compat.engines.registry import bundled_versions, select_versions
+from dflash_compat.engines.support import apply_patch, draft_support, engine_data, source_of, sources, where
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).parent / "fixtures" / "enginefacts"
@@ -338,7 +338,7 @@ def test_every_bundled_citation_resolves_to_its_typed_lines_where_it_was_typed()
 
 
 def _all_citations():
-    from dflash_compat.family_support import all_sources
+    from dflash_compat.engines.families import all_sources
     from dflash_compat.rules import ALL_RULES
 
     return [s for r in ALL_RULES for s in r.sources] + all_sources()
@@ -522,11 +522,11 @@ def test_the_recurrent_list_is_the_derived_one():
 def test_a_config_check_reads_the_facts_but_not_the_locations():
     # the sources files are parsed only when something cites a line; a clean check cites none
     probe = (
-        "import sys\nfrom dflash_compat.cli import main\n"
+        "import sys\nfrom dflash_compat.cli.app import main\n"
         f"sys.argv = ['dflash-check', {str(ROOT / 'examples/qwen3-8b/target')!r}, '--draft', "
         f"{str(ROOT / 'examples/qwen3-8b/draft')!r}, '--no-deep', '-f', 'json']\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        "from dflash_compat import engine_support as es\n"
+        "from dflash_compat.engines import support as es\n"
         "print('LOADED', es._engine_file.cache_info().currsize, es._sources_file.cache_info().currsize, "
         "file=sys.stderr)\n"
     )

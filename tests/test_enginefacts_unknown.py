@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from dflash_compat.engine_support import engine_data
-from dflash_compat.engine_versions import select_versions
 from dflash_compat.enginefacts import build, window
 from dflash_compat.enginefacts.__main__ import main
+from dflash_compat.engines.registry import select_versions
+from dflash_compat.engines.support import engine_data
 from tests.configs import draft, run_rule, target
 
 SRC = Path(os.environ.get("DFLASH_ENGINE_SRC", "/work/wheels/src"))
@@ -208,7 +208,7 @@ def test_one_refresh_after_a_new_citation_is_up_to_date(tmp_path, capsys, monkey
 
 
 def test_reading_an_unknown_fact_raises_instead_of_answering_empty():
-    from dflash_compat.engine_store import Facts, UnknownFact
+    from dflash_compat.engines.store import Facts, UnknownFact
 
     facts = Facts("vllm", "9.0.0", {"features": ["x"], "unknown": {"draft_v1_refused": "the refusal was not found"}})
     assert facts["features"] == ["x"] and facts.get("unknown") == {"draft_v1_refused": "the refusal was not found"}
@@ -223,8 +223,8 @@ def test_reading_an_unknown_fact_raises_instead_of_answering_empty():
 def test_a_rule_that_reads_an_unknown_fact_with_a_default_is_not_judged(monkeypatch):
     """DF310 reads `facts.get("draft_v1_refused", ())`: with that list unknown at the release, an empty
     default would say "V1 serves it"; the rule gives the info instead, for that release."""
-    from dflash_compat import engine_support
-    from dflash_compat.engine_store import Facts
+    from dflash_compat.engines import support as engine_support
+    from dflash_compat.engines.store import Facts
 
     dflash2 = draft(architectures=["DFlash2DraftModel"])
     judged = run_rule("DF310", target(), dflash2, backends=("vllm",), versions=["vllm==0.33.0"])
@@ -278,7 +278,7 @@ def test_a_deep_check_judges_at_the_release_asked_for(tmp_path, monkeypatch):
     as the report's `engines` says (the deep context used to drop the selection and judge at the newest)."""
     from click.testing import CliRunner
 
-    from dflash_compat.cli import cli
+    from dflash_compat.cli.app import cli
 
     pair = Path(__file__).parent / "fixtures" / "pairs" / "qwen3-8b"
     res = CliRunner().invoke(cli, [str(pair / "target"), "--draft", str(pair / "draft"), "--backend", "vllm",

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from dflash_compat.cli import cli
+from dflash_compat.cli.app import cli
 from dflash_compat.exceptions import NotADraftError
 from dflash_compat.specs import parse_draft_config
 from dflash_compat.specs.families import FAMILIES

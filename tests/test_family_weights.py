@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from dflash_compat.engine import CheckContext, CheckOptions, run_rules
+from dflash_compat.checker.engine import CheckContext, CheckOptions, run_rules
 from dflash_compat.rules import ALL_RULES
 from dflash_compat.specs import parse_target_config
 from tests.deep_helpers import draft_tensors, findings, read_draft, write_draft

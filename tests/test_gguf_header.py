@@ -12,8 +12,8 @@ import sys
 import pytest
 
 from dflash_compat.exceptions import WeightsError
-from dflash_compat.gguf_header import GGUFArray, parse_gguf_header, read_gguf_header
-from dflash_compat.resolve import resolve
+from dflash_compat.files.gguf_header import GGUFArray, parse_gguf_header, read_gguf_header
+from dflash_compat.resolve.refs import resolve
 from dflash_compat.specs.gguf import gguf_draft_config, gguf_info
 from tests.gguf_models import TOKENS, draft_gguf, target_gguf
 
@@ -92,7 +92,7 @@ def test_header_byte_cap_stops_the_read():
 def test_a_fifo_is_refused_without_blocking(tmp_path):
     fifo = tmp_path / "model.gguf"
     os.mkfifo(fifo)
-    code = f"from dflash_compat.gguf_header import read_gguf_header; read_gguf_header({str(fifo)!r})"
+    code = f"from dflash_compat.files.gguf_header import read_gguf_header; read_gguf_header({str(fifo)!r})"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert "is a FIFO, not a regular file" in proc.stderr
 
@@ -119,7 +119,7 @@ def test_cli_checks_a_gguf_pair_and_refuses_other_backends(tmp_path):
 
 
 def test_hub_gguf_header_is_read_through_ranged_reads(tmp_path):
-    from dflash_compat.hub import gguf_files, read_hub_gguf_header
+    from dflash_compat.resolve.hub import gguf_files, read_hub_gguf_header
 
     path = draft_gguf(tmp_path / "d.gguf")
     opened = []

@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from dflash_compat.cli import cli
+from dflash_compat.checker.findings import Finding, Location, RuleDocs, RuleRun, backend_counts
+from dflash_compat.checker.report import Report, judged_engines, summarize
+from dflash_compat.cli.app import cli
 from dflash_compat.emitters import FORMATS, get_renderer
-from dflash_compat.engine_versions import EngineInfo, default_versions, select_versions
-from dflash_compat.findings import Finding, Location, RuleDocs, RuleRun, backend_counts
-from dflash_compat.provenance import EngineSource
-from dflash_compat.report import Report, judged_engines, summarize
+from dflash_compat.engines.provenance import EngineSource
+from dflash_compat.engines.registry import EngineInfo, default_versions, select_versions
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = Path(__file__).resolve().parent / "golden"

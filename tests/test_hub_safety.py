@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from dflash_compat.exceptions import InputError
-from dflash_compat.hub import check_revision, is_repo_id
+from dflash_compat.resolve.hub import check_revision, is_repo_id
 from tests.configs import QWEN3_8B, QWEN3_8B_DRAFT, write_model
 from tests.hostile.fake_hub import FakeHub
 

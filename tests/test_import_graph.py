@@ -1,13 +1,14 @@
 """Data flows one way: every import in dflash_compat (with its rules and adapters) follows the layer order.
 
-    base -> resolve -> specs -> facts -> probe -> findings -> engine -> rules -> report
-         -> emitters / console -> pipeline (check) -> commands / cli
+    base -> resolve -> specs -> facts -> inspection -> checker -> rules -> emitters -> pipeline
+         -> features -> cli
 
-A module may import its own layer and the layers its entry in ALLOWED names, nothing later in the
-flow. runtime/ and adapters/ are a side branch: they may use base, resolve (weightfiles) and specs,
-never the checker's facts, probes, rules, report or output; only the probe (to wrap a model in an
-adapter) and the commands may use them. Every import counts: top-level, lazy (inside a function)
-and TYPE_CHECKING-only alike, read from the source with `ast` (nothing is imported).
+Each layer is a set of folders (rooms): a module belongs to the layer of its folder. A module may import
+its own layer and the layers its entry in ALLOWED names, nothing later in the flow. runtime/ and
+adapters/ are a side branch: they may use base, resolve and specs, never the checker's facts,
+inspection, rules, report or output; only the inspection (to wrap a model in an adapter) and the
+features may use them. Every import counts: top-level, lazy (inside a function) and TYPE_CHECKING-only
+alike, read from the source with `ast` (nothing is imported).
 """
 
 from __future__ import annotations
@@ -22,58 +23,46 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = {"dflash_compat": ROOT / "dflash_compat", "dflash_compat.rules": ROOT / "rules",
             "dflash_compat.adapters": ROOT / "adapters"}
 
-# The flow, in order; a module belongs to the layer of its longest matching prefix. (weightfiles and
-# mlx_layout, the checked weight lookup and the mlx-lm layout readers, arrive with the runtime rework.)
+# The flow, in order: layer -> its folders (packages). `base` is also every module at the package root.
 LAYERS = {
-    "base": ("dflash_compat", "dflash_compat.contract", "dflash_compat.exceptions", "dflash_compat.options",
-             "dflash_compat.engine_support", "dflash_compat.engine_store", "dflash_compat.engine_versions",
-             "dflash_compat.mlx_layout", "dflash_compat.provenance",
-             "dflash_compat.family_support", "dflash_compat.safe_read", "dflash_compat.safe_write",
-             "dflash_compat.quoting", "dflash_compat.foreign", "dflash_compat.inputs", "dflash_compat.launch",
-             "dflash_compat.launch.flagfacts", "dflash_compat.gguf_header", "dflash_compat.llamacpp"),
-    "resolve": ("dflash_compat.resolve", "dflash_compat.weightfiles", "dflash_compat.hub"),
-    # launch: reading launch files is input parsing, like the specs; the launch rules' context sits with the
-    # engine's, running them with the pipeline, their output with the commands
-    "specs": ("dflash_compat.specs", "dflash_compat.launch.shellwords", "dflash_compat.launch.sources",
-              "dflash_compat.launch.parse", "dflash_compat.launch.versions"),
-    "facts": ("dflash_compat.facts",),
-    "probe": ("dflash_compat.probe",),
-    "findings": ("dflash_compat.findings",),
-    "engine": ("dflash_compat.engine", "dflash_compat.launch.context", "dflash_compat.launch.fix"),
+    # the package root's own modules (contract, exceptions, quoting, inputs, terminal), the serving engines'
+    # registry and facts (engines/), and bounded file reading and writing (files/)
+    "base": ("dflash_compat.engines", "dflash_compat.files"),
+    "resolve": ("dflash_compat.resolve",),
+    # input parsing: the specs of a pair, and launch files read into engine launches
+    "specs": ("dflash_compat.specs", "dflash_compat.deployment", "dflash_compat.launch"),
+    "facts": ("dflash_compat.modelfacts",),
+    "inspection": ("dflash_compat.inspection",),
+    # the rule engine: rules, their context, the runner, findings and the report
+    "checker": ("dflash_compat.checker",),
     "rules": ("dflash_compat.rules",),
-    "report": ("dflash_compat.report",),
-    "emitters": ("dflash_compat.emitters", "dflash_compat.console"),
-    # check: the preflight pipeline; conversion + safetensors_stream: the convert pipeline (it names tensors as
-    # the DF6xx rules do, and streams tensors through the safetensors header reader)
-    "pipeline": ("dflash_compat.check", "dflash_compat.conversion", "dflash_compat.safetensors_stream",
-                 "dflash_compat.launch.run"),
-    # serving: serve / probe / recommend (it runs the check pipeline and the reference runtime);
-    # enginefacts: the maintainers' command that reads the engine wheels into data/engine_support.json;
-    # init_draft and train: they check what they write with the check pipeline and run the runtime
-    # errors: how the CLI renders an error (one line, exit 2 / 3); cli and the command modules' guard use it
-    "commands": ("dflash_compat.commands", "dflash_compat.cli", "dflash_compat.errors", "dflash_compat.docs",
-                 "dflash_compat.__main__",
-                 "dflash_compat.enginefacts", "dflash_compat.serving", "dflash_compat.init_draft",
-                 "dflash_compat.train", "dflash_compat.launch.render"),
+    "emitters": ("dflash_compat.emitters",),
+    # what runs the rules: the pair check, the launch-file check; convert (it names tensors as the DF6xx
+    # rules do)
+    "pipeline": ("dflash_compat.pipeline", "dflash_compat.convert"),
+    # the commands' own work: the serve plan, the live-server probe, smoke, init-draft, train, the facts
+    # extractor (a maintainers' command)
+    "features": ("dflash_compat.serve", "dflash_compat.liveprobe", "dflash_compat.smoke", "dflash_compat.init_draft",
+                 "dflash_compat.train", "dflash_compat.enginefacts", "dflash_compat.finddraft"),
+    "cli": ("dflash_compat.cli", "dflash_compat.__main__"),
     "side": ("dflash_compat.runtime", "dflash_compat.adapters"),
 }
 ORDER = [name for name in LAYERS if name != "side"]
 
-# What each layer may import besides itself. Rules and the engine never see a probe (they read facts);
-# the report never sees the engine or the rules (it is built from their plain output, findings).
+# What each layer may import besides itself. Rules and the checker never see the inspection (they read
+# facts).
 ALLOWED = {
     "base": set(),
     "resolve": {"base"},
     "specs": {"base"},
     "facts": {"base"},
-    "probe": {"base", "resolve", "specs", "facts", "side"},
-    "findings": {"base"},
-    "engine": {"base", "specs", "facts", "findings"},
-    "rules": {"base", "specs", "facts", "findings", "engine"},
-    "report": {"base", "specs", "facts", "findings"},
-    "emitters": {"base", "findings", "report", "engine"},
-    "pipeline": {"base", "resolve", "specs", "facts", "probe", "findings", "engine", "rules", "report"},
-    "commands": set(ORDER) | {"side"},
+    "inspection": {"base", "resolve", "specs", "facts", "side"},
+    "checker": {"base", "specs", "facts"},
+    "rules": {"base", "specs", "facts", "checker"},
+    "emitters": {"base", "checker"},
+    "pipeline": {"base", "resolve", "specs", "facts", "inspection", "checker", "rules", "emitters"},
+    "features": set(ORDER[: ORDER.index("features")]) | {"side"},
+    "cli": set(ORDER) | {"side"},
     "side": {"base", "resolve", "specs"},
 }
 
@@ -116,15 +105,14 @@ def _imports(name: str, path: Path) -> set[str]:
 
 
 def layer_of(module: str) -> str:
-    best, layer = -1, None
-    for name, prefixes in LAYERS.items():
-        for prefix in prefixes:
-            # the root package is only itself (its __version__), not a catch-all for new modules
-            inside = module.startswith(prefix + ".") and prefix != "dflash_compat"
-            if (module == prefix or inside) and len(prefix) > best:
-                best, layer = len(prefix), name
-    assert layer is not None, f"{module} belongs to no layer: add it to LAYERS"
-    return layer
+    for name, folders in LAYERS.items():
+        if any(module == f or module.startswith(f + ".") for f in folders):
+            return name
+    path = MODULES.get(module)
+    # a module at the package root (not a folder of its own) is base
+    if path is not None and path.parent == PACKAGES["dflash_compat"] and module.count(".") <= 1:
+        return "base"
+    raise AssertionError(f"{module} belongs to no layer: add its folder to LAYERS")
 
 
 def _edges() -> set[tuple[str, str]]:
@@ -160,35 +148,34 @@ def test_pending_exceptions_still_exist():
 
 def test_the_graph_test_can_fail():
     # the reader resolves relative and absolute imports, lazy ones included
-    engine = _imports("dflash_compat.engine", MODULES["dflash_compat.engine"])
-    assert "dflash_compat.findings" in engine and "dflash_compat.facts" in engine
-    probe = _imports("dflash_compat.probe.torch_meta", MODULES["dflash_compat.probe.torch_meta"])
+    engine = _imports("dflash_compat.checker.engine", MODULES["dflash_compat.checker.engine"])
+    assert "dflash_compat.checker.findings" in engine and "dflash_compat.modelfacts" in engine
+    probe = _imports("dflash_compat.inspection.torch_meta", MODULES["dflash_compat.inspection.torch_meta"])
     assert "dflash_compat.adapters.loading" in probe  # a lazy import inside a function
-    assert layer_of("dflash_compat.probe.torch_meta") == "probe" and layer_of("dflash_compat") == "base"
+    assert layer_of("dflash_compat.inspection.torch_meta") == "inspection" and layer_of("dflash_compat") == "base"
     with pytest.raises(AssertionError, match="belongs to no layer"):
-        layer_of("dflash_compat.new_module")  # a new module must be given a layer
-    assert "probe" not in ALLOWED["rules"] and "report" not in ALLOWED["engine"]
+        layer_of("dflash_compat.new_folder.module")  # a new folder must be given a layer
+    assert "inspection" not in ALLOWED["rules"] and "rules" not in ALLOWED["checker"]
 
 
-@pytest.mark.parametrize("module", ["dflash_compat.probe", "dflash_compat.engine", "dflash_compat.report"])
+@pytest.mark.parametrize("module", ["dflash_compat.inspection", "dflash_compat.checker", "dflash_compat.emitters"])
 def test_no_layer_below_the_cli_reaches_the_console(module):
     for name, path in MODULES.items():
         if name == module or name.startswith(module + "."):
-            assert "dflash_compat.console" not in _imports(name, path), name
+            assert "dflash_compat.cli.console" not in _imports(name, path), name
 
 
 def test_no_command_imports_the_cli(tmp_path):
     """Commands report errors by raising a DFlashCompatError (exceptions.py) that the CLI group renders
     (errors.py); none reaches up into `cli` (for `fail` or anything else), lazily or not."""
     bad = sorted(name for name, path in MODULES.items()
-                 if name.startswith(("dflash_compat.commands", "dflash_compat.serving", "dflash_compat.init_draft",
-                                     "dflash_compat.train"))
-                 and "dflash_compat.cli" in _imports(name, path))
-    assert not bad, f"modules below the CLI that import dflash_compat.cli: {bad}"
-    # the check can fail: the reader sees `from ..cli import fail` inside a function of a command
+                 if name.startswith(("dflash_compat.cli.commands", *LAYERS["features"]))
+                 and "dflash_compat.cli.app" in _imports(name, path))
+    assert not bad, f"modules below the CLI that import dflash_compat.cli.app: {bad}"
+    # the check can fail: the reader sees `from ..app import fail` inside a function of a command
     old = tmp_path / "old_style.py"
-    old.write_text("def f(exc):\n    from ..cli import fail\n\n    fail(exc)\n", encoding="utf-8")
-    assert "dflash_compat.cli" in _imports("dflash_compat.commands.old_style", old)
+    old.write_text("def f(exc):\n    from ..app import fail\n\n    fail(exc)\n", encoding="utf-8")
+    assert "dflash_compat.cli.app" in _imports("dflash_compat.cli.commands.old_style", old)
 
 
 # Import circles that exist today, each with the work that removes it. Like PENDING, an entry fails the
@@ -267,5 +254,5 @@ def test_the_cycle_finder_can_fail():
     # the two circles issue #23 removed would be found by this reader: each side's import is seen
     assert "dflash_compat.specs.draft" in _imports("dflash_compat.specs.draft_formats",
                                                    MODULES["dflash_compat.specs.draft_formats"])
-    assert "dflash_compat.commands.smoke_mlx" in _imports("dflash_compat.commands.smoke",
-                                                          MODULES["dflash_compat.commands.smoke"])
+    assert "dflash_compat.cli.commands.smoke_mlx" in _imports("dflash_compat.cli.commands.smoke",
+                                                          MODULES["dflash_compat.cli.commands.smoke"])

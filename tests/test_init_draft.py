@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from dflash_compat.cli import cli
+from dflash_compat.cli.app import cli
 from dflash_compat.init_draft.verify import check_pair
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -99,7 +99,7 @@ def test_an_unreadable_model_is_one_line(tmp_path, monkeypatch, locked):
     root, who reads everything, so the OS calls answer EACCES for those paths instead."""
     from click.testing import CliRunner
 
-    from dflash_compat.cli import cli
+    from dflash_compat.cli.app import cli
 
     t, d = write_model(tmp_path / "t", target()), write_model(tmp_path / "d", draft())
     denied = (lambda p: p.startswith(f"{t}{os.sep}")) if locked == "folder" else (lambda p: p == f"{t / 'config.json'}")

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from dflash_compat.cli import cli
+from dflash_compat.cli.app import cli
 from dflash_compat.launch.parse import find_launch, image_version
-from dflash_compat.launch.run import LaunchSettings, check_text, launch_options
 from dflash_compat.launch.shellwords import ShellSyntaxError, split_commands
 from dflash_compat.launch.sources import LaunchFileError, candidates, pins_in
+from dflash_compat.pipeline.launch import LaunchSettings, check_text, launch_options
 
 REPO = Path(__file__).resolve().parent.parent
 SPEC = '{"method": "dflash", "model": "z-lab/Qwen3-8B-DFlash-b16", "num_speculative_tokens": 15}'
@@ -332,14 +332,14 @@ def test_the_pinned_version_reaches_the_project_wide_selection(monkeypatch):
     import sys
     import types
 
-    import dflash_compat
+    import dflash_compat.engines
     from dflash_compat.launch.versions import LaunchVersion, pair_versions
 
     calls = []
-    fake = types.ModuleType("dflash_compat.engine_versions")
+    fake = types.ModuleType("dflash_compat.engines.registry")
     fake.select_versions = lambda **kw: calls.append(kw) or "selected"
-    monkeypatch.setitem(sys.modules, "dflash_compat.engine_versions", fake)
-    monkeypatch.setattr(dflash_compat, "engine_versions", fake, raising=False)
+    monkeypatch.setitem(sys.modules, "dflash_compat.engines.registry", fake)
+    monkeypatch.setattr(dflash_compat.engines, "registry", fake)
     pinned = LaunchVersion("vllm", "0.33.0", "launch-file", "image vllm/vllm-openai:v0.33.0 (line 3)")
     assert pair_versions(pinned, {"llama.cpp": "b11434"}, {"sglang": "0.5.23"}) == "selected"
     assert calls == [{"option": (), "config": {}, "launch": {"vllm": "0.33.0"}}]
@@ -348,7 +348,7 @@ def test_the_pinned_version_reaches_the_project_wide_selection(monkeypatch):
 
 
 def test_text_output_fits_80_columns():
-    from dflash_compat.launch.render import command_lines
+    from dflash_compat.cli.launch_render import command_lines
 
     out = run("--no-pair", "--fix", str(REPO / "tests/data/launch/shell/llama-q8-draft-cache.sh")).output
     assert all(len(line) <= 80 for line in out.splitlines() if " " in line.strip()), out

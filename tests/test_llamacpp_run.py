@@ -40,7 +40,7 @@ def good_run(pair):
 
 
 def test_converter_output_passes_our_gguf_rules(pair):
-    from dflash_compat.gguf_header import read_gguf_header
+    from dflash_compat.files.gguf_header import read_gguf_header
 
     work, tgt, dft, _ = pair
     assert read_gguf_header(dft).kv["dflash.target_layers"] == [2, 5]  # target_layer_ids [1, 4] + 1

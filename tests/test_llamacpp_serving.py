@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from dflash_compat import llamacpp
-from dflash_compat.cli import cli
-from dflash_compat.serving import metrics as m
-from dflash_compat.serving.launch import LaunchRequest, build_plan, options_from_argv
+from dflash_compat.cli.app import cli
+from dflash_compat.engines import llamacpp
+from dflash_compat.liveprobe import metrics as m
+from dflash_compat.serve.plan import LaunchRequest, build_plan, options_from_argv
 from tests.gguf_models import draft_gguf, target_gguf
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -97,7 +97,7 @@ def test_serve_hub_refs_download_before_converting():
 
 
 def test_serve_takes_the_draft_length_from_a_profile(tmp_path):
-    from dflash_compat.serving.profile import recommend_k
+    from dflash_compat.liveprobe.profile import recommend_k
 
     per = [0.9, 0.8, 0.5, 0.2, 0.05, 0.01, 0.0]
     profile = {"per_position_acceptance": per, "cost": {"draft": 0.3, "verify_per_token": 0.05}}
@@ -129,7 +129,7 @@ def test_serve_refuses_a_pair_llama_cpp_cannot_run(tmp_path):
 def pair():
     torch = pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    from dflash_compat.serving import reference as rf
+    from dflash_compat.liveprobe import reference as rf
 
     torch.set_num_threads(1)
     ref = rf.load_reference(str(ROOT / "examples/tiny-qwen3/target"), str(ROOT / "examples/tiny-qwen3/draft"))
@@ -138,7 +138,7 @@ def pair():
 
 @pytest.mark.parametrize("mode", ["llamacpp", "llamacpp-nometrics"])
 def test_probe_reads_llama_server_counters_and_timings(pair, mode):
-    from dflash_compat.serving.probe import ProbeRequest, run_probe
+    from dflash_compat.liveprobe.probe import ProbeRequest, run_probe
     from tests.standin_server import StandIn
 
     srv = StandIn(mode, pair[0], pair[1], block_size=8).start()

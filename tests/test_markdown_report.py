@@ -9,7 +9,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from dflash_compat.cli import cli
+from dflash_compat.cli.app import cli
 from dflash_compat.emitters import get_renderer, looks_like_report
 from dflash_compat.emitters.markdown import md
 from tests.test_golden_reports import hand_built_report

@@ -9,13 +9,13 @@ import pytest
 pytest.importorskip("mlx.core")
 pytest.importorskip("mlx_lm")
 
-from dflash_compat.check import load_target  # noqa: E402
-from dflash_compat.engine import CheckContext, run_rules  # noqa: E402
-from dflash_compat.facts import ModuleFacts, Skipped  # noqa: E402
-from dflash_compat.options import CheckOptions  # noqa: E402
-from dflash_compat.probe.mlx_build import looks_like_mlx_model  # noqa: E402
-from dflash_compat.probe.mlx_tree import inspect_mlx_target  # noqa: E402
-from dflash_compat.resolve import resolve  # noqa: E402
+from dflash_compat.checker.engine import CheckContext, run_rules  # noqa: E402
+from dflash_compat.deployment.options import CheckOptions  # noqa: E402
+from dflash_compat.inspection.mlx_build import looks_like_mlx_model  # noqa: E402
+from dflash_compat.inspection.mlx_tree import inspect_mlx_target  # noqa: E402
+from dflash_compat.modelfacts import ModuleFacts, Skipped  # noqa: E402
+from dflash_compat.pipeline.check import load_target  # noqa: E402
+from dflash_compat.resolve.refs import resolve  # noqa: E402
 from dflash_compat.rules import RULES_BY_CODE  # noqa: E402
 from dflash_compat.specs import parse_draft_config  # noqa: E402
 from tests.mlx_models import build_target, draft_config, save_target, target_config, write_config  # noqa: E402
@@ -249,7 +249,7 @@ def test_df513_passes_float_draft(tmp_path):
 def test_check_cli_with_framework_mlx(tmp_path):
     from click.testing import CliRunner
 
-    from dflash_compat.cli import cli
+    from dflash_compat.cli.app import cli
 
     cfg = target_config("gemma4_text")
     target = write_config(tmp_path / "t", cfg)
@@ -265,8 +265,8 @@ def test_check_cli_with_framework_mlx(tmp_path):
 def test_framework_mlx_shows_transformers_module_rules_as_not_run(tmp_path, monkeypatch):
     from xml.etree import ElementTree as ET
 
-    from dflash_compat.check import CheckRequest, run_check
     from dflash_compat.emitters import get_renderer
+    from dflash_compat.pipeline.check import CheckRequest, run_check
 
     cfg = target_config("qwen3")
     write_config(tmp_path / "t", cfg)

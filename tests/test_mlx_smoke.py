@@ -11,7 +11,7 @@ pytest.importorskip("mlx_lm")
 
 from click.testing import CliRunner  # noqa: E402
 
-from dflash_compat.cli import cli  # noqa: E402
+from dflash_compat.cli.app import cli  # noqa: E402
 from tests.mlx_models import (  # noqa: E402
     build_target, draft_config, mlx_lm_greedy, save_draft, save_target, save_tokenizer, target_config,
 )

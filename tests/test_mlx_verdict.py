@@ -9,7 +9,7 @@ import pytest
 pytest.importorskip("mlx.core")
 pytest.importorskip("mlx_lm")
 
-from dflash_compat.commands.smoke import SmokeRequest, SmokeRun, build_payload, exit_code, run_prompts  # noqa: E402
+from dflash_compat.cli.commands.smoke import SmokeRequest, SmokeRun, build_payload, exit_code, run_prompts  # noqa: E402
 from dflash_compat.exceptions import InputError  # noqa: E402
 from dflash_compat.runtime import mlx_generate as rt  # noqa: E402
 from dflash_compat.runtime import mlx_target  # noqa: E402

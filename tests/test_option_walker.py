@@ -41,7 +41,7 @@ def _walk(corpus, per_param, seed=0, full=False):
 
 
 def test_the_walker_covers_every_command_and_option():
-    from dflash_compat.cli import cli
+    from dflash_compat.cli.app import cli
 
     commands = {p.command[0] for p in PARAMS if p.command}
     assert commands == set(cli.commands), set(cli.commands) ^ commands

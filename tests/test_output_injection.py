@@ -17,9 +17,9 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dflash_compat.cli import cli
+from dflash_compat.checker.findings import Finding, Location
+from dflash_compat.cli.app import cli
 from dflash_compat.emitters import FORMATS, get_renderer
-from dflash_compat.findings import Finding, Location
 from tests.configs import draft, target, write_model
 from tests.test_golden_reports import hand_built_report
 
@@ -174,8 +174,8 @@ def _console(width: int = 80):
 
 @pytest.mark.parametrize("text", HOSTILE)
 def test_probe_and_recommend_text_show_a_servers_strings_as_escapes(text):
-    from dflash_compat.commands.recommend import recommend_doc
-    from dflash_compat.serving.render import render_probe, render_recommend
+    from dflash_compat.cli.commands.recommend import recommend_doc
+    from dflash_compat.liveprobe.render import render_probe, render_recommend
 
     console = _console()
     render_probe(_probe_payload(text), console)

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from dflash_compat.cli import cli
+from dflash_compat.cli.app import cli
 from dflash_compat.exceptions import InputError
-from dflash_compat.serving import profile as pf
+from dflash_compat.liveprobe import profile as pf
 from tests.test_convert import BASE, make_draft, tree_digest
 
 needs_fifo = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
@@ -215,7 +215,7 @@ TINY = Path(__file__).resolve().parent.parent / "examples" / "tiny-qwen3"
 
 @pytest.mark.parametrize("where", ["symlink", "inside-target"])
 def test_smoke_profile_out_is_refused_before_any_model_is_loaded(tmp_path, monkeypatch, where):
-    from dflash_compat.commands import smoke
+    from dflash_compat.cli.commands import smoke
 
     monkeypatch.setattr(smoke, "_run_with_progress", lambda *a: pytest.fail("loaded models before refusing"))
     target = TINY / "target"
@@ -231,7 +231,7 @@ def test_smoke_profile_out_is_refused_before_any_model_is_loaded(tmp_path, monke
 
 
 def test_smoke_refuses_a_hostile_revision_before_loading(monkeypatch):
-    from dflash_compat.commands import smoke
+    from dflash_compat.cli.commands import smoke
 
     monkeypatch.setattr(smoke, "_run_with_progress", lambda *a: pytest.fail("loaded models before refusing"))
     res = _invoke("smoke", "org/model@../../escape", "--draft", TINY / "draft", "--prompt-ids", "1,2")

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from dflash_compat.cli import cli
+from dflash_compat.cli.app import cli
 from tests.configs import draft, target, write_model
 
 
@@ -102,7 +102,7 @@ def test_a_fifo_output_is_refused_without_blocking(tmp_path):
 
 def test_the_output_is_checked_before_the_work(tmp_path, monkeypatch):
     t, d = _pair(tmp_path)
-    import dflash_compat.check as check_module
+    import dflash_compat.pipeline.check as check_module
 
     monkeypatch.setattr(check_module, "run_check", lambda req: pytest.fail("ran before refusing -o"))
     assert "does not exist" in _one_line_error(check(t, d, "-o", tmp_path / "nope" / "r.txt"))

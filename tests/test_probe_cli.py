@@ -16,9 +16,9 @@ pytest.importorskip("prometheus_client")
 
 from click.testing import CliRunner  # noqa: E402
 
-from dflash_compat.cli import cli  # noqa: E402
-from dflash_compat.serving import reference as rf  # noqa: E402
-from dflash_compat.serving.probe import ProbeRequest, probe_exit_code, run_probe  # noqa: E402
+from dflash_compat.cli.app import cli  # noqa: E402
+from dflash_compat.liveprobe import reference as rf  # noqa: E402
+from dflash_compat.liveprobe.probe import ProbeRequest, probe_exit_code, run_probe  # noqa: E402
 
 from .standin_server import StandIn, refused_url  # noqa: E402
 

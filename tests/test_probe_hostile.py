@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-from dflash_compat.facts import Skipped
-from dflash_compat.options import CheckOptions
-from dflash_compat.resolve import Resolved
+from dflash_compat.deployment.options import CheckOptions
+from dflash_compat.modelfacts import Skipped
+from dflash_compat.resolve.refs import Resolved
 from dflash_compat.specs import parse_target_config
 from tests.configs import draft, target, write_model
 from tests.deep_helpers import write_safetensors
@@ -21,8 +21,8 @@ def _index(folder, weight_map):
 
 
 def test_an_index_naming_pickled_shards_is_reported_and_never_opened(tmp_path, monkeypatch):
-    import dflash_compat.probe.safetensors_header as sh
-    from dflash_compat.probe import inspect_draft
+    import dflash_compat.files.safetensors_header as sh
+    from dflash_compat.inspection import inspect_draft
 
     d = write_model(tmp_path / "d", draft())
     write_safetensors(d / "model-1.safetensors", {"fc.weight": ("BF16", [4, 4])})
@@ -39,8 +39,8 @@ def test_an_index_naming_pickled_shards_is_reported_and_never_opened(tmp_path, m
 
 
 def test_the_check_reports_pickled_shards_as_a_finding(tmp_path, monkeypatch):
-    import dflash_compat.probe as probe
-    from dflash_compat.check import CheckRequest, run_check
+    import dflash_compat.inspection as probe
+    from dflash_compat.pipeline.check import CheckRequest, run_check
 
     t = write_model(tmp_path / "t", target())
     d = write_model(tmp_path / "d", draft())
@@ -54,8 +54,8 @@ def test_the_check_reports_pickled_shards_as_a_finding(tmp_path, monkeypatch):
 
 
 def test_foreign_exit_and_prints_become_a_skip(tmp_path, monkeypatch, capsys):
-    import dflash_compat.probe.torch_meta as torch_meta
-    from dflash_compat.probe import inspect_target
+    import dflash_compat.inspection.torch_meta as torch_meta
+    from dflash_compat.inspection import inspect_target
 
     def rude(*args):
         print("To run this model install something")
@@ -78,7 +78,7 @@ def test_mlx_lm_olmo_without_its_package_is_not_buildable_not_an_exit(tmp_path, 
         pytest.skip("hf_olmo is installed: mlx-lm builds olmo")
     except ImportError:
         pass
-    from dflash_compat.probe import inspect_target
+    from dflash_compat.inspection import inspect_target
 
     raw = {"model_type": "olmo", "architectures": ["OlmoForCausalLM"], "d_model": 64, "n_layers": 2, "n_heads": 4,
            "vocab_size": 128, "embedding_size": 128, "mlp_ratio": 2}

@@ -11,11 +11,11 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from dflash_compat.facts import ModuleFacts, Skipped  # noqa: E402
-from dflash_compat.options import CheckOptions  # noqa: E402
-from dflash_compat.probe import detect_framework, inspect_draft, inspect_target  # noqa: E402
-from dflash_compat.probe.torch_meta import inspect_torch_target  # noqa: E402
-from dflash_compat.resolve import Resolved  # noqa: E402
+from dflash_compat.deployment.options import CheckOptions  # noqa: E402
+from dflash_compat.inspection import detect_framework, inspect_draft, inspect_target  # noqa: E402
+from dflash_compat.inspection.torch_meta import inspect_torch_target  # noqa: E402
+from dflash_compat.modelfacts import ModuleFacts, Skipped  # noqa: E402
+from dflash_compat.resolve.refs import Resolved  # noqa: E402
 from dflash_compat.specs import parse_target_config  # noqa: E402
 from tests.deep_helpers import TINY, fixture, probe  # noqa: E402
 
@@ -245,7 +245,7 @@ def test_mlx_checkpoints_dispatch_to_the_mlx_inspector(tmp_path, monkeypatch):
     (plain / "config.json").write_text(json.dumps(TINY["llama"]))
     assert detect_framework(Resolved(ref=str(plain), folder=plain)) == "torch"
     from dflash_compat.exceptions import MissingDependencyError
-    from dflash_compat.probe import mlx_build
+    from dflash_compat.inspection import mlx_build
 
     def no_mlx(*args, **kwargs):
         raise MissingDependencyError("mlx is not installed")
@@ -295,8 +295,8 @@ def test_adapter_cache_facts_come_from_the_users_model_class(monkeypatch):
 
 
 def test_locate_failure_is_a_skip_not_a_finding(monkeypatch):
-    from dflash_compat.engine import CheckContext, run_rules
-    from dflash_compat.probe import torch_meta
+    from dflash_compat.checker.engine import CheckContext, run_rules
+    from dflash_compat.inspection import torch_meta
     from dflash_compat.rules import RULES_BY_CODE
     from dflash_compat.specs import parse_draft_config
     from tests.deep_helpers import tiny_draft
@@ -316,8 +316,8 @@ def test_locate_failure_is_a_skip_not_a_finding(monkeypatch):
 
 
 def test_other_fact_errors_are_reported_by_df006(monkeypatch):
-    from dflash_compat.engine import CheckContext, run_rules
-    from dflash_compat.probe import torch_meta
+    from dflash_compat.checker.engine import CheckContext, run_rules
+    from dflash_compat.inspection import torch_meta
     from dflash_compat.rules import RULES_BY_CODE
     from dflash_compat.specs import parse_draft_config
     from tests.deep_helpers import tiny_draft

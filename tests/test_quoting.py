@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from dflash_compat.engine import BACKENDS, CheckContext, CheckOptions, run_rules
+from dflash_compat.checker.engine import BACKENDS, CheckContext, CheckOptions, run_rules
 from dflash_compat.quoting import quote, quote_items
 from dflash_compat.rules import ALL_RULES
 from dflash_compat.specs import parse_draft_config, parse_target_config

@@ -29,21 +29,21 @@ def test_ci_runs_the_readme_test_command():
 
 
 def test_readme_generated_blocks_are_current():
-    """The rule table and the GPT-2 shim example are generated; `python -m dflash_compat.docs` refreshes them."""
-    from dflash_compat.docs import readme_blocks
+    """The rule table and the GPT-2 shim example are generated; `python -m dflash_compat.cli.ruledocs` refreshes them."""
+    from dflash_compat.cli.ruledocs import readme_blocks
 
     text = (ROOT / "README.md").read_text()
     for (start, end), body in readme_blocks().items():
         assert start in text and end in text, start
-        assert text.split(start)[1].split(end)[0] == "\n" + body, f"{start}: run python -m dflash_compat.docs"
+        assert text.split(start)[1].split(end)[0] == "\n" + body, f"{start}: run python -m dflash_compat.cli.ruledocs"
 
 
 def test_generated_docs_are_current():
     """docs/rule-sources.md (every rule's engine citations) is generated like the README's rule table."""
-    from dflash_compat.docs import generated_docs
+    from dflash_compat.cli.ruledocs import generated_docs
 
     for path, body in generated_docs().items():
-        assert (ROOT / path).read_text() == body, f"{path}: run python -m dflash_compat.docs"
+        assert (ROOT / path).read_text() == body, f"{path}: run python -m dflash_compat.cli.ruledocs"
 
 
 def test_rule_table_links_each_rules_engine_sources():
@@ -53,7 +53,7 @@ def test_rule_table_links_each_rules_engine_sources():
     table = (ROOT / "README.md").read_text().split("<!-- rules:start -->")[1].split("<!-- rules:end -->")[0]
     sources = (ROOT / "docs" / "rule-sources.md").read_text()
     row = next(line for line in table.splitlines() if line.startswith("| DF302 "))
-    from dflash_compat.engine_versions import bundled_versions
+    from dflash_compat.engines.registry import bundled_versions
 
     newest = bundled_versions("vllm")[-1]
     assert f"[vllm {newest}](docs/rule-sources.md#df302)" in row

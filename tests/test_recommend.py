@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from dflash_compat.cli import cli
-from dflash_compat.serving import profile as pf
+from dflash_compat.cli.app import cli
+from dflash_compat.liveprobe import profile as pf
 
 ROOT = Path(__file__).resolve().parent.parent
 

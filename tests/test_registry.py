@@ -6,16 +6,27 @@ import importlib
 import re
 from pathlib import Path
 
-from dflash_compat.engine import BACKENDS, COMMON, SEVERITIES
+from dflash_compat.checker.engine import BACKENDS, COMMON, SEVERITIES
 from dflash_compat.rules import ALL_RULES, RULES_BY_CODE
 
 RULES_DIR = Path(__file__).resolve().parent.parent / "rules"
 
 
+def _rule_files() -> list[Path]:
+    """Every rule file: one folder per family (rules/<family>/dfNNN_*.py)."""
+    return sorted(RULES_DIR.glob("*/df*.py"))
+
+
+def test_rules_sit_in_family_folders_only():
+    assert not list(RULES_DIR.glob("df*.py")), "a rule file at the top of rules/: put it in its family's folder"
+    assert len(_rule_files()) > 100
+
+
 def test_every_rule_file_is_registered():
-    files = sorted(p.stem for p in RULES_DIR.glob("df*.py"))
+    files = _rule_files()
     registered = set()
-    for stem in files:
+    for path in files:
+        stem = f"{path.parent.name}.{path.stem}"
         module = importlib.import_module(f"dflash_compat.rules.{stem}")
         assert hasattr(module, "RULE"), f"{stem} defines no RULE"
         registered.add(module.RULE.code)
@@ -24,9 +35,9 @@ def test_every_rule_file_is_registered():
 
 
 def test_file_is_named_after_its_rule():
-    for stem in (p.stem for p in RULES_DIR.glob("df*.py")):
-        rule = importlib.import_module(f"dflash_compat.rules.{stem}").RULE
-        assert stem == f"{rule.code.lower()}_{rule.name.replace('-', '_')}", stem
+    for path in _rule_files():
+        rule = importlib.import_module(f"dflash_compat.rules.{path.parent.name}.{path.stem}").RULE
+        assert path.stem == f"{rule.code.lower()}_{rule.name.replace('-', '_')}", path
 
 
 def test_codes_unique_and_in_order():
@@ -50,7 +61,7 @@ def test_every_rule_is_documented():
 
 
 def test_a_violation_can_speak_for_some_of_its_rules_engines():
-    from dflash_compat.engine import CheckContext, Rule, Violation, run_rules
+    from dflash_compat.checker.engine import CheckContext, Rule, Violation, run_rules
     from dflash_compat.specs import parse_draft_config, parse_target_config
     from tests.configs import draft, target
 
@@ -66,7 +77,7 @@ def test_a_violation_can_speak_for_some_of_its_rules_engines():
     assert found == {("vllm", "fails here", "error"), ("sglang", "guesses there", "info"),
                      ("vllm", "everywhere", "error"), ("sglang", "everywhere", "error")}
     # the per-backend counts follow the filtered findings; a common rule's finding is for every engine
-    from dflash_compat.engine import COMMON, check_rules
+    from dflash_compat.checker.engine import COMMON, check_rules
 
     counts = check_rules(ctx, [rule], ("vllm", "sglang")).counts
     assert (counts["vllm"].errors, counts["vllm"].infos, counts["sglang"].errors, counts["sglang"].infos) == (2, 0, 1, 1)

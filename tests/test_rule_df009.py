@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 
 from dflash_compat.contract import ENGINE_VERSIONS
-from dflash_compat.engine_support import draft_support
-from dflash_compat.family_support import all_sources, engines_loading, family_support
-from dflash_compat.rules.df009_draft_family_not_loadable import FAMILY_BACKENDS
+from dflash_compat.engines.families import all_sources, engines_loading, family_support
+from dflash_compat.engines.support import draft_support
+from dflash_compat.rules.inputs.df009_draft_family_not_loadable import FAMILY_BACKENDS
 from dflash_compat.specs.families import DFLASH_PACKAGE_FORMATS, FAMILIES
 from tests.configs import merge, run_rule, target
 from tests.test_families import FAMILY_CONFIGS
 
-DATA = Path(__file__).resolve().parent.parent / "dflash_compat" / "data" / "draft_families.json"
+DATA = Path(__file__).resolve().parent.parent / "dflash_compat" / "engines" / "data" / "draft_families.json"
 WHEELS = Path(os.environ.get("DFLASH_ENGINE_SRC", "/work/wheels/src"))
 
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from dflash_compat.facts import Skipped
-from dflash_compat.options import CheckOptions
-from dflash_compat.resolve import Resolved
+from dflash_compat.deployment.options import CheckOptions
+from dflash_compat.modelfacts import Skipped
+from dflash_compat.resolve.refs import Resolved
 from dflash_compat.specs import parse_target_config
 from dflash_compat.specs.sizes import oversized
 from tests.configs import catches, draft, run_rule, target
@@ -47,8 +47,8 @@ def test_passes_every_fixture_pair():
 
 
 def test_the_deep_check_does_not_build_an_oversized_target(tmp_path, monkeypatch):
-    import dflash_compat.probe.torch_meta as torch_meta
-    from dflash_compat.probe import inspect_target
+    import dflash_compat.inspection.torch_meta as torch_meta
+    from dflash_compat.inspection import inspect_target
 
     monkeypatch.setattr(torch_meta, "inspect_torch_target", lambda *a: pytest.fail("built the model"))
     raw = target(num_hidden_layers=10**6)

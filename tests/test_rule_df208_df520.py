@@ -40,7 +40,7 @@ def test_df520_passes_enough_layers_an_explicit_pattern_other_types_and_torch_ba
 
 
 def test_smoke_preflight_refuses_cpmant_with_df208_and_gemma3_on_mlx_with_df520(tmp_path):
-    from dflash_compat.commands.smoke_preflight import preflight
+    from dflash_compat.cli.commands.smoke_preflight import preflight
     from tests.configs import write_model
 
     d = write_model(tmp_path / "draft", draft())

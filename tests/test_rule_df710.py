@@ -8,7 +8,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from dflash_compat.cli import cli
+from dflash_compat.cli.app import cli
 from tests.configs import write_model
 
 pytest.importorskip("torch")

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from dflash_compat.checker.engine import COMMON, EngineSource
 from dflash_compat.contract import BACKEND_ENGINES, ENGINE_VERSIONS, SOURCE_ENGINE_VERSIONS, cited_version
-from dflash_compat.engine import COMMON, EngineSource
-from dflash_compat.engine_versions import bundled_versions
+from dflash_compat.engines.registry import bundled_versions
 from dflash_compat.rules import ALL_RULES, RETIRED, RULES_BY_CODE
 
 # Reports about dflash-check's own inspection (what it could not read, or would not build: DF010's size
@@ -96,7 +96,7 @@ def test_a_rule_holds_where_its_engine_code_is(rule):
     """Each citation is found in some bundled release. At a bundled release a rule runs for (its `versions`)
     where one of its citations is gone, another citation of that engine is found: a rule whose engine code
     left a release says for which releases it holds (e.g. the V1-runner rules: vllm<0.34.0)."""
-    from dflash_compat.engine_versions import satisfies
+    from dflash_compat.engines.registry import satisfies
 
     for src in rule.sources:
         if src.engine in SOURCE_TREES:  # a source tree without bundled facts: the cited lines in that tree

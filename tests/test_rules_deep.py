@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from dflash_compat.check import CheckRequest, run_check
-from dflash_compat.engine import CheckContext, check_rules
-from dflash_compat.facts import Skipped
-from dflash_compat.options import CheckOptions
+from dflash_compat.checker.engine import CheckContext, check_rules
+from dflash_compat.deployment.options import CheckOptions
+from dflash_compat.modelfacts import Skipped
+from dflash_compat.pipeline.check import CheckRequest, run_check
 from dflash_compat.rules import RULES_BY_CODE
 from dflash_compat.specs import parse_draft_config, parse_target_config
 from tests.deep_helpers import (

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from dflash_compat.check import load_gguf_draft, load_gguf_target
-from dflash_compat.engine import CheckContext, CheckOptions, run_rules
-from dflash_compat.resolve import resolve
+from dflash_compat.checker.engine import CheckContext, CheckOptions, run_rules
+from dflash_compat.pipeline.check import load_gguf_draft, load_gguf_target
+from dflash_compat.resolve.refs import resolve
 from dflash_compat.rules import RULES_BY_CODE
 from tests.configs import DELETE, catches, draft, merge, run_rule, target
 from tests.gguf_models import DELETE as GDELETE
@@ -267,7 +267,7 @@ def test_df813_passes_matching_width(good):
 def test_settings_file_selects_llamacpp_and_its_launch_option(tmp_path, good):
     from click.testing import CliRunner
 
-    from dflash_compat.cli import cli
+    from dflash_compat.cli.app import cli
 
     cfg = tmp_path / "dflash-check.toml"
     cfg.write_text('backends = ["llama.cpp"]\nspec-draft-n-max = 12\n')

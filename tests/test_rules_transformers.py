@@ -24,15 +24,15 @@ def test_df201_catches_hybrid_layer_types():
 def _native_df201(monkeypatch, version, cache=None):
     import dataclasses
 
-    from dflash_compat.engine_versions import select_versions
+    from dflash_compat.engines.registry import select_versions
 
     spec = f"transformers=={version}"  # the release judged (--engine-version), not the installed one
     if cache is None:
         return run_rule("DF201", target(model_type="qwen3_next", layer_types=NEXT_TYPES), draft(),
                         backends=("transformers",), versions=[spec])
-    from dflash_compat.engine import CheckContext, run_rules
-    from dflash_compat.facts import ModuleFacts
-    from dflash_compat.options import CheckOptions
+    from dflash_compat.checker.engine import CheckContext, run_rules
+    from dflash_compat.deployment.options import CheckOptions
+    from dflash_compat.modelfacts import ModuleFacts
     from dflash_compat.rules import RULES_BY_CODE
     from dflash_compat.specs import parse_draft_config, parse_target_config
 
@@ -52,7 +52,7 @@ def test_df201_native_generate_runs_a_hybrid_the_release_does_not_mark_stateful(
     """5.24.0 refuses `_is_stateful` classes only (generation/utils.py:1885-1890); LFM2's model type fills
     layer_types with conv layers but its class is not stateful there: generate runs it, and the crop after each
     verify cannot roll the conv state back."""
-    from dflash_compat.engine_support import engine_data
+    from dflash_compat.engines.support import engine_data
 
     facts = engine_data("transformers", "5.24.0")
     assert "lfm2" in facts["recurrent_layer_model_types"] and "lfm2" not in facts["stateful_model_types"]
@@ -63,7 +63,7 @@ def test_df201_native_generate_runs_a_hybrid_the_release_does_not_mark_stateful(
 
 
 def test_df201_native_generate_rolls_back_where_the_model_records_history(monkeypatch):
-    from dflash_compat.facts import CacheFacts
+    from dflash_compat.modelfacts import CacheFacts
 
     assert _native_df201(monkeypatch, "5.25.0", CacheFacts(rollback="none", non_croppable=(0,),
                                                            recurrent_history=True)) == []

@@ -1,6 +1,6 @@
 """DF3xx: vLLM's DFlash loader, proposer options and model-class support."""
 
-from dflash_compat.engine import CheckOptions
+from dflash_compat.checker.engine import CheckOptions
 from tests.configs import DELETE, catches, draft, fixture_config, merge, run_rule, speculators_draft, target
 
 V = ("vllm",)
@@ -215,7 +215,7 @@ def test_df313_passes_the_published_dflash2_config_and_v1_drafts():
 
 def _speculators_v2():
     """What `convert --to speculators` writes for the published DFlash 2 draft (the DFlash 2 keys at the top)."""
-    from dflash_compat.conversion import plan_conversion
+    from dflash_compat.convert.plan import plan_conversion
     from dflash_compat.specs import parse_draft_config
     dropped = ("output_multiplier", "final_logit_softcapping", "input_embedding_scale")  # no speculators equivalent
     plain = merge(DFLASH2, **{f"dflash_config.{k}": DELETE for k in dropped}, **{k: DELETE for k in dropped})

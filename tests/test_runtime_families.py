@@ -16,7 +16,7 @@ pytest.importorskip("transformers")
 
 from click.testing import CliRunner  # noqa: E402
 
-from dflash_compat.cli import cli  # noqa: E402
+from dflash_compat.cli.app import cli  # noqa: E402
 from dflash_compat.exceptions import RuntimeUnsupportedError, WeightsError  # noqa: E402
 from dflash_compat.runtime import torch_draft, torch_generate  # noqa: E402
 from dflash_compat.runtime.draft_config import RUNTIME_FORMATS, draft_config, normalise_key  # noqa: E402

@@ -13,7 +13,7 @@ pytest.importorskip("transformers")
 
 from torch import nn  # noqa: E402
 
-from dflash_compat.commands.smoke import SmokeRequest, SmokeRun, build_payload, exit_code, run_prompts  # noqa: E402
+from dflash_compat.cli.commands.smoke import SmokeRequest, SmokeRun, build_payload, exit_code, run_prompts  # noqa: E402
 from dflash_compat.exceptions import InputError  # noqa: E402
 from dflash_compat.runtime import torch_generate as rt  # noqa: E402
 from dflash_compat.runtime.core import (  # noqa: E402
@@ -369,8 +369,8 @@ def test_text_report_shows_the_near_tie_numbers_at_80_columns(tmp_path):
 
     from rich.console import Console
 
-    from dflash_compat.commands.smoke import first_divergence
-    from dflash_compat.console import render_smoke
+    from dflash_compat.cli.commands.smoke import first_divergence
+    from dflash_compat.cli.console import render_smoke
 
     target, draft = _near_tie_pair(tmp_path)
     run = _smoke_run(target, draft, [PROMPT])
@@ -434,7 +434,7 @@ def test_graphed_verify_is_token_identical(tmp_path, monkeypatch):
 def test_smoke_refuses_cuda_graphs_without_the_static_cache_in_one_line():
     from click.testing import CliRunner
 
-    from dflash_compat.cli import cli
+    from dflash_compat.cli.app import cli
 
     for extra in ([], ["--cache", "static", "--device", "cpu"], ["--backend", "mlx", "--cache", "static"]):
         res = CliRunner().invoke(cli, ["smoke", "no/target", "--draft", "no/draft", "--cuda-graphs", *extra])
@@ -458,7 +458,7 @@ def test_recheck_reruns_the_differing_prompt_in_float32(tmp_path, monkeypatch):
 
     from click.testing import CliRunner
 
-    from dflash_compat.cli import cli
+    from dflash_compat.cli.app import cli
     from dflash_compat.runtime.torch_target import TorchTarget
 
     tcfg = target_config(vocab=16)

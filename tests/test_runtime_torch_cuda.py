@@ -72,7 +72,7 @@ def test_cuda_replay_gives_tau_equal_block_size(tmp_path, monkeypatch):
 def test_cuda_smoke_command(tmp_path):
     from click.testing import CliRunner
 
-    from dflash_compat.cli import cli
+    from dflash_compat.cli.app import cli
 
     tcfg = target_config(vocab=16)
     tiny_target(3, vocab=16).save_pretrained(str(tmp_path / "target"), safe_serialization=True)

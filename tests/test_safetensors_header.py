@@ -11,11 +11,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from dflash_compat.cli import cli
+from dflash_compat.cli.app import cli
 from dflash_compat.exceptions import WeightsError
-from dflash_compat.facts import DraftWeights, Skipped
-from dflash_compat.probe.safetensors_header import inspect_draft_weights, read_header, read_local_headers
-from dflash_compat.resolve import Resolved
+from dflash_compat.files.safetensors_header import read_header, read_local_headers
+from dflash_compat.inspection.weights import inspect_draft_weights
+from dflash_compat.modelfacts import DraftWeights, Skipped
+from dflash_compat.resolve.refs import Resolved
 from tests.configs import QWEN3_8B_DRAFT, target, write_model
 from tests.deep_helpers import draft_tensors, read_draft, tiny_draft, write_draft, write_safetensors
 
@@ -179,7 +180,7 @@ def test_hostile_headers_are_weights_errors(tmp_path, header):
 
 
 def test_sub_byte_sizes_are_integers(tmp_path):
-    from dflash_compat.probe.safetensors_header import tensor_bytes
+    from dflash_compat.files.safetensors_header import tensor_bytes
 
     assert tensor_bytes("F4", [3]) == 2 and tensor_bytes("F6_E2M3", [5]) == 4
     assert tensor_bytes("BF16", [10**400]) == 2 * 10**400

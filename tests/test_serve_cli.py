@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from dflash_compat.cli import cli
-from dflash_compat.serving.launch import ENGINES, OPTION_FLAGS, options_from_argv
-from dflash_compat.serving.pipeline import option_supported
+from dflash_compat.cli.app import cli
+from dflash_compat.serve.pipeline import option_supported
+from dflash_compat.serve.plan import ENGINES, OPTION_FLAGS, options_from_argv
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = Path(__file__).resolve().parent / "golden" / "serve"
@@ -185,7 +185,7 @@ def test_every_serve_option_has_a_check_option_and_flag():
 
 def test_an_option_the_rules_cannot_judge_is_refused_not_printed():
     from dflash_compat.exceptions import InputError
-    from dflash_compat.serving.pipeline import PairRef, make_options
+    from dflash_compat.serve.pipeline import PairRef, make_options
 
     with pytest.raises(InputError, match="--future-flag: this version's rules cannot check it yet"):
         make_options({"future_option": 3, "tp": 2}, PairRef("t", "d"), {"future_option": "--future-flag"})
@@ -220,10 +220,10 @@ def test_vllm_flags_follow_the_selected_release():
     parser declares: a key 0.34.0 dropped is refused there and printed for 0.33.0."""
     import pytest
 
-    from dflash_compat.commands.serve import _accepted_flags
-    from dflash_compat.engine_versions import select_versions
+    from dflash_compat.cli.commands.serve import _accepted_flags
+    from dflash_compat.engines.registry import select_versions
     from dflash_compat.exceptions import InputError
-    from dflash_compat.serving.launch import LaunchPlan, for_release
+    from dflash_compat.serve.plan import LaunchPlan, for_release
 
     plan = LaunchPlan("vllm", ["vllm", "serve", "t", "--speculative-config.method", "dflash",
                                "--speculative-config.disable_padded_drafter_batch", "true",
@@ -244,10 +244,10 @@ def test_vllm_0_32_commands_are_checked():
     """serve checks a vLLM 0.32.0 line against 0.32.0's own parser (its frontend flags are in
     entrypoints/launchers/cli_args.py there): the command it prints passes; a flag 0.32.0 does not declare
     (`--monokernel`, from 0.33.0: vllm/engine/arg_utils.py:1842) is refused, not printed."""
-    from dflash_compat.commands.serve import _accepted_flags
-    from dflash_compat.engine_versions import select_versions
+    from dflash_compat.cli.commands.serve import _accepted_flags
+    from dflash_compat.engines.registry import select_versions
     from dflash_compat.exceptions import InputError
-    from dflash_compat.serving.launch import LaunchPlan, for_release
+    from dflash_compat.serve.plan import LaunchPlan, for_release
 
     res = _serve("vllm", "--engine-version", "vllm==0.32.0")
     assert res.exit_code == 0, res.output

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from dflash_compat.cli import cli
+from dflash_compat.cli.app import cli
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ("examples/demo/target", "--draft", "examples/demo/draft")
@@ -51,7 +51,7 @@ def test_printed_command_generates_on_the_demo_pair(engine):
 
 def test_runner_refuses_without_dflash(monkeypatch, capsys):
     """Without the dflash package the runner says how to install it (one line, exit 2), no traceback."""
-    from dflash_compat.serving import dflash_run
+    from dflash_compat.serve import dflash_run
 
     monkeypatch.setitem(sys.modules, "dflash", None)  # `import dflash` raises ImportError
     assert dflash_run.main(["mlx", "--model", "t", "--draft", "d", "hi"]) == 2
@@ -61,7 +61,7 @@ def test_runner_refuses_without_dflash(monkeypatch, capsys):
 
 def test_the_runner_imports_neither_requests_nor_the_dflash_cli():
     """dflash/benchmark.py:11 imports requests, which --no-deps leaves out: the runner must not reach it."""
-    src = (ROOT / "dflash_compat" / "serving" / "dflash_run.py").read_text()
+    src = (ROOT / "dflash_compat" / "serve" / "dflash_run.py").read_text()
     code = "\n".join(line for line in src.splitlines() if line.lstrip().startswith(("import ", "from ")))
     assert "requests" not in code and "benchmark" not in code and "dflash.cli" not in code
 
@@ -69,7 +69,7 @@ def test_the_runner_imports_neither_requests_nor_the_dflash_cli():
 @pytest.mark.parametrize("prompt", ["--help", "-x", "a b; rm -rf ~", "$(id)"])
 def test_a_prompt_reaches_the_runner_as_one_argument(prompt):
     """The printed argv ends with `-- PROMPT`: a prompt that looks like an option is still the prompt."""
-    from dflash_compat.serving.dflash_run import build_parser
+    from dflash_compat.serve.dflash_run import build_parser
 
     res = CliRunner().invoke(cli, ["serve", *DEMO, "--engine", "mlx", "-f", "json", "--no-deep", "--prompt", prompt])
     assert res.exit_code == 0, res.output
@@ -79,7 +79,7 @@ def test_a_prompt_reaches_the_runner_as_one_argument(prompt):
 
 
 def test_trust_remote_code_reaches_the_transformers_runner():
-    from dflash_compat.serving.dflash_run import build_parser
+    from dflash_compat.serve.dflash_run import build_parser
 
     res = CliRunner().invoke(cli, ["serve", *DEMO, "--engine", "transformers", "-f", "json", "--no-deep",
                                    "--trust-remote-code"])

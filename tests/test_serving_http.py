@@ -2,7 +2,7 @@
 
 import pytest
 
-from dflash_compat.serving.http import Response, ServerError
+from dflash_compat.liveprobe.http import Response, ServerError
 
 
 def _answer(body: bytes, status: int = 200) -> Response:

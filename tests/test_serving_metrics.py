@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from dflash_compat.serving import metrics as m
-from dflash_compat.serving.http import ServerError, parse_url
+from dflash_compat.liveprobe import metrics as m
+from dflash_compat.liveprobe.http import ServerError, parse_url
 
 
 def _vllm_text(drafts=10, accepted=23, per_pos=(9, 7, 4, 2, 1), model="m", engines=("0",)) -> str:

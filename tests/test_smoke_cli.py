@@ -20,7 +20,7 @@ pytest.importorskip("transformers")
 
 from click.testing import CliRunner  # noqa: E402
 
-from dflash_compat.cli import cli  # noqa: E402
+from dflash_compat.cli.app import cli  # noqa: E402
 
 from .tiny_dflash import draft_config, draft_state, save_draft, save_tokenizer, target_config, tiny_target  # noqa: E402
 
@@ -205,7 +205,7 @@ def test_broken_target_checkpoint_exits_2_in_one_line(models, tmp_path, change, 
 def test_trust_remote_code_fetches_the_repos_code(models, monkeypatch):
     import huggingface_hub
 
-    from dflash_compat import resolve as resolve_mod
+    from dflash_compat.resolve import refs as resolve_mod
 
     seen = []
     monkeypatch.setattr(huggingface_hub, "snapshot_download",
@@ -232,7 +232,7 @@ def test_cuda_without_gpu_is_an_input_error(models):
 
 
 def test_smoke_help_imports_no_torch():
-    probe = ("import sys\nfrom dflash_compat.cli import main\nsys.argv=['dflash-check','smoke','--help']\n"
+    probe = ("import sys\nfrom dflash_compat.cli.app import main\nsys.argv=['dflash-check','smoke','--help']\n"
              "try:\n    main()\nexcept SystemExit:\n    pass\n"
              "print('HEAVY', [m for m in ('torch', 'transformers', 'safetensors') if m in sys.modules], file=sys.stderr)")
     res = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, cwd=ROOT)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from dflash_compat.cli import cli
+from dflash_compat.cli.app import cli
 
 PAIR = Path(__file__).resolve().parent.parent / "examples" / "tiny-qwen3"
 

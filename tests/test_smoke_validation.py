@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from dflash_compat.cli import cli
+from dflash_compat.cli.app import cli
 
 PAIR = Path(__file__).resolve().parent.parent / "examples" / "tiny-qwen3"
 
@@ -38,7 +38,7 @@ def _pair(tmp_path: Path, draft: dict | None = None, target: dict | None = None)
 @pytest.fixture()
 def no_load(monkeypatch):
     """Fail the test if a runtime starts loading models (the refusal must come before)."""
-    import dflash_compat.commands.smoke as smoke
+    import dflash_compat.cli.commands.smoke as smoke
 
     def loading(*_args, **_kwargs):
         raise AssertionError("a model load started")
@@ -172,8 +172,8 @@ def _configs():
 @pytest.mark.parametrize("name", list(_configs()))
 @pytest.mark.parametrize("engine", ["dflash", "mlx"])
 def test_every_runtime_draft_refusal_is_a_refusing_finding(name, engine):
-    from dflash_compat.commands.smoke_preflight import RUNTIME_LIMITS
-    from dflash_compat.engine import CheckContext, check_rules
+    from dflash_compat.checker.engine import CheckContext, check_rules
+    from dflash_compat.cli.commands.smoke_preflight import RUNTIME_LIMITS
     from dflash_compat.exceptions import DFlashCompatError
     from dflash_compat.rules import ALL_RULES
     from dflash_compat.runtime.draft_config import draft_config

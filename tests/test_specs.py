@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dflash_compat.engine import CheckContext
+from dflash_compat.checker.engine import CheckContext
 from dflash_compat.exceptions import ConfigError, NotADraftError
 from dflash_compat.specs import parse_draft_config, parse_target_config
 from tests.configs import DELETE, draft, speculators_draft, target

@@ -13,8 +13,8 @@ from xml.etree import ElementTree as ET
 import pytest
 from click.testing import CliRunner
 
-from dflash_compat.cli import cli
-from dflash_compat.console import color_enabled, make_console, render_smoke, terminal_width
+from dflash_compat.cli.app import cli
+from dflash_compat.cli.console import color_enabled, make_console, render_smoke, terminal_width
 from dflash_compat.rules import ALL_RULES
 from tests.configs import draft, target, write_model
 

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from dflash_compat.cli import cli  # noqa: E402
+from dflash_compat.cli.app import cli  # noqa: E402
 from dflash_compat.runtime import torch_generate as rt  # noqa: E402
 from dflash_compat.train import TrainConfig, prepare  # noqa: E402
 from dflash_compat.train.loop import held_out_tau, run_training  # noqa: E402

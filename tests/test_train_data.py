@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from dflash_compat.cli import cli
+from dflash_compat.cli.app import cli
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "examples" / "demo"
@@ -107,7 +107,7 @@ def test_bad_data_options_are_one_line_before_torch(demo, tmp_path, args, messag
     import sys
 
     root, target, draft = demo
-    probe = ("import sys, json\nfrom dflash_compat.cli import main\nsys.argv = ['dflash-check', *json.loads(sys.argv[1])]"
+    probe = ("import sys, json\nfrom dflash_compat.cli.app import main\nsys.argv = ['dflash-check', *json.loads(sys.argv[1])]"
              "\ntry:\n    main()\nexcept SystemExit as e:\n    code = e.code\nprint('CODE', code, 'torch' in sys.modules,"
              " 'datasets' in sys.modules, file=sys.stderr)\n")
     argv = ["train", str(target), "--draft", str(draft), "-o", str(tmp_path / "out"), *args]

@@ -28,7 +28,7 @@ from click.testing import CliRunner
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from dflash_compat.cli import cli  # noqa: E402
+from dflash_compat.cli.app import cli  # noqa: E402
 from dflash_compat.train import TrainConfig, prepare  # noqa: E402
 from dflash_compat.train.loop import run_training  # noqa: E402
 
@@ -178,7 +178,7 @@ def test_bad_data_under_torchrun_is_one_line_from_rank_zero(tmp_path):
 ])
 def test_bad_rank_settings_are_one_line_before_torch(tmp_path, args, message):
     target, draft, data = _pair(tmp_path)
-    probe = ("import sys, json\nfrom dflash_compat.cli import main\nsys.argv = ['dflash-check', *json.loads(sys.argv[1])]"
+    probe = ("import sys, json\nfrom dflash_compat.cli.app import main\nsys.argv = ['dflash-check', *json.loads(sys.argv[1])]"
              "\ntry:\n    main()\nexcept SystemExit as e:\n    code = e.code\nprint('CODE', code, 'torch' in sys.modules,"
              " file=sys.stderr)\n")
     argv = ["train", str(target), "--draft", str(draft), "--data", str(data), "-o", str(tmp_path / "out"),

@@ -22,7 +22,7 @@ pytest.importorskip("transformers")
 pytest.importorskip("mlx.core")
 pytest.importorskip("mlx_lm")
 
-from dflash_compat.cli import cli  # noqa: E402
+from dflash_compat.cli.app import cli  # noqa: E402
 from dflash_compat.train import TrainConfig, prepare  # noqa: E402
 from dflash_compat.train.loop import run_training  # noqa: E402
 from dflash_compat.train.mlx_loop import prepare_mlx, run_training_mlx  # noqa: E402

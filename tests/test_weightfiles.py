@@ -1,4 +1,4 @@
-"""The checked weight-file lookup (dflash_compat.weightfiles): index names stay inside the folder,
+"""The checked weight-file lookup (dflash_compat.files.weightfiles): index names stay inside the folder,
 only regular files are used, symlinks do not lead out (except into the Hub cache's blob store)."""
 
 from __future__ import annotations
@@ -10,7 +10,13 @@ from pathlib import Path
 import pytest
 
 from dflash_compat.exceptions import WeightsError, one_line
-from dflash_compat.weightfiles import INDEX_FILE, PickledShardsError, index_shards, local_weight_files, weight_paths
+from dflash_compat.files.weightfiles import (
+    INDEX_FILE,
+    PickledShardsError,
+    index_shards,
+    local_weight_files,
+    weight_paths,
+)
 
 
 def _index(folder: Path, wmap: dict) -> None:

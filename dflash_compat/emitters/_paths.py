@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import posixpath
 
-from ..findings import Location
-from ..report import Report
+from dflash_compat.checker.findings import Location
+from dflash_compat.checker.report import Report
 
 __all__ = ["artifact_path"]
 

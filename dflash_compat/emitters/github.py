@@ -6,10 +6,10 @@ a value from a config cannot end its command or start another one.
 
 from __future__ import annotations
 
-from ..report import Report
-from . import counts
-from ._paths import artifact_path
-from ._safe import github_data, github_property, printable
+from dflash_compat.checker.report import Report
+from dflash_compat.emitters import counts
+from dflash_compat.emitters._paths import artifact_path
+from dflash_compat.emitters._safe import github_data, github_property, printable
 
 __all__ = ["render"]
 

@@ -3,8 +3,8 @@ a non-finite number from a config is null, a lone surrogate U+FFFD."""
 
 from __future__ import annotations
 
-from ..report import Report
-from ._safe import dumps
+from dflash_compat.checker.report import Report
+from dflash_compat.emitters._safe import dumps
 
 __all__ = ["render"]
 

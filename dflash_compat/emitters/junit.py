@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from xml.etree import ElementTree as ET
 
-from ..findings import Finding, RuleRun
-from ..report import Report
-from ._safe import printable
+from dflash_compat.checker.findings import Finding, RuleRun
+from dflash_compat.checker.report import Report
+from dflash_compat.emitters._safe import printable
 
 __all__ = ["render"]
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 import html
 import re
 
-from ..findings import Finding
-from ..report import Report
-from . import counts
-from ._safe import printable
+from dflash_compat.checker.findings import Finding
+from dflash_compat.checker.report import Report
+from dflash_compat.emitters import counts
+from dflash_compat.emitters._safe import printable
 
 __all__ = ["render", "md"]
 
@@ -99,7 +99,7 @@ def _details(report: Report, infos: list[Finding]) -> list[str]:
         body += [f"- {md(reason)}: {md(', '.join(codes))}" for reason, codes in by_reason.items()]
         body.append("")
     if report.engines:
-        from ..report import engines_text
+        from dflash_compat.checker.report import engines_text
 
         body.append("**Judged against** " + md(engines_text(report.engines)))
         body.append("")

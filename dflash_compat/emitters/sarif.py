@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
-from ..findings import RuleRun
-from ..report import Report
-from ._paths import artifact_path
-from ._safe import dumps
+from dflash_compat.checker.findings import RuleRun
+from dflash_compat.checker.report import Report
+from dflash_compat.emitters._paths import artifact_path
+from dflash_compat.emitters._safe import dumps
 
 __all__ = ["render"]
 

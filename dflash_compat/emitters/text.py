@@ -13,12 +13,12 @@ from __future__ import annotations
 import io
 from typing import TYPE_CHECKING, Iterator, Optional
 
-from ..console import wrap
-from ..findings import Finding
-from ..quoting import quote
-from ..report import Report
-from . import counts
-from ._safe import printable
+from dflash_compat.checker.findings import Finding
+from dflash_compat.checker.report import Report
+from dflash_compat.emitters import counts
+from dflash_compat.emitters._safe import printable
+from dflash_compat.quoting import quote
+from dflash_compat.terminal import wrap
 
 if TYPE_CHECKING:  # rich is imported lazily: `--help` must not pay for it
     from rich.text import Text
@@ -161,7 +161,7 @@ def _lines(report: Report, width: int) -> Iterator["Text"]:
                        width)
     yield from _inherited(d.get("inherited") or (), width)
     if report.engines:
-        from ..report import engines_text
+        from dflash_compat.checker.report import engines_text
 
         yield from _paragraph(Text.assemble(("engines ", "bold")), printable(engines_text(report.engines)), width,
                               indent=8)

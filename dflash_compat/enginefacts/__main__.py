@@ -1,7 +1,7 @@
 """`python -m dflash_compat.enginefacts refresh` (also `dflash-check facts refresh`): read engine wheels
 into facts.
 
-  refresh [--wheels DIR]                  every release of the bundled window -> dflash_compat/data/engines/
+  refresh [--wheels DIR]                  every release of the bundled window -> dflash_compat/engines/data/engines/
   refresh --check [--wheels DIR]          regenerate the window; exit 1 if the bundled files differ or a
                                           fact is unknown at a bundled release
   refresh --engine vllm==0.34.1 ...       those releases -> $XDG_CACHE_HOME/dflash-compat/facts (the next
@@ -18,10 +18,10 @@ import time
 from pathlib import Path
 from typing import Optional
 
-from ..engine_versions import ENGINES, bundled_versions, cache_dir, parse_spec
-from .build import PACKAGES, default_cache, locate, render, wheel_version, write_atomically
-from .source import LayoutError, SourceTree
-from .window import SECTION, STORE, build_common, extract_window, store_files
+from dflash_compat.enginefacts.build import PACKAGES, default_cache, locate, render, wheel_version, write_atomically
+from dflash_compat.enginefacts.source import LayoutError, SourceTree
+from dflash_compat.enginefacts.window import SECTION, STORE, build_common, extract_window, store_files
+from dflash_compat.engines.registry import ENGINES, bundled_versions, cache_dir, parse_spec
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -68,7 +68,7 @@ def _requested(specs: list[str]) -> list[tuple[str, Optional[str]]]:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    from ..exceptions import DFlashCompatError
+    from dflash_compat.exceptions import DFlashCompatError
 
     start = time.perf_counter()
     try:

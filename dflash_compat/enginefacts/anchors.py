@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
-from .source import LayoutError, SourceTree
+from dflash_compat.enginefacts.source import LayoutError, SourceTree
 
 __all__ = ["Anchor", "anchor_at", "code_features", "enclosing", "find_code", "resolve"]
 
@@ -164,7 +164,7 @@ def code_features(tree: SourceTree, features: dict[str, tuple[str, str, str]], r
     """{feature: Loc} for each feature (path, code, note) whose code is in this version. `required`: the
     features' files are ones every release has, so a missing file is a layout change (LayoutError: the
     features are unknown at this release), not the absence of every feature."""
-    from .source import Loc
+    from dflash_compat.enginefacts.source import Loc
 
     found = {}
     for name, (path, code, note) in features.items():

@@ -5,8 +5,8 @@ from __future__ import annotations
 import ast
 from typing import Iterator, Optional
 
-from .pymod import string_value
-from .source import LayoutError
+from dflash_compat.enginefacts.pymod import string_value
+from dflash_compat.enginefacts.source import LayoutError
 
 __all__ = [
     "assigned",

@@ -10,9 +10,9 @@ import tempfile
 from pathlib import Path
 from typing import Any, Optional
 
-from . import dflash, mlx, sglang, speculators, transformers, vllm
-from .facts import Section
-from .source import LayoutError, Loc, SourceTree
+from dflash_compat.enginefacts import dflash, mlx, sglang, speculators, transformers, vllm
+from dflash_compat.enginefacts.facts import Section
+from dflash_compat.enginefacts.source import LayoutError, Loc, SourceTree
 
 __all__ = ["META_KEYS", "PACKAGES", "build", "locate", "missing_sources", "render", "wheel_version"]
 

@@ -15,8 +15,8 @@ import ast
 from dataclasses import dataclass
 from typing import Optional
 
-from .pymod import ClassRef, Modules
-from .source import Loc
+from dflash_compat.enginefacts.pymod import ClassRef, Modules
+from dflash_compat.enginefacts.source import Loc
 
 __all__ = ["Gap", "Unresolved", "classes_of_call", "delegation_gap", "own_method", "self_attr"]
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import ast
 
-from .astutil import function
-from .facts import Section, require
-from .pymod import string_value
-from .source import LayoutError, Loc, SourceTree
+from dflash_compat.enginefacts.astutil import function
+from dflash_compat.enginefacts.facts import Section, require
+from dflash_compat.enginefacts.pymod import string_value
+from dflash_compat.enginefacts.source import LayoutError, Loc, SourceTree
 
 __all__ = ["extract"]
 

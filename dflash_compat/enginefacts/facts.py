@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Collection, Generic, Mapping, TypeVar
 
-from .source import LayoutError, Loc
+from dflash_compat.enginefacts.source import LayoutError, Loc
 
 __all__ = ["READER_ERRORS", "Section", "Step", "require"]
 

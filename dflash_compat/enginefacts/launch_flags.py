@@ -17,11 +17,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .source import LayoutError, SourceTree
+from dflash_compat.enginefacts.source import LayoutError, SourceTree
+from dflash_compat.engines import DATA_DIR
 
 __all__ = ["DATA", "extract", "vllm_flags", "sglang_flags", "llamacpp_flags", "main"]
 
-DATA = Path(__file__).resolve().parent.parent / "data" / "launch_flags.json"
+DATA = DATA_DIR / "launch_flags.json"
 ABOUT = ("Command-line flags (and vLLM speculative-config keys) each engine release accepts, read from its own "
          "argument parser by `python -m dflash_compat.enginefacts.launch_flags`. Do not edit by hand. Each name "
          "maps to [file, line] of its declaration (vLLM/SGLang: relative to the wheel's top package; llama.cpp: "

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-from .source import LayoutError
+from dflash_compat.enginefacts.source import LayoutError
+from dflash_compat.engines import DATA_DIR
 
 __all__ = ["LlamaTree", "Anchor", "extract", "find_anchor"]
 
@@ -450,7 +451,7 @@ def write(root: Path, build: str, out: Optional[Path] = None) -> Path:
     import json
 
     data = extract(root, build)
-    out = out or Path(__file__).resolve().parent.parent / "data" / "llamacpp" / f"{build}.json"
+    out = out or DATA_DIR / "llamacpp" / f"{build}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return out

@@ -5,10 +5,10 @@ from __future__ import annotations
 import ast
 from typing import Callable, Optional
 
-from .astutil import assigned, function, string_dict
-from .facts import Section, Step, require
-from .pymod import ClassRef, Modules, string_value
-from .source import LayoutError, Loc, SourceTree
+from dflash_compat.enginefacts.astutil import assigned, function, string_dict
+from dflash_compat.enginefacts.facts import Section, Step, require
+from dflash_compat.enginefacts.pymod import ClassRef, Modules, string_value
+from dflash_compat.enginefacts.source import LayoutError, Loc, SourceTree
 
 __all__ = ["MlxFacts", "extract", "replay_module"]
 

@@ -11,7 +11,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import Iterator, Optional, Union
 
-from .source import Loc, SourceTree
+from dflash_compat.enginefacts.source import Loc, SourceTree
 
 __all__ = ["ClassRef", "ModuleRef", "Modules", "string_value"]
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import ast
 
-from .anchors import code_features
-from .astutil import assigned, calls_to, function
-from .delegation import Unresolved, delegation_gap
-from .facts import Section, Step, require
-from .pymod import ClassRef, Modules, string_value
-from .source import LayoutError, Loc, SourceTree
+from dflash_compat.enginefacts.anchors import code_features
+from dflash_compat.enginefacts.astutil import assigned, calls_to, function
+from dflash_compat.enginefacts.delegation import Unresolved, delegation_gap
+from dflash_compat.enginefacts.facts import Section, Step, require
+from dflash_compat.enginefacts.pymod import ClassRef, Modules, string_value
+from dflash_compat.enginefacts.source import LayoutError, Loc, SourceTree
 
 __all__ = ["extract"]
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import ast
 
-from .facts import Section, require
-from .pymod import string_value
-from .source import LayoutError, Loc, SourceTree
+from dflash_compat.enginefacts.facts import Section, require
+from dflash_compat.enginefacts.pymod import string_value
+from dflash_compat.enginefacts.source import LayoutError, Loc, SourceTree
 
 __all__ = ["extract"]
 

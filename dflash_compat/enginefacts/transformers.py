@@ -6,11 +6,11 @@ import ast
 import re
 from typing import Optional
 
-from .anchors import code_features
-from .astutil import assigned, method, string_dict
-from .facts import Section, Step, require
-from .pymod import ClassRef, Modules, string_value
-from .source import LayoutError, Loc, SourceTree
+from dflash_compat.enginefacts.anchors import code_features
+from dflash_compat.enginefacts.astutil import assigned, method, string_dict
+from dflash_compat.enginefacts.facts import Section, Step, require
+from dflash_compat.enginefacts.pymod import ClassRef, Modules, string_value
+from dflash_compat.enginefacts.source import LayoutError, Loc, SourceTree
 
 __all__ = ["extract", "text_model_types"]
 

@@ -6,12 +6,12 @@ import ast
 from dataclasses import dataclass
 from typing import Optional
 
-from .anchors import code_features
-from .astutil import assigned, calls_to, function, method, string_dict, string_set
-from .delegation import Unresolved, classes_of_call, own_method, self_attr
-from .facts import Section, Step, require
-from .pymod import ClassRef, Modules, string_value
-from .source import LayoutError, Loc, SourceTree
+from dflash_compat.enginefacts.anchors import code_features
+from dflash_compat.enginefacts.astutil import assigned, calls_to, function, method, string_dict, string_set
+from dflash_compat.enginefacts.delegation import Unresolved, classes_of_call, own_method, self_attr
+from dflash_compat.enginefacts.facts import Section, Step, require
+from dflash_compat.enginefacts.pymod import ClassRef, Modules, string_value
+from dflash_compat.enginefacts.source import LayoutError, Loc, SourceTree
 
 __all__ = ["extract"]
 

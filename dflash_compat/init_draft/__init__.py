@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence
 
-from ..exceptions import ConfigError, InputError
-from ..resolve import Resolved, load_json, resolve
-from ..specs import TargetSpec, parse_draft_config
-from ..specs.tensor_names import stored_name
-from .config import Derived, DraftShape, derive_draft_config
-from .tokens import MaskChoice, check_mask_token, choose_mask_token, read_tokenizer_facts
+from dflash_compat.exceptions import ConfigError, InputError
+from dflash_compat.init_draft.config import Derived, DraftShape, derive_draft_config
+from dflash_compat.init_draft.tokens import MaskChoice, check_mask_token, choose_mask_token, read_tokenizer_facts
+from dflash_compat.resolve.refs import Resolved, load_json, resolve
+from dflash_compat.specs import TargetSpec, parse_draft_config
+from dflash_compat.specs.tensor_names import stored_name
 
 __all__ = ["InitOptions", "InitResult", "init_draft", "plan_draft", "check_output", "WEIGHT_CHOICES"]
 
@@ -52,7 +52,7 @@ class InitResult:
 
 
 def _target_spec(resolved: Resolved) -> TargetSpec:
-    from ..check import load_target
+    from dflash_compat.pipeline.check import load_target
 
     return load_target(resolved)
 
@@ -73,7 +73,7 @@ def _tokenizer_json(resolved: Resolved) -> Optional[dict]:
 def _chat_template(resolved: Resolved) -> str:
     """chat_template.jinja of a local target (a bounded read of a regular file); a broken one only costs
     the stop tokens it would name."""
-    from ..safe_read import MAX_CONFIG_BYTES, read_text
+    from dflash_compat.files.safe_read import MAX_CONFIG_BYTES, read_text
 
     path = resolved.folder / "chat_template.jinja"
     if not path.is_file():
@@ -111,7 +111,7 @@ def check_output(out: str | os.PathLike, target: str, force: bool) -> Path:
     """OUT, checked before the target is read (safe_write's folder rules): never at, inside or around the
     target's folder or the Hugging Face cache, never through a symlink, a non-empty folder only with
     --force, and then never one holding other weights that loaders would mix with the new draft."""
-    from ..safe_write import check_output_folder, model_folders
+    from dflash_compat.files.safe_write import check_output_folder, model_folders
 
     folder = check_output_folder(out, force=force, protected=model_folders(target), fill=True,
                                  hint="pass --force to overwrite its config.json and model.safetensors")
@@ -127,7 +127,7 @@ def check_output(out: str | os.PathLike, target: str, force: bool) -> Path:
 
 def init_draft(target: str, out: str | os.PathLike, options: InitOptions = InitOptions()) -> InitResult:
     """Derive the draft config for `target`, write it (and weights, if asked) to `out`."""
-    from ..safe_write import make_output_folder, write_output
+    from dflash_compat.files.safe_write import make_output_folder, write_output
 
     folder = check_output(out, target, options.force)
     resolved, spec, derived, mask = plan_draft(target, options)
@@ -155,17 +155,17 @@ def _initial_weights(resolved: Resolved, spec: TargetSpec, config: dict, options
     try:
         import torch
     except ImportError:
-        from ..exceptions import MissingDependencyError
+        from dflash_compat.exceptions import MissingDependencyError
 
         raise MissingDependencyError("--weights needs torch: pip install 'dflash-compat[torch]'") from None
-    from ..runtime.draft_config import draft_config
-    from . import weights
+    from dflash_compat.init_draft import weights
+    from dflash_compat.runtime.draft_config import draft_config
 
     cfg = draft_config(parse_draft_config(config, str(result.folder)))
     module = weights.new_draft_module(cfg, config, getattr(torch, options.dtype))
     if options.weights == "random":
         return weights.random_state(module, options.seed)
-    from ..resolve import download_weights
+    from dflash_compat.resolve.refs import download_weights
 
     folder = download_weights(resolved, token=options.token)
     norm_offset = str(spec.text_model_type or spec.model_type or "").startswith("gemma")

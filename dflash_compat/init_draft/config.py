@@ -13,9 +13,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
-from ..exceptions import ConfigError
-from ..specs import TargetSpec, build_target_layer_ids
-from ..specs._reader import MISSING, get_dotted
+from dflash_compat.exceptions import ConfigError
+from dflash_compat.specs import TargetSpec, build_target_layer_ids
+from dflash_compat.specs._reader import MISSING, get_dotted
 
 __all__ = ["DraftShape", "derive_draft_config", "resolve_layer_ids", "V2_DEFAULTS"]
 

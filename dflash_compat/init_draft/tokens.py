@@ -18,9 +18,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from ..exceptions import ConfigError
-from ..specs import TargetSpec
-from ..specs._reader import get_dotted
+from dflash_compat.exceptions import ConfigError
+from dflash_compat.specs import TargetSpec
+from dflash_compat.specs._reader import get_dotted
 
 __all__ = ["TokenizerFacts", "MaskChoice", "read_tokenizer_facts", "choose_mask_token", "unsafe_ids",
            "check_mask_token",

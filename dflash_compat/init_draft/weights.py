@@ -12,9 +12,9 @@ from typing import Any, Optional
 
 import torch
 
-from ..exceptions import WeightsError, one_line
-from ..runtime.draft_config import DraftConfig
-from ..runtime.torch_draft import DFlashDraftModel, build_draft
+from dflash_compat.exceptions import WeightsError, one_line
+from dflash_compat.runtime.draft_config import DraftConfig
+from dflash_compat.runtime.torch_draft import DFlashDraftModel, build_draft
 
 __all__ = ["random_state", "state_from_target", "new_draft_module"]
 
@@ -47,7 +47,7 @@ def _target_tensors(folder: Path) -> dict[str, Path]:
     names inside the folder, regular files only; weightfiles.py)."""
     from safetensors import SafetensorError, safe_open
 
-    from ..weightfiles import weight_paths
+    from dflash_compat.files.weightfiles import weight_paths
 
     names: dict[str, Path] = {}
     for path in weight_paths(folder, f"target {folder}"):

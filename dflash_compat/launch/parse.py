@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any, Optional
 
-from .shellwords import ASSIGNMENT, Word
-from .sources import Candidate
+from dflash_compat.launch.shellwords import ASSIGNMENT, Word
+from dflash_compat.launch.sources import Candidate
 
 __all__ = ["Opt", "Launch", "find_launch", "image_engine", "image_version", "SETTING_FLAGS"]
 

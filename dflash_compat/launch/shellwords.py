@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Optional
 
-from ..exceptions import InputError
+from dflash_compat.exceptions import InputError
 
 __all__ = ["Word", "Command", "ShellSyntaxError", "split_commands", "ASSIGNMENT"]
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any, Iterator, Mapping, Optional
 
-from ..exceptions import InputError
-from .shellwords import Command, ShellSyntaxError, Word, split_commands
+from dflash_compat.exceptions import InputError
+from dflash_compat.launch.shellwords import Command, ShellSyntaxError, Word, split_commands
 
 __all__ = ["Candidate", "LaunchFileError", "candidates", "file_kind", "pins_in"]
 

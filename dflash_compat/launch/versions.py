@@ -4,7 +4,7 @@ the settings file's `engine-versions` (config), else the newest release whose fl
 (`default`): the precedence of the project-wide selection.
 
 The one place that knows about version selection, kept small so that the project-wide selection
-(`dflash_compat.engine_versions.select_versions(launch=...)`, where present) plugs in here.
+(`dflash_compat.engines.registry.select_versions(launch=...)`, where present) plugs in here.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Optional
 
-from .flagfacts import newest
-from .parse import Launch, image_version
+from dflash_compat.engines.flags import newest
+from dflash_compat.launch.parse import Launch, image_version
 
 __all__ = ["LaunchVersion", "select_version", "pair_versions"]
 
@@ -51,7 +51,7 @@ def pair_versions(selected: LaunchVersion, options: Mapping[str, str],
     """The project's version selection for the pair check, where the branch that adds it is present
     (`engine_versions.select_versions`); None keeps `check`'s own default."""
     try:
-        from .. import engine_versions  # type: ignore[attr-defined]
+        from dflash_compat.engines import registry as engine_versions  # type: ignore[attr-defined]
     except ImportError:
         return None
     engine = selected.engine  # only this launch's engine: another's name may not be registered there

@@ -1,6 +1,6 @@
 """A checkpoint's files, found and checked before a runtime loads them (pure Python, shared by both runtimes).
 
-Target and draft weights go through the one checked lookup (`dflash_compat.weightfiles`): index
+Target and draft weights go through the one checked lookup (`dflash_compat.files.weightfiles`): index
 names that stay in the folder, regular files only, no symlinks out, safetensors only.
 """
 
@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Union
 
-from ..exceptions import WeightsError
-from ..weightfiles import weight_paths
-from .draft_config import DraftConfig
+from dflash_compat.exceptions import WeightsError
+from dflash_compat.files.weightfiles import weight_paths
+from dflash_compat.runtime.draft_config import DraftConfig
 
 __all__ = ["target_folder", "DraftCheckpoint", "draft_checkpoint", "draft_files", "check_state"]
 
@@ -22,7 +22,7 @@ _NO_WEIGHTS = "no *.safetensors files (pickled .bin weights are never loaded)"
 def target_folder(ref: Union[str, Path], *, token: Optional[str] = None, trust_remote_code: bool = False) -> Path:
     """The local folder of a target (a folder, or a Hub snapshot of its safetensors, JSON and
     tokenizer files), after the checked weight lookup: WeightsError in one line otherwise."""
-    from ..resolve import download_weights, resolve
+    from dflash_compat.resolve.refs import download_weights, resolve
 
     resolved = resolve(str(ref), "target", token=token)
     folder = Path(download_weights(resolved, token=token, trust_remote_code=trust_remote_code))
@@ -51,9 +51,9 @@ class DraftCheckpoint:
 def draft_checkpoint(ref: Union[str, Path], *, token: Optional[str] = None) -> DraftCheckpoint:
     """Resolve a draft (a local folder or a Hub repo id), read its config the way `dflash-check check`
     does (DraftSpec) and find its weight files."""
-    from ..resolve import download_weights, resolve
-    from ..specs import parse_draft_config
-    from .draft_config import draft_config
+    from dflash_compat.resolve.refs import download_weights, resolve
+    from dflash_compat.runtime.draft_config import draft_config
+    from dflash_compat.specs import parse_draft_config
 
     resolved = resolve(str(ref), "draft", token=token)
     folder = download_weights(resolved, token=token)

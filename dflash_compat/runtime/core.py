@@ -17,8 +17,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Generator, Iterable, Optional, Sequence
 
-from ..exceptions import InputError, RuntimeUnsupportedError
-from .stats import GenerationResult, GenerationStats
+from dflash_compat.exceptions import InputError, RuntimeUnsupportedError
+from dflash_compat.runtime.stats import GenerationResult, GenerationStats
 
 __all__ = [
     "Sampling",

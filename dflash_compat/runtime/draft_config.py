@@ -9,11 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from ..contract import DEFAULT_BLOCK_SIZE, DRAFT_LAYER_TYPES
-from ..exceptions import ConfigError, RuntimeUnsupportedError, WeightsError
-from ..specs import DraftSpec
-from ..specs.runtime_support import STATIC_ROPE_TYPES, draft_rope_unsupported
-from ..specs.tensor_names import canonical
+from dflash_compat.contract import DEFAULT_BLOCK_SIZE, DRAFT_LAYER_TYPES
+from dflash_compat.exceptions import ConfigError, RuntimeUnsupportedError, WeightsError
+from dflash_compat.specs import DraftSpec
+from dflash_compat.specs.runtime_support import STATIC_ROPE_TYPES, draft_rope_unsupported
+from dflash_compat.specs.tensor_names import canonical
 
 __all__ = [
     "DraftConfig",

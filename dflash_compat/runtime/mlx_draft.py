@@ -13,9 +13,9 @@ import mlx.core as mx
 import mlx.nn as nn
 from mlx.utils import tree_flatten
 
-from ..exceptions import ConfigError, WeightsError, one_line
-from .checkpoints import check_state, draft_checkpoint, draft_files
-from .draft_config import DraftConfig, DraftFacts, draft_config, put_tensor
+from dflash_compat.exceptions import ConfigError, WeightsError, one_line
+from dflash_compat.runtime.checkpoints import check_state, draft_checkpoint, draft_files
+from dflash_compat.runtime.draft_config import DraftConfig, DraftFacts, draft_config, put_tensor
 
 __all__ = [
     "DraftConfig",

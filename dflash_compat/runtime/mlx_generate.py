@@ -16,8 +16,8 @@ from typing import Iterator, Optional, Sequence, Union
 
 import mlx.core as mx
 
-from ..exceptions import InputError
-from .core import (
+from dflash_compat.exceptions import InputError
+from dflash_compat.runtime.core import (
     ATTENTION_CHOICES,
     CACHE_KINDS,
     GREEDY,
@@ -35,10 +35,10 @@ from .core import (
     step_of,
     within,
 )
-from .mlx_draft import DFlash2DraftModel, DFlashDraftModel, load_draft
-from .mlx_target import MLXTarget, load_target, target_for
-from .stats import GenerationResult, GenerationStats
-from .target import TargetOutput
+from dflash_compat.runtime.mlx_draft import DFlash2DraftModel, DFlashDraftModel, load_draft
+from dflash_compat.runtime.mlx_target import MLXTarget, load_target, target_for
+from dflash_compat.runtime.stats import GenerationResult, GenerationStats
+from dflash_compat.runtime.target import TargetOutput
 
 __all__ = [
     "Sampling",

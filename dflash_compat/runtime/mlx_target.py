@@ -16,12 +16,12 @@ from typing import Any, Iterator, Optional, Sequence, Union
 import mlx.core as mx
 import mlx.nn as nn
 
-from ..adapters import TargetAdapter, mlx_adapter_for
-from ..contract import MLX_REFERENCE_EMBED_PATHS, MLX_ROTATING_CACHES, MLX_RUNTIME_REPLAY_MODULES
-from ..exceptions import RemoteCodeError, RuntimeUnsupportedError, WeightsError, error_line, one_line
-from ..mlx_layout import cache_facts
-from .checkpoints import target_folder
-from .target import RollbackKind, Target, TargetOutput, position_limit
+from dflash_compat.adapters import TargetAdapter, mlx_adapter_for
+from dflash_compat.contract import MLX_REFERENCE_EMBED_PATHS, MLX_ROTATING_CACHES, MLX_RUNTIME_REPLAY_MODULES
+from dflash_compat.exceptions import RemoteCodeError, RuntimeUnsupportedError, WeightsError, error_line, one_line
+from dflash_compat.runtime.checkpoints import target_folder
+from dflash_compat.runtime.mlx_layout import cache_facts
+from dflash_compat.runtime.target import RollbackKind, Target, TargetOutput, position_limit
 
 __all__ = ["MLXTarget", "MLXCache", "target_for", "load_target", "layer_output", "cut_rotating", "cut_entry"]
 

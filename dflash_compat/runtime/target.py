@@ -24,7 +24,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any, Literal, NamedTuple, Optional, Sequence
 
-from ..exceptions import RuntimeUnsupportedError
+from dflash_compat.exceptions import RuntimeUnsupportedError
 
 __all__ = ["RollbackKind", "ROLLBACK_KINDS", "TargetOutput", "Target", "position_limit"]
 

@@ -21,8 +21,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterator
 
-from ..exceptions import InputError
-from .core import ATTENTION_CHOICES
+from dflash_compat.exceptions import InputError
+from dflash_compat.runtime.core import ATTENTION_CHOICES
 
 __all__ = ["AttentionPolicy", "attention_policy", "attention_context", "ATTENTION_CHOICES"]
 

@@ -14,9 +14,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..exceptions import ConfigError, WeightsError, one_line
-from .checkpoints import check_state, draft_checkpoint, draft_files
-from .draft_config import DraftConfig, DraftFacts, draft_config, put_tensor
+from dflash_compat.exceptions import ConfigError, WeightsError, one_line
+from dflash_compat.runtime.checkpoints import check_state, draft_checkpoint, draft_files
+from dflash_compat.runtime.draft_config import DraftConfig, DraftFacts, draft_config, put_tensor
 
 __all__ = [
     "DraftConfig",

@@ -16,8 +16,8 @@ from typing import Iterator, Optional, Sequence, Union
 import torch
 from torch import Tensor
 
-from ..exceptions import InputError, RuntimeUnsupportedError
-from .core import (
+from dflash_compat.exceptions import InputError, RuntimeUnsupportedError
+from dflash_compat.runtime.core import (
     CACHE_KINDS,
     GREEDY,
     Sampling,
@@ -35,11 +35,11 @@ from .core import (
     step_of,
     within,
 )
-from .stats import GenerationResult, GenerationStats
-from .target import TargetOutput
-from .torch_attention import AttentionPolicy, attention_context, attention_policy
-from .torch_draft import DFlash2DraftModel, DFlashDraftModel, load_draft
-from .torch_target import TorchTarget, load_target, target_for
+from dflash_compat.runtime.stats import GenerationResult, GenerationStats
+from dflash_compat.runtime.target import TargetOutput
+from dflash_compat.runtime.torch_attention import AttentionPolicy, attention_context, attention_policy
+from dflash_compat.runtime.torch_draft import DFlash2DraftModel, DFlashDraftModel, load_draft
+from dflash_compat.runtime.torch_target import TorchTarget, load_target, target_for
 
 __all__ = [
     "Sampling",

@@ -16,12 +16,19 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..adapters import TargetAdapter, torch_adapter_for
-from ..adapters.cache_layers import built_cache_crops
-from ..contract import ATTENTION_LAYER_TYPES, LOOP_KEYS, RECURRENT_MODEL_TYPES
-from ..exceptions import ConfigError, RemoteCodeError, RuntimeUnsupportedError, WeightsError, error_line, one_line
-from .checkpoints import target_folder
-from .target import RollbackKind, Target, TargetOutput, position_limit
+from dflash_compat.adapters import TargetAdapter, torch_adapter_for
+from dflash_compat.adapters.cache_layers import built_cache_crops
+from dflash_compat.contract import ATTENTION_LAYER_TYPES, LOOP_KEYS, RECURRENT_MODEL_TYPES
+from dflash_compat.exceptions import (
+    ConfigError,
+    RemoteCodeError,
+    RuntimeUnsupportedError,
+    WeightsError,
+    error_line,
+    one_line,
+)
+from dflash_compat.runtime.checkpoints import target_folder
+from dflash_compat.runtime.target import RollbackKind, Target, TargetOutput, position_limit
 
 __all__ = ["TorchTarget", "target_for", "load_target", "layer_output"]
 

@@ -1,9 +1,9 @@
 """Pydantic models of the DFlash draft/target contract."""
 
-from .common import RopeInfo
-from .draft import DraftSpec, build_target_layer_ids
-from .draft_formats import parse_draft_config
-from .target import TargetSpec, parse_target_config
+from dflash_compat.specs.common import RopeInfo
+from dflash_compat.specs.draft import DraftSpec, build_target_layer_ids
+from dflash_compat.specs.draft_formats import parse_draft_config
+from dflash_compat.specs.target import TargetSpec, parse_target_config
 
 __all__ = [
     "DraftSpec",

@@ -6,8 +6,8 @@ from typing import Annotated, Any, Optional, TypeVar, Union
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, ValidationError
 
-from ..exceptions import ConfigError
-from ._reader import ConfigReader
+from dflash_compat.exceptions import ConfigError
+from dflash_compat.specs._reader import ConfigReader
 
 __all__ = ["SizeInt", "Number", "RopeInfo", "read_rope", "validate_spec", "new_list"]
 

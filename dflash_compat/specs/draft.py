@@ -6,9 +6,9 @@ from typing import Any, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
-from .common import Number, RopeInfo, SizeInt, new_list
-from .families import FAMILIES, SPECULATORS_FORMATS, DraftFormat
-from .gguf import GGUFInfo
+from dflash_compat.specs.common import Number, RopeInfo, SizeInt, new_list
+from dflash_compat.specs.families import FAMILIES, SPECULATORS_FORMATS, DraftFormat
+from dflash_compat.specs.gguf import GGUFInfo
 
 __all__ = ["DraftSpec", "DraftFormat", "InheritedValue", "build_target_layer_ids", "XPressSettings",
            "LiLiCorrSettings", "DominoSettings", "SpeculatorsSettings", "FAMILY_SETTINGS"]

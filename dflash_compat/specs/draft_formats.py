@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..exceptions import NotADraftError
-from ._reader import MISSING, ConfigReader, get_dotted
-from .common import read_rope, validate_spec
-from .draft import FAMILY_SETTINGS, DraftSpec, build_target_layer_ids
-from .families import FAMILIES, detect_format, not_a_dflash_draft
+from dflash_compat.exceptions import NotADraftError
+from dflash_compat.specs._reader import MISSING, ConfigReader, get_dotted
+from dflash_compat.specs.common import read_rope, validate_spec
+from dflash_compat.specs.draft import FAMILY_SETTINGS, DraftSpec, build_target_layer_ids
+from dflash_compat.specs.families import FAMILIES, detect_format, not_a_dflash_draft
 
 __all__ = ["parse_any", "parse_draft_config", "FAMILY_DEFAULTS", "FAMILY_KEYS"]
 

@@ -1,7 +1,7 @@
 """The DFlash draft families the engines load, and how a config.json is told apart from other drafts.
 
 Pure data and string matching: no engine is imported. Where each name is registered is in
-`dflash_compat/data/draft_families.json` (with file:line per engine) and docs/families.md.
+`dflash_compat/engines/data/draft_families.json` (with file:line per engine) and docs/families.md.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal, Optional
 
-from ..exceptions import ConfigError
+from dflash_compat.exceptions import ConfigError
 
 __all__ = [
     "DraftFormat",
@@ -48,7 +48,7 @@ class Family:
     architectures: tuple[str, ...] = ()
     layout: str = "zlab"  # "zlab": dflash_config / top-level keys; "speculators": transformer_layer_config
     v2_layers: bool = False  # grouped convolutions around attention and MLP, and a candidate selector
-    weights_modelled: bool = True  # whether rules/_draft_tensors.py knows every tensor this family holds
+    weights_modelled: bool = True  # whether rules/weights/_draft_tensors.py knows every tensor this family holds
 
 
 FAMILIES: dict[str, Family] = {f.format: f for f in (

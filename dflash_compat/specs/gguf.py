@@ -1,4 +1,4 @@
-"""GGUF models as the typed specs the rules read: a GGUF header (dflash_compat/gguf_header.py) turned
+"""GGUF models as the typed specs the rules read: a GGUF header (dflash_compat/files/gguf_header.py) turned
 into the config a Hugging Face checkpoint would hold, parsed by the same readers, with every field's
 source set to the GGUF key it came from.
 
@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..exceptions import ConfigError
+from dflash_compat.exceptions import ConfigError
 
 if TYPE_CHECKING:
-    from ..gguf_header import GGUFHeader
+    from dflash_compat.files.gguf_header import GGUFHeader
 
 __all__ = ["GGUFInfo", "gguf_info", "gguf_target_config", "gguf_draft_config", "DRAFT_SOURCES", "TARGET_SOURCES"]
 
@@ -37,7 +37,7 @@ class GGUFInfo(BaseModel):
     vocab_sha256: Optional[str] = None
 
     def get(self, key: str, default: Any = None) -> Any:
-        from ..gguf_header import arch_get
+        from dflash_compat.files.gguf_header import arch_get
 
         return arch_get(self.kv, self.architecture, key, default)
 
@@ -57,7 +57,9 @@ class GGUFInfo(BaseModel):
 
 
 def _plain(value: Any) -> Any:
-    from ..gguf_header import GGUFArray  # the reader: imported when a GGUF is read, not by every check
+    from dflash_compat.files.gguf_header import (
+        GGUFArray,  # the reader: imported when a GGUF is read, not by every check
+    )
 
     if isinstance(value, GGUFArray):
         return {"type": value.type, "count": value.count, "sha256": value.sha256}
@@ -69,7 +71,7 @@ def _plain(value: Any) -> Any:
 def gguf_info(header: "GGUFHeader") -> GGUFInfo:
     tokens = header.kv.get("tokenizer.ggml.tokens")
     count = sha = None
-    from ..gguf_header import GGUFArray
+    from dflash_compat.files.gguf_header import GGUFArray
 
     if isinstance(tokens, GGUFArray):
         count, sha = tokens.count, tokens.sha256
@@ -167,7 +169,7 @@ def gguf_target_config(info: GGUFInfo, where: str) -> dict[str, Any]:
 
 def gguf_draft_config(info: GGUFInfo, where: str) -> dict[str, Any]:
     """The z-lab-style config of a DFlash draft GGUF (general.architecture = dflash)."""
-    from ..exceptions import NotADraftError
+    from dflash_compat.exceptions import NotADraftError
 
     if info.architecture != "dflash":
         raise NotADraftError(f"{where}: general.architecture is {info.architecture!r}, not \"dflash\"; "

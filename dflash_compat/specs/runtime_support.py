@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from .draft import DraftSpec
+from dflash_compat.specs.draft import DraftSpec
 
 __all__ = ["STATIC_ROPE_TYPES", "RUNTIME_ROPE_TYPES", "draft_rope_unsupported"]
 

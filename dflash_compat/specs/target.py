@@ -6,12 +6,12 @@ from typing import Any, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
-from ..contract import ATTENTION_LAYER_TYPES, RECURRENT_MODEL_TYPES, TEXT_CONFIG_KEYS
-from ..exceptions import ConfigError
-from ._reader import MISSING, ConfigReader, get_dotted
-from .common import Number, RopeInfo, SizeInt, new_list, read_rope, validate_spec
-from .families import detect_format
-from .gguf import GGUFInfo
+from dflash_compat.contract import ATTENTION_LAYER_TYPES, RECURRENT_MODEL_TYPES, TEXT_CONFIG_KEYS
+from dflash_compat.exceptions import ConfigError
+from dflash_compat.specs._reader import MISSING, ConfigReader, get_dotted
+from dflash_compat.specs.common import Number, RopeInfo, SizeInt, new_list, read_rope, validate_spec
+from dflash_compat.specs.families import detect_format
+from dflash_compat.specs.gguf import GGUFInfo
 
 __all__ = ["TargetSpec", "parse_target_config"]
 

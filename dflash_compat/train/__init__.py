@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 from typing import Callable, Optional
 
-from ..exceptions import (
+from dflash_compat.exceptions import (
     ConfigError,
     InputError,
     MissingDependencyError,
@@ -23,7 +23,7 @@ from ..exceptions import (
     WeightsError,
     one_line,
 )
-from .config import LABEL_CHOICES, TrainConfig, default_gamma
+from dflash_compat.train.config import LABEL_CHOICES, TrainConfig, default_gamma
 
 __all__ = ["TrainConfig", "TrainResult", "train", "prepare", "check_out", "default_gamma", "LABEL_CHOICES"]
 
@@ -42,8 +42,8 @@ def check_out(out: str, target: str, draft: str, resume: bool, force: bool) -> P
     """OUT, checked before anything is loaded (safe_write's folder rules): never at, inside or around the
     target, the draft or the Hugging Face cache, never through a symlink; a non-empty folder only to
     continue its checkpoint (--resume) or, with --force, to train into it from scratch."""
-    from ..safe_write import check_output_folder, model_folders
-    from .checkpoint import CHECKPOINT_DIR, checkpoint_files
+    from dflash_compat.files.safe_write import check_output_folder, model_folders
+    from dflash_compat.train.checkpoint import CHECKPOINT_DIR, checkpoint_files
 
     protected = model_folders(target, draft)
     if not resume:
@@ -65,12 +65,12 @@ def check_out(out: str, target: str, draft: str, resume: bool, force: bool) -> P
 def _load_draft_module(ref: str, device, seed: int, token: Optional[str]):
     """Our draft module in float32 with the draft's weights, or seeded random ones for a config-only
     draft (what `init-draft --weights none` writes). -> (module, its config.json dict)."""
-    from ..init_draft.weights import new_draft_module, random_state
-    from ..resolve import download_weights, resolve
-    from ..runtime.draft_config import draft_config
-    from ..runtime.torch_draft import load_draft_weights
-    from ..specs import parse_draft_config
-    from ..weightfiles import weight_paths
+    from dflash_compat.files.weightfiles import weight_paths
+    from dflash_compat.init_draft.weights import new_draft_module, random_state
+    from dflash_compat.resolve.refs import download_weights, resolve
+    from dflash_compat.runtime.draft_config import draft_config
+    from dflash_compat.runtime.torch_draft import load_draft_weights
+    from dflash_compat.specs import parse_draft_config
 
     resolved = resolve(ref, "draft", token=token)
     raw = resolved.json("config.json")
@@ -94,7 +94,7 @@ def _load_draft_module(ref: str, device, seed: int, token: Optional[str]):
 def _tokenizer(folder: Path, ref: str):
     from transformers import AutoTokenizer
 
-    from ..safe_read import check_tokenizer_files
+    from dflash_compat.files.safe_read import check_tokenizer_files
 
     check_tokenizer_files(folder, f"target {ref}", error=ConfigError)  # bounded, typed JSON before transformers
     try:
@@ -104,7 +104,7 @@ def _tokenizer(folder: Path, ref: str):
 
 
 def _weights_bytes(folder: Path, ref: str) -> int:
-    from ..weightfiles import weight_paths
+    from dflash_compat.files.weightfiles import weight_paths
 
     return sum(p.stat().st_size for p in weight_paths(folder, f"target {ref}"))
 
@@ -134,8 +134,8 @@ def _regenerated(docs, adapter, tokenizer, config: TrainConfig, d, out_path: Pat
                  log: Optional[Callable[[str], None]]):
     """--regenerate: the target's own answers to the data's prompts (regenerate.py), shared out over the ranks,
     written to OUT/regenerated.jsonl by rank 0; a resumed run reads that file again (the same data)."""
-    from .data import load_training_data
-    from .regenerate import REGENERATED_FILE, regenerate_builtin, write_documents
+    from dflash_compat.train.data import load_training_data
+    from dflash_compat.train.regenerate import REGENERATED_FILE, regenerate_builtin, write_documents
 
     cached = out_path / REGENERATED_FILE
     if resume and cached.is_file():
@@ -143,7 +143,7 @@ def _regenerated(docs, adapter, tokenizer, config: TrainConfig, d, out_path: Pat
     if sharded:
         raise InputError("--regenerate runs the built-in runtime, which cannot answer with a sharded target; "
                          "answer the prompts with vLLM or SGLang (--write-prompts, docs/training.md)")
-    from ..runtime.torch_generate import stop_tokens_of
+    from dflash_compat.runtime.torch_generate import stop_tokens_of
 
     mine = docs[d.rank::d.world] if d.active else docs
     if log is not None and d.main:
@@ -160,7 +160,7 @@ def _regenerated(docs, adapter, tokenizer, config: TrainConfig, d, out_path: Pat
     if not answers:
         raise InputError("--regenerate: no prompt in the data to answer")
     if d.main:
-        from ..safe_write import make_output_folder
+        from dflash_compat.files.safe_write import make_output_folder
 
         make_output_folder(out_path)
         write_documents(cached, answers)
@@ -171,9 +171,9 @@ def prepare(target: str, draft: str, data: str, out: str, config: TrainConfig, *
             force: bool = False, token: Optional[str] = None, dist=None, log: Optional[Callable[[str], None]] = None):
     """Load and check everything a training run needs; -> loop.Session. Raises one-line errors.
     `dist`: this rank's place in a torch.distributed run (distributed.session()); None: one process."""
-    from ..resolve import resolve
-    from . import data as data_mod
-    from .distributed import SINGLE, agree
+    from dflash_compat.resolve.refs import resolve
+    from dflash_compat.train import data as data_mod
+    from dflash_compat.train.distributed import SINGLE, agree
 
     d = dist or SINGLE
     config.validate()
@@ -189,11 +189,11 @@ def prepare(target: str, draft: str, data: str, out: str, config: TrainConfig, *
         import transformers  # noqa: F401
     except ImportError:
         raise MissingDependencyError("train needs torch and transformers: pip install 'dflash-compat[torch]'") from None
-    from ..resolve import download_weights
-    from ..runtime.torch_generate import check_pairing, load_target, stop_tokens_of
-    from ..safe_write import make_output_folder
-    from ..weightfiles import weight_paths
-    from . import checkpoint, loop
+    from dflash_compat.files.safe_write import make_output_folder
+    from dflash_compat.files.weightfiles import weight_paths
+    from dflash_compat.resolve.refs import download_weights
+    from dflash_compat.runtime.torch_generate import check_pairing, load_target, stop_tokens_of
+    from dflash_compat.train import checkpoint, loop
 
     device = _device(config.device, d.local_rank)
     t_folder = Path(download_weights(t_res, token=token))
@@ -217,7 +217,7 @@ def prepare(target: str, draft: str, data: str, out: str, config: TrainConfig, *
     adapter = load_target(t_folder, device="cpu" if sharded else device, dtype=dtype)
     adapter.model.requires_grad_(False)
     if sharded:
-        from .distributed import shard_layers
+        from dflash_compat.train.distributed import shard_layers
 
         shard_layers(adapter.layers, device, d)
         adapter.model.to(device)  # the replicated rest: embedding, final norm, head
@@ -251,19 +251,19 @@ def train(target: str, draft: str, data: str, out: str, config: Optional[TrainCo
           log: Optional[Callable[[str], None]] = None):
     """Train DRAFT for TARGET on DATA and export it to OUT (z-lab format); -> loop.TrainResult. Under torchrun
     (WORLD_SIZE > 1) every rank calls this: the process group is joined here and always left."""
-    from .distributed import session as dist_session
+    from dflash_compat.train.distributed import session as dist_session
 
     config = config or TrainConfig()
     with dist_session(config.device) as d:
         session = prepare(target, draft, data, out, config, resume=resume, force=force, token=token, dist=d, log=log)
-        from .loop import run_training  # torch: imported once the inputs and OUT passed their checks
+        from dflash_compat.train.loop import run_training  # torch: imported once the inputs and OUT passed their checks
 
         return run_training(session, progress=progress, log=log)
 
 
 def __getattr__(name: str):  # TrainResult lives with the loop, which imports torch
     if name == "TrainResult":
-        from .loop import TrainResult
+        from dflash_compat.train.loop import TrainResult
 
         return TrainResult
     raise AttributeError(name)

@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
-from ..exceptions import InputError, WeightsError, one_line
+from dflash_compat.exceptions import InputError, WeightsError, one_line
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
@@ -32,7 +32,7 @@ MAX_STATE_BYTES = 256 * 1024 * 1024  # step counts and a loss history: KB to a f
 
 
 def write_json(path: Path, value: Any) -> None:
-    from ..safe_write import write_output
+    from dflash_compat.files.safe_write import write_output
 
     write_output(path, json.dumps(value, indent=2) + "\n", force=True)
 
@@ -40,7 +40,7 @@ def write_json(path: Path, value: Any) -> None:
 def _save_tensors(path: Path, tensors: dict[str, torch.Tensor]) -> None:
     from safetensors.torch import save
 
-    from ..safe_write import write_output
+    from dflash_compat.files.safe_write import write_output
 
     data = save({k: v.detach().contiguous().cpu() for k, v in tensors.items()}, metadata={"format": "pt"})
     write_output(path, data, force=True)
@@ -50,7 +50,7 @@ def save_checkpoint(out: Path, draft, optimizer: torch.optim.Optimizer, step: in
                     history: list, global_batch: Optional[int] = None) -> None:
     """The draft's weights and AdamW state after `step` steps (one copy: rank 0 of a distributed run
     writes it; every rank holds the same draft and optimizer state, so it resumes on any number of ranks)."""
-    from ..safe_write import make_output_folder
+    from dflash_compat.files.safe_write import make_output_folder
 
     folder = make_output_folder(out / CHECKPOINT_DIR)
     names = {id(p): n for n, p in draft.named_parameters()}
@@ -74,8 +74,8 @@ def save_checkpoint(out: Path, draft, optimizer: torch.optim.Optimizer, step: in
 def checkpoint_files(out: Path) -> tuple[Path, Path, Path]:
     """OUT/checkpoint's (state.json, model.safetensors, optimizer.safetensors), checked without opening them:
     a real folder (never a link), regular files inside it. InputError / WeightsError in one line."""
-    from ..safe_read import is_regular_file
-    from ..weightfiles import refuse_link_out
+    from dflash_compat.files.safe_read import is_regular_file
+    from dflash_compat.files.weightfiles import refuse_link_out
 
     folder = out / CHECKPOINT_DIR
     if folder.is_symlink() or not (folder / "state.json").is_file():
@@ -94,7 +94,7 @@ def checkpoint_files(out: Path) -> tuple[Path, Path, Path]:
 
 def _read_state(path: Path) -> tuple[int, dict, dict, list]:
     """state.json -> (step, adam step counts, the draft's config, history), each of the type it must be."""
-    from ..safe_read import load_json_file
+    from dflash_compat.files.safe_read import load_json_file
 
     state = load_json_file(path, what=f"--resume: {path}", error=WeightsError, limit=MAX_STATE_BYTES)
     if not isinstance(state, dict):
@@ -159,7 +159,7 @@ def saved_global_batch(out: Path) -> Optional[int]:
 
 
 def _read_state_raw(path: Path) -> dict:
-    from ..safe_read import load_json_file
+    from dflash_compat.files.safe_read import load_json_file
 
     state = load_json_file(path, what=f"--resume: {path}", error=WeightsError, limit=MAX_STATE_BYTES)
     return state if isinstance(state, dict) else {}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Optional
 
-from ..exceptions import InputError
+from dflash_compat.exceptions import InputError
 
 __all__ = ["TrainConfig", "default_gamma", "LABEL_CHOICES"]
 

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from ..exceptions import InputError, MissingDependencyError, one_line
-from ..inputs import check_text
-from ..safe_read import is_regular_file, parse_json, read_bytes
+from dflash_compat.exceptions import InputError, MissingDependencyError, one_line
+from dflash_compat.files.safe_read import is_regular_file, parse_json, read_bytes
+from dflash_compat.inputs import check_text
 
 __all__ = ["TEXT_SUFFIXES", "read_documents", "TokenData", "tokenize_documents", "pack", "DataSpec",
            "load_training_data", "tokenize_training_data", "TrainingTokens", "record_document", "render_prompt"]
@@ -322,7 +322,7 @@ def load_training_data(data: "str | DataSpec", config: Any) -> list[Document]:
         check_dataset_name(spec)
         docs = _dataset_documents(spec, max_documents)
     elif spec.responses is not None:
-        from .responses import join_responses, read_responses
+        from dflash_compat.train.responses import join_responses, read_responses
 
         path = Path(str(spec.path))
         if not path.is_file() or path.suffix != ".jsonl":

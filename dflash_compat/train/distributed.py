@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Sequence, TypeVar
 
-from ..exceptions import EXIT_INTERNAL, DFlashCompatError, InputError
+from dflash_compat.exceptions import EXIT_INTERNAL, DFlashCompatError, InputError
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch

@@ -17,12 +17,12 @@ from typing import Any, Callable, Optional
 import numpy as np
 import torch
 
-from ..exceptions import ResourceError
-from .checkpoint import export_draft, save_checkpoint, write_json
-from .config import TrainConfig, default_gamma
-from .distributed import SINGLE, Dist, all_sum
-from .objective import BlockBatch, block_loss, draft_logits
-from .progress import (  # noqa: F401 - progress_line and learning_rate are re-exported
+from dflash_compat.exceptions import ResourceError
+from dflash_compat.train.checkpoint import export_draft, save_checkpoint, write_json
+from dflash_compat.train.config import TrainConfig, default_gamma
+from dflash_compat.train.distributed import SINGLE, Dist, all_sum
+from dflash_compat.train.objective import BlockBatch, block_loss, draft_logits
+from dflash_compat.train.progress import (  # noqa: F401 - progress_line and learning_rate are re-exported
     FIRST_LOGS,
     TrainResult,
     _progress,
@@ -32,7 +32,7 @@ from .progress import (  # noqa: F401 - progress_line and learning_rate are re-e
     progress_line,
     stats_from_sums,
 )
-from .sampler import rank_slice, step_draw, weight_total
+from dflash_compat.train.sampler import rank_slice, step_draw, weight_total
 
 __all__ = ["Session", "TrainResult", "run_training", "held_out_tau", "DraftStep"]
 
@@ -99,7 +99,7 @@ def held_out_tau(draft, target, prompts: list[list[int]], new_tokens: int, stop_
     """Mean acceptance length of our runtime's greedy spec_generate on the held-out prompts. Distributed, the
     prompts are shared out over the ranks and the lengths summed; with a sharded target every rank runs every
     prompt (each target forward is a collective: the ranks must make the same ones)."""
-    from ..runtime.torch_generate import spec_generate
+    from dflash_compat.runtime.torch_generate import spec_generate
 
     if not prompts:
         return None
@@ -155,7 +155,7 @@ def _evaluates(c: TrainConfig, step: int) -> bool:
 def run_training(s: Session, *, progress: bool = True, log: Optional[Callable[[str], None]] = None) -> TrainResult:
     """Train from s.start_step to s.config.steps; checkpoints, exports, returns the figures. Distributed, every
     rank runs this; rank 0 alone shows progress and writes files."""
-    from .observe import EventLog, open_event_log
+    from dflash_compat.train.observe import EventLog, open_event_log
 
     c, d = s.config, s.dist
     log = log or (lambda line: print(line, file=sys.stderr, flush=True))
@@ -215,7 +215,7 @@ def run_training(s: Session, *, progress: bool = True, log: Optional[Callable[[s
                 "ranks": d.world, "global_batch": s.global_batch, "target_sharded": s.sharded,
                 "tokens_per_s": round(tokens_per_step * (c.steps - s.start_step) / max(seconds, 1e-9), 1),
                 "history": s.history})
-            from .observe import PLOT_FILE, plot_history
+            from dflash_compat.train.observe import PLOT_FILE, plot_history
 
             plot_history(s.history, s.out / PLOT_FILE, log, title=f"{s.out.name}: loss and held-out tau")
     finally:

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from ..exceptions import InputError, MissingDependencyError, RuntimeUnsupportedError, WeightsError, one_line
-from .config import TrainConfig, default_gamma
+from dflash_compat.exceptions import InputError, MissingDependencyError, RuntimeUnsupportedError, WeightsError, one_line
+from dflash_compat.train.config import TrainConfig, default_gamma
 
 __all__ = ["prepare_mlx", "run_training_mlx", "MLXSession", "forward_masked", "block_loss_mlx"]
 
@@ -132,7 +132,7 @@ def block_loss_mlx(draft, target, ids, loss_mask, anchors, gamma: float, labels:
     import mlx.nn as nn
     import numpy as np
 
-    from .sampler import block_valid, position_weights
+    from dflash_compat.train.sampler import block_valid, position_weights
 
     bs = draft.block_size
     b, t = ids.shape
@@ -214,8 +214,8 @@ def _tensor_bytes(arrays: dict, dtype=None) -> bytes:
 
 
 def save_checkpoint_mlx(s: MLXSession, step: int) -> None:
-    from ..safe_write import make_output_folder, write_output
-    from .checkpoint import CHECKPOINT_DIR, write_json
+    from dflash_compat.files.safe_write import make_output_folder, write_output
+    from dflash_compat.train.checkpoint import CHECKPOINT_DIR, write_json
 
     folder = make_output_folder(s.out / CHECKPOINT_DIR)
     params = _flat(s.draft.parameters())
@@ -237,7 +237,7 @@ def load_checkpoint_mlx(s: MLXSession) -> None:
     import mlx.core as mx
     from mlx.utils import tree_unflatten
 
-    from .checkpoint import _read_state, checkpoint_files
+    from dflash_compat.train.checkpoint import _read_state, checkpoint_files
 
     state_path, model_path, moments_path = checkpoint_files(s.out)
     step, adam_steps, saved, history = _read_state(state_path)
@@ -271,8 +271,8 @@ def export_mlx(s: MLXSession) -> None:
     """config.json + model.safetensors, z-lab format, as checkpoint.export_draft writes them."""
     import mlx.core as mx
 
-    from ..safe_write import write_output
-    from .checkpoint import write_json
+    from dflash_compat.files.safe_write import write_output
+    from dflash_compat.train.checkpoint import write_json
 
     dtype = {"bfloat16": mx.bfloat16, "float16": mx.float16, "float32": mx.float32}[s.config.export_dtype]
     write_output(s.out / "model.safetensors", _tensor_bytes(_flat(s.draft.parameters()), dtype), force=True)
@@ -301,11 +301,11 @@ def _random_weights(draft, seed: int, std: float = 0.02) -> None:
 def _load_draft(ref: str, seed: int, token: Optional[str]):
     import mlx.core as mx
 
-    from ..resolve import download_weights, resolve
-    from ..runtime.draft_config import draft_config
-    from ..runtime.mlx_draft import build_draft, load_draft_weights
-    from ..specs import parse_draft_config
-    from ..weightfiles import weight_paths
+    from dflash_compat.files.weightfiles import weight_paths
+    from dflash_compat.resolve.refs import download_weights, resolve
+    from dflash_compat.runtime.draft_config import draft_config
+    from dflash_compat.runtime.mlx_draft import build_draft, load_draft_weights
+    from dflash_compat.specs import parse_draft_config
 
     resolved = resolve(ref, "draft", token=token)
     raw = resolved.json("config.json")
@@ -333,19 +333,19 @@ def _load_draft(ref: str, seed: int, token: Optional[str]):
 def prepare_mlx(target: str, draft: str, data, out: str, config: TrainConfig, *, resume: bool = False,
                 force: bool = False, token: Optional[str] = None, log: Optional[Callable[[str], None]] = None):
     """prepare()'s checks and loading for the MLX trainer; -> MLXSession."""
-    from ..resolve import download_weights, resolve
-    from ..safe_write import make_output_folder
-    from . import _tokenizer, check_out
-    from . import data as data_mod
+    from dflash_compat.files.safe_write import make_output_folder
+    from dflash_compat.resolve.refs import download_weights, resolve
+    from dflash_compat.train import _tokenizer, check_out
+    from dflash_compat.train import data as data_mod
 
     config.validate()
     t_res = resolve(target, "target", token=token)
     out_path = check_out(out, target, draft, resume, force)
     docs = data_mod.load_training_data(data, config)
     mx, _, _ = _imports()
-    from ..runtime.core import check_pairing
-    from ..runtime.mlx_generate import stop_tokens_of
-    from ..runtime.mlx_target import load_target
+    from dflash_compat.runtime.core import check_pairing
+    from dflash_compat.runtime.mlx_generate import stop_tokens_of
+    from dflash_compat.runtime.mlx_target import load_target
 
     t_folder = Path(download_weights(t_res, token=token))
     tokenizer = _tokenizer(t_folder, target)
@@ -371,7 +371,7 @@ def prepare_mlx(target: str, draft: str, data, out: str, config: TrainConfig, *,
 
 
 def held_out_tau_mlx(s: MLXSession) -> Optional[float]:
-    from ..runtime.mlx_generate import spec_generate
+    from dflash_compat.runtime.mlx_generate import spec_generate
 
     lengths: list[int] = []
     s.draft.eval()
@@ -388,8 +388,8 @@ def train_step_mlx(s: MLXSession, step: int, gamma: float) -> tuple[float, dict]
     import mlx.core as mx
     import mlx.optimizers as optim
 
-    from .progress import learning_rate, stats_from_sums
-    from .sampler import step_draw, weight_total
+    from dflash_compat.train.progress import learning_rate, stats_from_sums
+    from dflash_compat.train.sampler import step_draw, weight_total
 
     c = s.config
     rows, anchors = step_draw(c.seed, step, s.ids.shape[0], c.batch_size, s.loss_mask, c.anchors)
@@ -405,9 +405,9 @@ def train_step_mlx(s: MLXSession, step: int, gamma: float) -> tuple[float, dict]
 
 def run_training_mlx(s: MLXSession, *, log: Optional[Callable[[str], None]] = None):
     """The MLX run: progress lines (tokens/s, ETA), TensorBoard events, checkpoints, export, plot."""
-    from .checkpoint import write_json
-    from .observe import PLOT_FILE, open_event_log, plot_history
-    from .progress import FIRST_LOGS, TrainResult, _round, learning_rate, progress_line
+    from dflash_compat.train.checkpoint import write_json
+    from dflash_compat.train.observe import PLOT_FILE, open_event_log, plot_history
+    from dflash_compat.train.progress import FIRST_LOGS, TrainResult, _round, learning_rate, progress_line
 
     c = s.config
     log = log or (lambda line: None)

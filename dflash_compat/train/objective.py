@@ -18,7 +18,7 @@ from typing import Optional
 import torch
 import torch.nn.functional as F
 
-from .progress import stats_from_sums  # noqa: F401 - re-exported
+from dflash_compat.train.progress import stats_from_sums  # noqa: F401 - re-exported
 
 __all__ = ["sample_anchors", "block_attention_mask", "position_weights", "BlockBatch", "make_batch", "block_loss",
            "draft_logits", "stats_from_sums"]

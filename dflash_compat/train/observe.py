@@ -52,7 +52,7 @@ def open_event_log(out: Path, log: Callable[[str], None], purge_from: Optional[i
     except ImportError:
         log("note: no TensorBoard log (needs tensorboardX: pip install 'dflash-compat[train]')")
         return EventLog()
-    from ..safe_write import make_output_folder
+    from dflash_compat.files.safe_write import make_output_folder
 
     folder = make_output_folder(out / TENSORBOARD_DIR)
     kwargs = {"purge_step": purge_from} if purge_from else {}
@@ -70,7 +70,7 @@ def plot_history(history: list[dict], path: Path, log: Callable[[str], None], ti
     except ImportError:
         log("note: no training.png (the plot needs matplotlib: pip install 'dflash-compat[plot]')")
         return None
-    from ..safe_write import write_output
+    from dflash_compat.files.safe_write import write_output
 
     steps = [h["step"] for h in history]
     fig, ax = plt.subplots(figsize=(7, 4), dpi=100)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from .config import TrainConfig
+from dflash_compat.train.config import TrainConfig
 
 __all__ = ["learning_rate", "progress_line", "FIRST_LOGS", "TrainResult", "stats_from_sums"]
 
@@ -71,7 +71,7 @@ def _progress(enabled: bool):
         TimeRemainingColumn,
     )
 
-    from ..console import make_console
+    from dflash_compat.terminal import make_console
 
     console = make_console(stderr=True)
     columns = (TextColumn("training"), BarColumn(), MofNCompleteColumn(),

@@ -20,8 +20,8 @@ import json
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from ..exceptions import InputError
-from .data import Document, render_prompt
+from dflash_compat.exceptions import InputError
+from dflash_compat.train.data import Document, render_prompt
 
 __all__ = ["prompt_requests", "write_prompts", "regenerate_builtin", "write_documents", "REGENERATED_FILE",
            "CUSTOM_ID_PREFIX"]
@@ -58,7 +58,7 @@ def prompt_requests(docs: Sequence[Document], tokenizer: Any, model: str, max_to
 
 
 def write_prompts(path: Path, requests: Sequence[dict]) -> None:
-    from ..safe_write import write_output
+    from dflash_compat.files.safe_write import write_output
 
     write_output(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in requests), force=False)
 
@@ -67,7 +67,7 @@ def regenerate_builtin(docs: Sequence[Document], target: Any, tokenizer: Any, ma
                        stop_ids: Sequence[int]) -> list[Optional[Document]]:
     """The target's greedy answers through our torch runtime: each conversation's last reply replaced, each
     text's continuation after its first prompt_tokens tokens. -> one entry per document (None: no prompt)."""
-    from ..runtime.torch_generate import greedy_generate
+    from dflash_compat.runtime.torch_generate import greedy_generate
 
     stops = set(stop_ids)
     out: list[Optional[Document]] = []
@@ -90,7 +90,7 @@ def regenerate_builtin(docs: Sequence[Document], target: Any, tokenizer: Any, ma
 
 def write_documents(path: Path, docs: Sequence[Document]) -> None:
     """Documents as JSONL our reader takes back: {"text"} or {"messages"}."""
-    from ..safe_write import write_output
+    from dflash_compat.files.safe_write import write_output
 
     lines = [json.dumps({"messages": d} if isinstance(d, list) else {"text": d}, ensure_ascii=False) for d in docs]
     write_output(path, "\n".join(lines) + "\n", force=True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from ..exceptions import InputError
+from dflash_compat.exceptions import InputError
 
 __all__ = ["read_responses", "join_responses"]
 
@@ -41,7 +41,7 @@ def _answer(record: dict) -> Optional[str]:
 def read_responses(path: str) -> dict[str, str]:
     """custom_id -> answer text, from a vLLM run-batch output file or {"custom_id", "text"} lines; failed
     requests (an error, no text) are left out."""
-    from ..safe_read import parse_json, read_bytes
+    from dflash_compat.files.safe_read import parse_json, read_bytes
 
     file = Path(path)
     if not file.is_file():

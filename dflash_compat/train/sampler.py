@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..inputs import fold_seed
+from dflash_compat.inputs import fold_seed
 
 __all__ = ["step_rng", "step_draw", "sample_anchors", "rank_slice", "position_weights", "block_valid", "weight_total"]
 

@@ -256,7 +256,7 @@ def evaluate(out: Path, prompts_file: Path) -> dict:
     """What the README's first command shows: `dflash-check smoke` on the held-out prompts."""
     from click.testing import CliRunner
 
-    from dflash_compat.cli import cli
+    from dflash_compat.cli.app import cli
 
     res = CliRunner().invoke(cli, ["smoke", str(out / "target"), "--draft", str(out / "draft"), "--prompts-file",
                                    str(prompts_file), "--max-new-tokens", str(EVAL["new_tokens"]), "-f", "json"])

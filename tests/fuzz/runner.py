@@ -2,7 +2,7 @@
 
 The contract for every input: exit 0 or 1 with a report (strict JSON when --format json), or exit 2
 with exactly one line on stderr; never a traceback, never a hang, and the input folders are
-byte-identical afterwards. In-process runs go through `dflash_compat.cli.main` (the console script's
+byte-identical afterwards. In-process runs go through `dflash_compat.cli.app.main` (the console script's
 own error handling) with click's stream isolation; a SIGALRM timer turns a hang into a failure.
 """
 
@@ -95,7 +95,7 @@ def _alarm(_signum, _frame):
 def _in_process(argv: list[str], limit: float) -> tuple[Optional[int], str, str, Optional[BaseException]]:
     from click.testing import CliRunner
 
-    from dflash_compat.cli import main
+    from dflash_compat.cli.app import main
 
     code, error = None, None
     old_argv, old_handler = sys.argv, signal.signal(signal.SIGALRM, _alarm)

@@ -89,7 +89,7 @@ def walk(group: Optional[click.Group] = None) -> list[Param]:
     """Every parameter of every command under `group` (recursively, lazy commands loaded), `--help`
     and `--version` left out."""
     if group is None:
-        from dflash_compat.cli import cli as group
+        from dflash_compat.cli.app import cli as group
     out: list[Param] = []
 
     def visit(cmd: click.Command, path: tuple[str, ...]) -> None:
@@ -284,7 +284,7 @@ def _required(param: Param) -> bool:
 def mark_required(group: Optional[click.Group] = None) -> None:
     """Remember which parameters click requires (walk() keeps Param small and hashable)."""
     if group is None:
-        from dflash_compat.cli import cli as group
+        from dflash_compat.cli.app import cli as group
 
     def visit(cmd: click.Command, path: tuple[str, ...]) -> None:
         for p in cmd.get_params(click.Context(cmd)):

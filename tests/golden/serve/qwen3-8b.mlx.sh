@@ -4,7 +4,7 @@
 # one response from dflash 0.1.0's own model code; needs
 #   `pip install --no-deps dflash==0.1.0` and dflash-compat[mlx]
 #   (docs/serving.md)
-python -m dflash_compat.serving.dflash_run mlx \
+python -m dflash_compat.serve.dflash_run mlx \
     --model examples/qwen3-8b/target \
     --draft examples/qwen3-8b/draft \
     --block-size 16 \

@@ -5,7 +5,7 @@
 #   `pip install --no-deps dflash==0.1.0` and dflash-compat[torch]
 #   (docs/serving.md)
 # runs on cuda:0 in bfloat16 when there is a GPU, else on the CPU in float32
-python -m dflash_compat.serving.dflash_run transformers \
+python -m dflash_compat.serve.dflash_run transformers \
     --model examples/qwen3-8b/target \
     --draft examples/qwen3-8b/draft \
     --block-size 16 \

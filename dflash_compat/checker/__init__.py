@@ -1,0 +1,1 @@
+"""The rule engine: rules, the one context every rule reads, the runner, findings and the report."""

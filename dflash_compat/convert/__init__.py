@@ -1,0 +1,1 @@
+"""Converting a draft between the z-lab and speculators formats (`dflash-check convert`)."""

@@ -1,0 +1,1 @@
+"""Finding the models a user names: a local folder or file, or a Hugging Face Hub repo (`hub`)."""

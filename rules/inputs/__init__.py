@@ -1,0 +1,1 @@
+"""DF0xx: what the checker could not fully judge (inputs, deep checks skipped, engine releases outside the window)."""

@@ -1,0 +1,1 @@
+"""DF9xx: launch commands as written in deployment files (`dflash-check launch`)."""

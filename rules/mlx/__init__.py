@@ -1,0 +1,1 @@
+"""DF5xx: MLX (the dflash MLX port on mlx-lm)."""

@@ -1,0 +1,1 @@
+"""DF4xx: SGLang."""
