@@ -44,21 +44,27 @@ SETTINGS = dict(seq_len=46, anchors=40, lr=3e-3, warmup=2, eval_every=3, export_
                 seed=2, eval_new_tokens=64)
 
 
+def _left(marker: Path) -> list[str]:
+    """Processes whose command line names `marker` (the run's -o folder): the launcher and its ranks (torch's
+    elastic agent starts each rank in a session of its own)."""
+    return subprocess.run(["pgrep", "-f", str(marker)], capture_output=True, text=True).stdout.split()
+
+
 def _run(cmd: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    """A launcher in its own session; afterwards nothing of that session may be left running."""
+    """A launcher in its own session; afterwards no process of the run (named by its -o folder) may be left."""
     env = dict(os.environ, OMP_NUM_THREADS="1")
     env.pop("WORLD_SIZE", None)
     proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
     try:
-        out, err = proc.communicate(timeout=HANG_GUARD_S)
+        stdout, stderr = proc.communicate(timeout=HANG_GUARD_S)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.communicate()
         raise
-    leftovers = subprocess.run(["pgrep", "-s", str(proc.pid)], capture_output=True, text=True).stdout.split()
-    assert not leftovers, f"processes of the launcher's session still running: {leftovers}"
-    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+    out = Path(cmd[cmd.index("-o") + 1])
+    assert not _left(out), f"processes of the run still running: {_left(out)}"
+    return subprocess.CompletedProcess(cmd, proc.returncode, stdout, stderr)
 
 
 def _losses(out: Path) -> list[float]:
@@ -189,3 +195,32 @@ def test_bad_rank_settings_are_one_line_before_torch(tmp_path, args, message):
     assert lines[-1] == "CODE 2 False", res.stderr
     assert len(lines) == 2 and lines[0].startswith("dflash-check: error:") and message in lines[0], res.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_ctrl_c_stops_every_rank_and_keeps_a_checkpoint(runs):
+    """SIGINT to the launcher (what Ctrl-C sends it): the agent stops both ranks, rank 0 saves a checkpoint,
+    the command says so in one line and exits 130, and no rank is left running."""
+    root, target, draft, data, _, _ = runs
+    out = root / "interrupted"
+    cmd = [str(ROOT / ".venv/bin/dflash-check") if (ROOT / ".venv/bin/dflash-check").exists() else "dflash-check",
+           "train", str(target), "--draft", str(draft), "--data", str(data), "-o", str(out), "--steps", "100000",
+           "--batch-size", "2", "--nproc-per-node", "2", "--checkpoint-every", "0", *COMMON]
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        seen = ""
+        for line in proc.stderr:  # progress lines come at steps 1, 3, 10: interrupt once training runs
+            seen += line
+            if line.startswith("step 3/"):
+                break
+        proc.send_signal(signal.SIGINT)
+        rest_out, rest_err = proc.communicate(timeout=HANG_GUARD_S)
+    except BaseException:
+        os.killpg(proc.pid, signal.SIGKILL)
+        raise
+    assert proc.returncode == 130, seen + rest_err
+    assert rest_err.strip().splitlines()[-1].startswith("dflash-check: interrupted; a checkpoint is in")
+    assert "Traceback" not in seen + rest_err and "death signal" not in rest_err
+    assert json.loads((out / "checkpoint" / "state.json").read_text())["step"] >= 3
+    assert not _left(out), _left(out)

@@ -224,7 +224,7 @@ def prepare(target: str, draft: str, data: str, out: str, config: TrainConfig, *
     if config.regenerate:
         docs = _regenerated(docs, adapter, tokenizer, config, d, out_path, resume, sharded, log)
         tokens, (ids, mask) = tokenized(docs)
-    prompts = [p[:config.eval_prompt_tokens] for p in tokens.prompts() if len(p) >= 4][:config.eval_prompts]
+    prompts = tokens.eval_prompts(config.eval_prompt_tokens, config.eval_prompts)
     check_pairing(module, adapter)
     session = loop.Session(config, out_path, adapter, module, raw, ids, mask, prompts, stop_tokens_of(adapter), device,
                            dist=d, sharded=sharded)

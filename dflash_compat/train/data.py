@@ -354,6 +354,12 @@ class TrainingTokens:
     def prompts(self) -> list[list[int]]:
         return self.held_prompts or self.held_out
 
+    def eval_prompts(self, tokens: int, count: int) -> list[list[int]]:
+        """The held-out tau's prompts: a text's first `tokens` tokens; a conversation's last ones (they end with
+        the template's generation prompt, where the reply starts)."""
+        cut = (lambda p: p[-tokens:]) if self.held_prompts else (lambda p: p[:tokens])
+        return [cut(p) for p in self.prompts() if len(p) >= 4][:count]
+
 
 def _template_spans(tokenizer: Any, messages: list[dict]) -> tuple[str, list[tuple[int, int]]]:
     """The conversation rendered by the target's chat template, and the character spans of the assistant's

@@ -197,14 +197,19 @@ def launch(nproc: int, args: Sequence[str], *, threads: Optional[int] = None) ->
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.run import get_args_parser, run
 
-    # torchrun's banner and its failure report (a table with a traceback hint) would bury the rank's own line
-    logging.getLogger("torch.distributed.elastic").setLevel(logging.CRITICAL)
-    logging.getLogger("torch.distributed.run").setLevel(logging.CRITICAL)
+    # torchrun's banner, its signal warnings and its failure report (a table with a traceback hint) would bury the
+    # rank's own line: elastic's loggers set their own levels (LOGLEVEL), so each is quietened by name
+    for name in [n for n in logging.root.manager.loggerDict if n.startswith("torch.distributed")]:
+        logging.getLogger(name).setLevel(logging.CRITICAL)
     os.environ.setdefault("OMP_NUM_THREADS", str(threads or 1))
     launcher = ["--nproc-per-node", str(nproc), "--standalone", "--max-restarts", "0", "--monitor-interval", "0.5",
                 "--module", "dflash_compat", "train", *args]
+    from torch.distributed.elastic.multiprocessing.api import SignalException
+
     try:
         run(get_args_parser().parse_args(launcher))
+    except SignalException as exc:  # SIGTERM / SIGHUP to the launcher: the agent has stopped the ranks
+        return 128 + int(exc.sigval)
     except ChildFailedError as exc:
         codes = [f.exitcode for f in exc.failures.values()]
         normal = [c for c in codes if c > 0]

@@ -24,6 +24,7 @@ from dflash_compat.train.distributed import SINGLE, Dist, all_sum
 from dflash_compat.train.objective import BlockBatch, block_loss, draft_logits
 from dflash_compat.train.progress import (  # noqa: F401 - progress_line and learning_rate are re-exported
     FIRST_LOGS,
+    StopFlag,
     TrainResult,
     _progress,
     _rate,
@@ -123,8 +124,9 @@ def _is_oom(exc: BaseException) -> bool:
     return isinstance(exc, MemoryError) or "out of memory" in text or "can't allocate memory" in text
 
 
-def _step(s: Session, step: int, gamma: float) -> tuple[float, dict]:
-    """One optimizer step on this rank's share of the global batch; -> (the global batch's loss, statistics)."""
+def _step(s: Session, step: int, gamma: float, stop: bool = False) -> tuple[float, dict, bool]:
+    """One optimizer step on this rank's share of the global batch; -> (the global batch's loss, statistics,
+    whether any rank was asked to stop: `stop` travels with the step's sums)."""
     c, d = s.config, s.dist
     bs = s.draft.block_size
     # the same draw on every rank, for any number of ranks, on resume, and in the MLX trainer (sampler.py)
@@ -144,8 +146,8 @@ def _step(s: Session, step: int, gamma: float) -> tuple[float, dict]:
     (loss * d.world if d.active else loss).backward()
     torch.nn.utils.clip_grad_norm_(s.draft.parameters(), c.grad_clip)
     s.optimizer.step()
-    sums = all_sum(d, stats["sums"].cpu())
-    return float(sums[0]) / total, stats_from_sums(sums, bs)
+    sums = all_sum(d, torch.cat([stats["sums"].cpu(), torch.tensor([float(stop)], dtype=torch.float64)]))
+    return float(sums[0]) / total, stats_from_sums(sums[:-1], bs), bool(sums[-1] > 0)
 
 
 def _evaluates(c: TrainConfig, step: int) -> bool:
@@ -169,14 +171,15 @@ def run_training(s: Session, *, progress: bool = True, log: Optional[Callable[[s
     every_log = max(1, c.steps // 20)
     save = (lambda at: save_checkpoint(s.out, s.draft, s.optimizer, at, s.draft_config, s.history,
                                        global_batch=s.global_batch)) if d.main else (lambda at: None)
+    stopping = False
     try:
-        with _progress(progress and d.main) as bar:
+        with StopFlag() as flag, _progress(progress and d.main) as bar:
             task = bar.add_task("train", total=c.steps, completed=s.start_step, loss="-", tau="-", speed="")
             step = s.start_step
             try:
                 for step in range(s.start_step, c.steps):
                     began = time.perf_counter()
-                    loss, stats = _step(s, step, gamma)
+                    loss, stats, stopping = _step(s, step, gamma, flag.requested)
                     step_s = time.perf_counter() - began
                     evaluated = _evaluates(c, step + 1)
                     if evaluated:
@@ -194,10 +197,14 @@ def run_training(s: Session, *, progress: bool = True, log: Optional[Callable[[s
                     if d.main and bar.disable and ((step + 1) % every_log == 0 or step + 1 == c.steps
                                                    or done in FIRST_LOGS):
                         log(progress_line(step + 1, c.steps, loss, tau, elapsed, done, rate))
+                    if stopping and step + 1 < c.steps:  # Ctrl-C: every rank stops after this same step
+                        save(step + 1)
+                        raise KeyboardInterrupt
                     if c.checkpoint_every and (step + 1) % c.checkpoint_every == 0 and step + 1 < c.steps:
                         save(step + 1)
             except KeyboardInterrupt:
-                save(step)
+                if not stopping:  # a second Ctrl-C, mid-step: the last finished step's weights are not at hand
+                    save(len(s.history))
                 raise
             except (RuntimeError, MemoryError) as exc:
                 if not _is_oom(exc):

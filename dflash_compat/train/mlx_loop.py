@@ -353,7 +353,7 @@ def prepare_mlx(target: str, draft: str, data, out: str, config: TrainConfig, *,
     tokens = data_mod.tokenize_training_data(docs, tokenizer, config, eos)
     module, raw = _load_draft(draft, config.seed, token)
     ids, mask = data_mod.pack(tokens.train, config.seq_len, eos, module.block_size + 2, tokens.train_masks)
-    prompts = [p[:config.eval_prompt_tokens] for p in tokens.prompts() if len(p) >= 4][:config.eval_prompts]
+    prompts = tokens.eval_prompts(config.eval_prompt_tokens, config.eval_prompts)
     adapter = load_target(t_folder, dtype=mx.float32)
     adapter.model.freeze()
     check_pairing(module, adapter)
@@ -407,7 +407,7 @@ def run_training_mlx(s: MLXSession, *, log: Optional[Callable[[str], None]] = No
     """The MLX run: progress lines (tokens/s, ETA), TensorBoard events, checkpoints, export, plot."""
     from dflash_compat.train.checkpoint import write_json
     from dflash_compat.train.observe import PLOT_FILE, open_event_log, plot_history
-    from dflash_compat.train.progress import FIRST_LOGS, TrainResult, _round, learning_rate, progress_line
+    from dflash_compat.train.progress import FIRST_LOGS, StopFlag, TrainResult, _round, learning_rate, progress_line
 
     c = s.config
     log = log or (lambda line: None)
@@ -417,28 +417,35 @@ def run_training_mlx(s: MLXSession, *, log: Optional[Callable[[str], None]] = No
     started, loss, tau = time.perf_counter(), math.nan, None
     every_log = max(1, c.steps // 20)
     step = s.start_step
+    stopping = False
     try:
         try:
-            for step in range(s.start_step, c.steps):
-                began = time.perf_counter()
-                loss, stats = train_step_mlx(s, step, gamma)
-                step_s = time.perf_counter() - began
-                evaluated = step + 1 == c.steps or bool(c.eval_every and (step + 1) % c.eval_every == 0)
-                if evaluated:
-                    tau = held_out_tau_mlx(s)
-                s.history.append({"step": step + 1, "loss": loss, "block_tau": _round(stats["block_tau"]),
-                                  "tau": _round(tau) if evaluated else None, "seconds": round(step_s, 4)})
-                done, elapsed = step + 1 - s.start_step, time.perf_counter() - started
-                rate = c.batch_size * c.seq_len * done / max(elapsed, 1e-9)
-                events.scalars(step + 1, {"train/loss": loss, "train/block_tau": stats["block_tau"],
-                                          "train/lr": learning_rate(c, step), "train/tokens_per_s": rate,
-                                          "eval/tau": tau if evaluated else None})
-                if (step + 1) % every_log == 0 or step + 1 == c.steps or done in FIRST_LOGS:
-                    log(progress_line(step + 1, c.steps, loss, tau, elapsed, done, rate))
-                if c.checkpoint_every and (step + 1) % c.checkpoint_every == 0 and step + 1 < c.steps:
-                    save_checkpoint_mlx(s, step + 1)
+            with StopFlag() as flag:
+                for step in range(s.start_step, c.steps):
+                    began = time.perf_counter()
+                    loss, stats = train_step_mlx(s, step, gamma)
+                    step_s = time.perf_counter() - began
+                    evaluated = step + 1 == c.steps or bool(c.eval_every and (step + 1) % c.eval_every == 0)
+                    if evaluated:
+                        tau = held_out_tau_mlx(s)
+                    s.history.append({"step": step + 1, "loss": loss, "block_tau": _round(stats["block_tau"]),
+                                      "tau": _round(tau) if evaluated else None, "seconds": round(step_s, 4)})
+                    done, elapsed = step + 1 - s.start_step, time.perf_counter() - started
+                    rate = c.batch_size * c.seq_len * done / max(elapsed, 1e-9)
+                    events.scalars(step + 1, {"train/loss": loss, "train/block_tau": stats["block_tau"],
+                                              "train/lr": learning_rate(c, step), "train/tokens_per_s": rate,
+                                              "eval/tau": tau if evaluated else None})
+                    if (step + 1) % every_log == 0 or step + 1 == c.steps or done in FIRST_LOGS:
+                        log(progress_line(step + 1, c.steps, loss, tau, elapsed, done, rate))
+                    if flag.requested and step + 1 < c.steps:  # Ctrl-C: stop after this step, checkpointed
+                        stopping = True
+                        save_checkpoint_mlx(s, step + 1)
+                        raise KeyboardInterrupt
+                    if c.checkpoint_every and (step + 1) % c.checkpoint_every == 0 and step + 1 < c.steps:
+                        save_checkpoint_mlx(s, step + 1)
         except KeyboardInterrupt:
-            save_checkpoint_mlx(s, step)
+            if not stopping:  # a second Ctrl-C, mid-step
+                save_checkpoint_mlx(s, len(s.history))
             raise
         seconds = time.perf_counter() - started
         save_checkpoint_mlx(s, c.steps)

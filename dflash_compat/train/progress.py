@@ -10,7 +10,7 @@ from typing import Optional
 
 from dflash_compat.train.config import TrainConfig
 
-__all__ = ["learning_rate", "progress_line", "FIRST_LOGS", "TrainResult", "stats_from_sums"]
+__all__ = ["learning_rate", "progress_line", "FIRST_LOGS", "TrainResult", "stats_from_sums", "StopFlag"]
 
 
 @dataclass
@@ -92,3 +92,33 @@ def stats_from_sums(sums, block_size: int) -> dict:
 
 def _round(x: Optional[float]) -> Optional[float]:
     return None if x is None or math.isnan(x) else round(x, 3)
+
+
+class StopFlag:
+    """Ctrl-C (SIGINT) during training: the first one asks the run to stop at the end of the current step (every
+    rank learns it through the step's collective, so all stop after the same step and rank 0 saves a
+    checkpoint of it); a second one interrupts at once. Installed only in the main thread, removed after."""
+
+    def __init__(self) -> None:
+        self.requested = False
+        self._previous = None
+
+    def _handler(self, signum, frame) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+
+    def __enter__(self) -> "StopFlag":
+        import signal
+        import threading
+
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._handler)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        import signal
+
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+            self._previous = None

@@ -87,6 +87,7 @@ def _launch(ctx, nproc, device, threads, token, target, draft, spec, out, config
     elastic launcher starts the ranks (distributed.launch)."""
     import os
 
+    from dflash_compat.emitters._safe import printable
     from dflash_compat.resolve.refs import resolve
     from dflash_compat.train import check_out
     from dflash_compat.train.data import load_training_data
@@ -99,7 +100,12 @@ def _launch(ctx, nproc, device, threads, token, target, draft, spec, out, config
     load_training_data(spec, config)
     if token:
         os.environ["HF_TOKEN"] = token
-    code = launch(nproc, _relaunch_args(ctx, {"nproc_per_node", "framework"}), threads=threads)
+    try:
+        code = launch(nproc, _relaunch_args(ctx, {"nproc_per_node", "framework"}), threads=threads)
+    except KeyboardInterrupt:  # Ctrl-C reaches every rank too: rank 0 saves a checkpoint, the agent stops them
+        click.echo(printable(f"dflash-check: interrupted; a checkpoint is in {out}/checkpoint: continue with "
+                             "--resume"), err=True)
+        sys.exit(130)
     if code:
         sys.exit(code)
 
