@@ -1,4 +1,5 @@
-"""Built-in adapters: model_type -> adapter class, one explicit table per framework (no globbing).
+"""Built-in adapters: model_type -> adapter class, one explicit table per framework (no globbing); the
+layouts they follow are one table too (layouts.py).
 
 A model_type that is not listed gets the framework's default adapter (standard `model.*` causal
 LMs and VLM wrappers). Entries are "module:Class" strings, imported only when selected, so this
@@ -9,6 +10,8 @@ from __future__ import annotations
 
 import importlib
 from typing import Any, Optional
+
+from dflash_compat.adapters.layouts import MLX_LAYOUTS, TORCH_LAYOUTS
 
 __all__ = [
     "TORCH_DEFAULT",
@@ -29,45 +32,38 @@ _P = "dflash_compat.adapters."
 TORCH_DEFAULT = _P + "torch_default:TorchDefaultAdapter"
 MLX_DEFAULT = _P + "mlx_default:MLXDefaultAdapter"
 
-# model_type (config.json) -> built-in PyTorch adapter. Layouts verified against transformers 5.24.
+_TL, _ML = _P + "torch_layouts:", _P + "mlx_layouts:"
+
+
+def _torch(layout: str) -> str:
+    return _TL + TORCH_LAYOUTS[layout].cls
+
+
+def _mlx(layout: str) -> str:
+    return _ML + MLX_LAYOUTS[layout].cls
+
+
+# model_type (config.json) -> built-in PyTorch adapter (a layout of layouts.TORCH_LAYOUTS). Layouts verified
+# against transformers 5.24.
 TORCH_ADAPTERS: dict[str, str] = {
-    # transformer.wte / transformer.h / transformer.ln_f, lm_head
-    "gpt2": _P + "torch_gpt2:GPT2Adapter",
-    "gptj": _P + "torch_gpt2:GPT2Adapter",
-    "gpt_neo": _P + "torch_gpt2:GPT2Adapter",
-    "codegen": _P + "torch_gpt2:GPT2Adapter",
-    "gpt_bigcode": _P + "torch_gpt2:GPT2Adapter",
-    # gpt_neox.embed_in / gpt_neox.layers / gpt_neox.final_layer_norm, lm_head (embed_out in 4.x)
-    "gpt_neox": _P + "torch_gpt_neox:GPTNeoXAdapter",
-    # model.decoder.embed_tokens (+ project_in) / model.decoder.layers, (project_out +) lm_head
-    "opt": _P + "torch_opt:OPTAdapter",
-    # transformer.word_embeddings / transformer.h / transformer.ln_f, lm_head
-    "falcon": _P + "torch_falcon:FalconAdapter",
-    "bloom": _P + "torch_falcon:FalconAdapter",
-    # model.embed_tokens / model.layers / model.final_layernorm, lm_head (with bias)
-    "phi": _P + "torch_phi:PhiAdapter",
+    "gpt2": _torch("gpt2"), "gptj": _torch("gpt2"), "gpt_neo": _torch("gpt2"), "codegen": _torch("gpt2"),
+    "gpt_bigcode": _torch("gpt2"),
+    "gpt_neox": _torch("gpt-neox"),
+    "opt": _torch("opt"),
+    "falcon": _torch("falcon"), "bloom": _torch("falcon"),
+    "phi": _torch("phi"),
 }
 
-# model_type (mlx-lm's ModelArgs.model_type) -> built-in MLX adapter, for the mlx-lm layouts whose
-# embedding or head is not where the DFlash MLX loader looks. Verified against mlx-lm 0.32.
+# model_type (mlx-lm's ModelArgs.model_type) -> built-in MLX adapter (a layout of layouts.MLX_LAYOUTS), for the
+# mlx-lm layouts whose embedding or head is not where the DFlash MLX loader looks. Verified against mlx-lm 0.32.
 MLX_ADAPTERS: dict[str, str] = {
-    # model.wte / model.h / model.ln_f; head tied to wte (gpt2) or lm_head (gptj)
-    "gpt2": _P + "mlx_gpt2:MLXGPT2Adapter",
-    "gptj": _P + "mlx_gpt2:MLXGPT2Adapter",
-    # model.embed_in / model.h / model.final_layer_norm; head model.embed_out (inside the decoder)
-    "gpt_neox": _P + "mlx_gpt_neox:MLXGPTNeoXAdapter",
-    # transformer.wte / transformer.h / transformer.ln_f; lm_head or tied
-    "gpt_bigcode": _P + "mlx_gpt_bigcode:MLXGPTBigCodeAdapter",
-    "qwen": _P + "mlx_gpt_bigcode:MLXGPTBigCodeAdapter",
-    "exaone": _P + "mlx_gpt_bigcode:MLXGPTBigCodeAdapter",
-    # transformer.wte / transformer.blocks / transformer.norm_f; lm_head
-    "dbrx": _P + "mlx_dbrx:MLXDBRXAdapter",
-    # model.tok_embeddings / model.layers / model.norm; head output or tied
-    "internlm2": _P + "mlx_internlm2:MLXInternLM2Adapter",
-    # transformer.token_embeddings / transformer.layers / transformer.norm; lm_head or tied
-    "openelm": _P + "mlx_openelm:MLXOpenELMAdapter",
-    # model.embed_tokens / model.layers.layers (a module holding the list) / model.norm; lm_head
-    "plamo": _P + "mlx_plamo:MLXPlamoAdapter",
+    "gpt2": _mlx("gpt2"), "gptj": _mlx("gpt2"),
+    "gpt_neox": _mlx("gpt-neox"),
+    "gpt_bigcode": _mlx("gpt-bigcode"), "qwen": _mlx("gpt-bigcode"), "exaone": _mlx("gpt-bigcode"),
+    "dbrx": _mlx("dbrx"),
+    "internlm2": _mlx("internlm2"),
+    "openelm": _mlx("openelm"),
+    "plamo": _mlx("plamo"),
 }
 
 # --adapter NAME -> adapter. Model types work as names too (`--adapter bloom`).

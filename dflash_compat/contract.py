@@ -2,19 +2,12 @@
 
 One copy of each: a module that needs one of these imports it from here. Pure data, no imports,
 so any layer of the pipeline may depend on it; the one list derived from the engines' code
-(RECURRENT_MODEL_TYPES) is read from data/engine_support.json on first use.
+(RECURRENT_MODEL_TYPES) is read from the engine facts (dflash_compat.engines.store) on first use.
 """
 
 from __future__ import annotations
 
-from dflash_compat.engines.registry import ENGINES, SOURCE_ENGINE_VERSIONS
-
 __all__ = [
-    "ENGINE_VERSIONS",  # noqa: F822 (module __getattr__, read on first use)
-    "SOURCE_ENGINE_VERSIONS",
-    "cited_version",
-    "ENGINE_BUILDS",
-    "BACKEND_ENGINES",
     "TEXT_CONFIG_KEYS",
     "DEFAULT_BLOCK_SIZE",
     "ATTENTION_LAYER_TYPES",
@@ -31,33 +24,6 @@ __all__ = [
     "MLX_ROTATING_CACHES",
 ]
 
-# ENGINE_VERSIONS (read on first use by the module __getattr__ below): the newest bundled release of
-# each engine (data/engines/index.json, dflash_compat.engines.registry). A check judges against the
-# release the user selects (--engine-version, the settings file, what is installed); this is the default.
-
-# SOURCE_ENGINE_VERSIONS (engine_versions.py, imported above): engines cited from a source tree rather
-# than a wheel, with the release their citations were read from.
-
-
-def cited_version(engine: str) -> str:
-    """The release an engine's citations were read from (a wheel's or a source tree's)."""
-    from dflash_compat.engines.support import (
-        engine_versions,  # ENGINE_VERSIONS, which a module's own code cannot read lazily
-    )
-
-    return engine_versions().get(engine) or SOURCE_ENGINE_VERSIONS[engine]
-
-# Engines that are not Python wheels, by the build their facts were read from (llama.cpp: a release
-# tag; the facts are bundled per build in data/llamacpp/<build>.json, dflash_compat/engines/llamacpp.py). One copy:
-# the same dict as SOURCE_ENGINE_VERSIONS, which citations of those source trees are resolved with.
-ENGINE_BUILDS = SOURCE_ENGINE_VERSIONS
-
-# The engines whose code speaks for each backend the checker judges (a backend's verdicts rest on them), in the
-# registry's order: derived from engine_versions.ENGINES, the one copy (each engine lists its backends there).
-BACKEND_ENGINES = {
-    backend: tuple(name for name, info in ENGINES.items() if backend in info.backends)
-    for backend in dict.fromkeys(b for info in ENGINES.values() for b in info.backends)
-}
 
 # Where multimodal wrappers keep the language model's config.
 TEXT_CONFIG_KEYS = ("text_config", "llm_config", "language_config")
@@ -114,12 +80,8 @@ MLX_ROTATING_CACHES = frozenset({"RotatingKVCache"})
 def __getattr__(name: str):
     # PEP 562: `from dflash_compat.contract import RECURRENT_MODEL_TYPES` reads the engine facts on
     # first use only, so importing the contract stays free of I/O.
-    if name == "ENGINE_VERSIONS":
-        from dflash_compat.engines.support import engine_versions
-
-        return engine_versions()
     if name == "RECURRENT_MODEL_TYPES":
-        from dflash_compat.engines.support import recurrent_model_types
+        from dflash_compat.engines.store import recurrent_model_types
 
         value = recurrent_model_types()
         globals()[name] = value

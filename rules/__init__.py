@@ -12,7 +12,7 @@ import os
 import sys
 from importlib.machinery import ModuleSpec, SourceFileLoader
 
-from dflash_compat.checker.engine import Rule
+from dflash_compat.checker import Rule
 
 
 class _OwnModules:
@@ -113,6 +113,8 @@ from dflash_compat.rules.launch import (  # noqa: E402 - after the finder that s
     df909_launch_value_not_judged,
     df910_launch_pair_not_checked,
     df911_launch_flags_not_judged,
+    df912_launch_speculative_method_refused,
+    df913_launch_engine_predates_dflash,
 )
 from dflash_compat.rules.llamacpp import (  # noqa: E402 - after the finder that speeds it up
     df801_llamacpp_target_without_layer_hook,
@@ -404,6 +406,8 @@ ALL_RULES: list[Rule] = [
     df909_launch_value_not_judged.RULE,
     df910_launch_pair_not_checked.RULE,
     df911_launch_flags_not_judged.RULE,
+    df912_launch_speculative_method_refused.RULE,
+    df913_launch_engine_predates_dflash.RULE,
 ]
 
 RULES_BY_CODE: dict[str, Rule] = {r.code: r for r in ALL_RULES}

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from dflash_compat.checker.engine import CheckContext
-from dflash_compat.checker.findings import Location
+from dflash_compat.checker import Location, RuleContext
 
-__all__ = ["is_int", "model_type_loc", "disagreeing_locations", "version_key", "text_int",
+__all__ = ["is_int", "model_type_loc", "disagreeing_locations", "text_int",
            "NATIVE_RECURRENT_ROLLBACK"]
 
 # transformers' native DFlash rolls a recurrent target back from this release on: 5.24.0 refuses stateful
@@ -16,26 +15,15 @@ __all__ = ["is_int", "model_type_loc", "disagreeing_locations", "version_key", "
 NATIVE_RECURRENT_ROLLBACK = "5.25.0"
 
 
-def version_key(version: str) -> tuple[int, ...]:
-    """(5, 25, 0) for "5.25.0" / "5.25.0.dev0"; the leading numeric parts only."""
-    out = []
-    for part in version.split(".")[:3]:
-        digits = "".join(ch for ch in part if ch.isdigit()) if part[:1].isdigit() else ""
-        if not digits:
-            break
-        out.append(int(digits))
-    return tuple(out)
-
-
 def is_int(value: Any) -> bool:
     """A JSON integer (bool is an int subclass in Python, but not a layer id or a token id)."""
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def text_int(ctx: CheckContext, key: str) -> tuple[str, Any]:
+def text_int(ctx: RuleContext, key: str) -> tuple[str, Any]:
     """(the dotted key, its integer value or None) of a key of the target's text config as config.json has it
     (`text_config.KEY` for a wrapper), for keys the specs do not model."""
-    from dflash_compat.specs._reader import get_dotted
+    from dflash_compat.specs import get_dotted
 
     t = ctx.target
     dotted = f"{t.text_prefix}.{key}" if t.text_prefix else key
@@ -43,17 +31,17 @@ def text_int(ctx: CheckContext, key: str) -> tuple[str, Any]:
     return dotted, value if is_int(value) else None
 
 
-def model_type_loc(ctx: CheckContext) -> Location:
+def model_type_loc(ctx: RuleContext) -> Location:
     """The key that holds the model type a message names: `text_config.model_type` for wrappers."""
     if ctx.target.text_model_type:
         return ctx.tloc("text_model_type")
     return ctx.tloc("model_type", "model_type")
 
 
-def disagreeing_locations(ctx: CheckContext, field: str, locations: dict[str, Any], nested_key: str,
+def disagreeing_locations(ctx: RuleContext, field: str, locations: dict[str, Any], nested_key: str,
                           what: str, readers: str, others: str):
     """DF114 / DF116: one draft setting written under two keys with different values."""
-    from dflash_compat.checker.engine import Violation
+    from dflash_compat.checker import Violation
     from dflash_compat.quoting import quote
 
     if len({repr(v) for v in locations.values()}) < 2:
@@ -63,3 +51,16 @@ def disagreeing_locations(ctx: CheckContext, field: str, locations: dict[str, An
         f"{what} disagree: {listed}; {readers} use {quote(locations.get(nested_key, '?'))}, {others} the other one",
         [ctx.dloc(field, k) for k in locations],
     )
+
+
+# The draft formats some engine's loader reads each key for. Elsewhere no engine reads it, so a missing key
+# changes nothing: the Muse Glimmer assistant's logits are the target head's, raw, in transformers
+# (HF_NATIVE_LOGITS), vLLM (its DFlash v1 model, VLLM_V1_LOGITS) and SGLang (a DFlash v1 alias); speculators,
+# XPress, LiLiCorr, Laguna and Domino drafts are loaded by DFlash v1 models or their own, which read none.
+_ZLAB = frozenset({"zlab-v1", "zlab-v2"})  # the dflash reference and its MLX port (REF_*, MLX_SCALES)
+_DFLASH2 = frozenset({"dflash2-beam", "minimax-dflash2"})  # SGLang DFlash2DraftModel aliases (SGL_V2_LOGITS)
+READ_BY = {
+    "input_embedding_scale": _ZLAB,  # + vLLM DFlash 2 (VLLM_V2_EMBED)
+    "output_multiplier": _ZLAB | _DFLASH2,  # + vLLM DFlash 2 (VLLM_V2_LOGITS)
+    "final_logit_softcapping": _ZLAB | _DFLASH2,  # + vLLM DFlash2-Beam (VLLM_BEAM_SOFTCAP)
+}

@@ -7,7 +7,7 @@ available (DFLASH_ENGINE_SRC).
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import EngineSource as S
+from dflash_compat.checker import EngineSource as S
 
 # --- dflash 0.1.0: the transformers reference (dflash/model.py) and its loaders ---------------------
 REF_IDS_FORMULA = S("dflash", "dflash/model.py", "25-34", "build_target_layer_ids: one layer -> N//2, else 1..N-3")
@@ -186,3 +186,12 @@ REG_SGL_LILICORR = S("sglang", "sglang/srt/models/lilicorr.py", "575", "LiLiCorr
 REG_MLX_DRAFT = S("dflash", "dflash/model_mlx.py", "430-486", "the MLX draft loader")
 REG_HF_ASSISTANT = S("transformers", "transformers/models/auto/modeling_auto.py", "409", "Muse-Glimmer assistant")
 DRAFT_REGISTRIES = (REG_VLLM_DRAFTS, REG_VLLM_RENAME, REG_SGL_DRAFTS, REG_SGL_LILICORR, REG_MLX_DRAFT, REG_HF_ASSISTANT)
+
+# hybrid targets: the serving engines commit recurrent state themselves (DF201, DF256)
+SGL_HYBRID = S("sglang", "sglang/srt/speculative/dflash_worker_v2.py", "2085-2130",
+                         "DFLASH commits a hybrid target's mamba / linear-attention state after verify itself")
+VLLM_HYBRID = S("vllm", "vllm/model_executor/layers/mamba/mamba_mixer2.py", "780-942",
+                          "recurrent state kept per accepted token (num_accepted_tokens)")
+# the speculators config reader (DF103, DF109)
+SPECULATORS_IDS = S("vllm", "vllm/transformers_utils/configs/speculators/algos.py", "114",
+                               "config_dict['aux_hidden_state_layer_ids']: KeyError when absent")

@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 from typing import Any, Optional
 
-from dflash_compat.checker.engine import BACKENDS, CheckContext, CheckOptions, run_rules
+from dflash_compat.checker import BACKENDS, RuleContext, run_rules
+from dflash_compat.deployment.options import CheckOptions
 from dflash_compat.engines.registry import Versions, select_versions
 from dflash_compat.rules import RULES_BY_CODE
 from dflash_compat.specs import parse_draft_config, parse_target_config
@@ -129,7 +130,7 @@ def run_rule(
         t = t.model_copy(update=target_extra)
     if versions is not None and not isinstance(versions, Versions):
         versions = select_versions(option=tuple(versions), installed=False)
-    ctx = CheckContext(target=t, draft=d, options=options or CheckOptions(), versions=versions)
+    ctx = RuleContext(target=t, draft=d, options=options or CheckOptions(), versions=versions)
     return run_rules(ctx, [RULES_BY_CODE[code]], backends)
 
 

@@ -10,7 +10,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Optional, Union
 
-from dflash_compat.checker.engine import BACKENDS, CheckContext, run_rules
+from dflash_compat.checker import BACKENDS, RuleContext, run_rules
 from dflash_compat.deployment.options import CheckOptions
 from dflash_compat.modelfacts import DraftWeights, ModuleFacts, Skipped
 from dflash_compat.resolve.refs import Resolved
@@ -172,7 +172,7 @@ def fixture(name: str) -> dict[str, Any]:
 
 
 def findings(code: str, target: TargetSpec, draft: DraftSpec, weights=None, modules=None, backends=BACKENDS):
-    ctx = CheckContext(target=target, draft=draft, options=CheckOptions(), modules=modules, weights=weights)
+    ctx = RuleContext(target=target, draft=draft, options=CheckOptions(), modules=modules, weights=weights)
     return run_rules(ctx, [RULES_BY_CODE[code]], backends)
 
 

@@ -118,7 +118,7 @@ def test_xlm_layer_norm2_outputs_are_the_hidden_states():
 
 def test_df206_catches_an_output_without_cache_and_passes_a_causal_lm():
     # XLMWithLMHeadModel returns MaskedLMOutput: transformers' native DFlash reads outputs.cache and crashes
-    from dflash_compat.checker.engine import CheckContext, run_rules
+    from dflash_compat.checker import RuleContext, run_rules
     from dflash_compat.deployment.options import CheckOptions
     from dflash_compat.rules import RULES_BY_CODE
     from dflash_compat.specs import parse_draft_config
@@ -129,7 +129,7 @@ def test_df206_catches_an_output_without_cache_and_passes_a_causal_lm():
     draft = parse_draft_config(tiny_draft(TINY["qwen3"]), "d")
 
     def df206(cfg):
-        ctx = CheckContext(target=parse_target_config(cfg, "t"), draft=draft, options=CheckOptions(),
+        ctx = RuleContext(target=parse_target_config(cfg, "t"), draft=draft, options=CheckOptions(),
                            modules=probe(cfg))
         return run_rules(ctx, [RULES_BY_CODE["DF206"]], ("transformers",))
 
@@ -140,7 +140,7 @@ def test_df206_catches_an_output_without_cache_and_passes_a_causal_lm():
 
 def test_df207_catches_a_forward_without_position_ids_and_passes_llama():
     # generate() makes position_ids only for a forward that names them; the native DFlash generator reads them
-    from dflash_compat.checker.engine import CheckContext, run_rules
+    from dflash_compat.checker import RuleContext, run_rules
     from dflash_compat.deployment.options import CheckOptions
     from dflash_compat.rules import RULES_BY_CODE
     from dflash_compat.specs import parse_draft_config
@@ -149,7 +149,7 @@ def test_df207_catches_a_forward_without_position_ids_and_passes_llama():
     draft = parse_draft_config(tiny_draft(TINY["qwen3"]), "d")
 
     def df207(cfg):
-        ctx = CheckContext(target=parse_target_config(cfg, "t"), draft=draft, options=CheckOptions(),
+        ctx = RuleContext(target=parse_target_config(cfg, "t"), draft=draft, options=CheckOptions(),
                            modules=probe(cfg))
         return run_rules(ctx, [RULES_BY_CODE["DF207"]], ("transformers",))
 

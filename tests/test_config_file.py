@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from dflash_compat.checker.engine import severity_override
+from dflash_compat.checker import severity_override
 from dflash_compat.cli.app import cli
 from dflash_compat.cli.commands.config_file import find_config
 from tests.configs import draft, target, write_model

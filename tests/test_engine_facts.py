@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from dflash_compat.checker.engine import CheckContext, Rule, Violation, check_rules
+from dflash_compat.checker import Rule, RuleContext, Violation, check_rules
 from dflash_compat.modelfacts import DraftWeights, ModuleFacts, ModulePaths, Skipped
 from dflash_compat.rules import ALL_RULES, RULES_BY_CODE
 from dflash_compat.specs import parse_draft_config, parse_target_config
@@ -30,7 +30,7 @@ def test_a_misspelt_fact_name_fails():
     with pytest.raises(AttributeError):
         TREE.paths.embd  # noqa: B018 - attribute access, not a dict lookup that would read as "absent"
     with pytest.raises(KeyError):
-        CheckContext(target=T, draft=D).missing("weight")
+        RuleContext(target=T, draft=D).missing("weight")
 
 
 def test_facts_are_frozen():
@@ -47,7 +47,7 @@ def test_facts_are_frozen():
     (TREE, "ran", None),
 ])
 def test_each_rule_records_why_it_did_or_did_not_run(modules, status, reason):
-    results = check_rules(CheckContext(target=T, draft=D, modules=modules), [_rule()], ["transformers", "vllm"])
+    results = check_rules(RuleContext(target=T, draft=D, modules=modules), [_rule()], ["transformers", "vllm"])
     (run,) = results.rules
     assert (run.status, run.reason) == (status, reason)
     assert run.missing == (None if status == "ran" else "torch-modules")
@@ -57,15 +57,15 @@ def test_each_rule_records_why_it_did_or_did_not_run(modules, status, reason):
 
 
 def test_a_rule_for_no_selected_backend_is_not_applicable():
-    (run,) = check_rules(CheckContext(target=T, draft=D, modules=TREE), [_rule()], ["vllm"]).rules
+    (run,) = check_rules(RuleContext(target=T, draft=D, modules=TREE), [_rule()], ["vllm"]).rules
     assert run.status == "not-applicable"
 
 
 def test_weight_facts_and_their_skips():
     w = DraftWeights(files=("model.safetensors",), tensor_count=1, shapes={"fc.weight": [4, 8]})
-    ctx = CheckContext(target=T, draft=D, weights=w)
+    ctx = RuleContext(target=T, draft=D, weights=w)
     assert ctx.has("weights") and ctx.headers.shapes["fc.weight"] == [4, 8] and ctx.weights_skip is None
-    skipped = CheckContext(target=T, draft=D, weights=Skipped("pickle-only", "only .bin files"))
+    skipped = RuleContext(target=T, draft=D, weights=Skipped("pickle-only", "only .bin files"))
     assert skipped.missing("weights") == "the draft's weight headers were not read (pickle-only)"
     assert skipped.weights_skip.reason == "pickle-only"
     with pytest.raises(LookupError):
@@ -74,7 +74,7 @@ def test_weight_facts_and_their_skips():
 
 def test_a_tree_that_could_not_be_read_is_not_module_facts():
     broken = dataclasses.replace(TREE, paths=None, skipped=Skipped("inspection-failed", "locating failed", "torch"))
-    ctx = CheckContext(target=T, draft=D, modules=broken)
+    ctx = RuleContext(target=T, draft=D, modules=broken)
     assert not ctx.has("modules") and ctx.module_skip.reason == "inspection-failed"
     with pytest.raises(LookupError):
         ctx.tree  # noqa: B018

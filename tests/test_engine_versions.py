@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from dflash_compat.checker.engine import CheckContext, Rule, check_rules
+from dflash_compat.checker import Rule, RuleContext, check_rules
 from dflash_compat.cli.app import cli
 from dflash_compat.engines.registry import (
     ENGINES,
@@ -184,7 +184,7 @@ def test_the_settings_file_table(tmp_path, monkeypatch, nothing_installed):
 def _runs(code, draft_cfg, spec, target_cfg=None):
     t = parse_target_config(target_cfg or target(), "t")
     d = parse_draft_config(draft_cfg, "d")
-    ctx = CheckContext(target=t, draft=d, versions=select_versions(option=(spec,), installed=False))
+    ctx = RuleContext(target=t, draft=d, versions=select_versions(option=(spec,), installed=False))
     return check_rules(ctx, [RULES_BY_CODE[code]], ("vllm",))
 
 
@@ -232,7 +232,7 @@ def _df201(spec):
     from dflash_compat.rules.transformers.df201_target_cache_not_croppable import check
 
     t = parse_target_config(HYBRID, "t")
-    ctx = CheckContext(target=t, draft=parse_draft_config(draft(), "d"),
+    ctx = RuleContext(target=t, draft=parse_draft_config(draft(), "d"),
                        versions=select_versions(option=(spec,), installed=False))
     return list(check(ctx))
 
@@ -257,21 +257,22 @@ def test_df201_quotes_the_transformers_release_it_was_judged_at():
 
 
 def test_a_rule_whose_fact_is_unknown_is_not_judged(monkeypatch):
-    from dflash_compat.engines import support as engine_support
+    from dflash_compat.engines import store
 
-    real = engine_support.engine_data
+    real = store._facts
 
-    def fake(section, version=None):
-        data = dict(real(section, version))
-        if section == "vllm":
-            data["unknown"] = {"draft_v1_refused": "vllm/config/vllm.py: the refusal was not found"}
+    def fake(engine, version):
+        data = real(engine, version)
+        if engine == "vllm":
+            data = store.Facts(engine, version, {**data, "unknown": {
+                "draft_v1_refused": "vllm/config/vllm.py: the refusal was not found"}})
         return data
 
-    monkeypatch.setattr(engine_support, "engine_data", fake)
+    monkeypatch.setattr(store, "_facts", fake)
     rule = Rule(code="DF999", name="probe", severity="error", backends=("vllm",), check=lambda ctx: iter(()),
                 what="w", why="y", example="e", fix="f", requires=("vllm.draft_v1_refused",))
     t, d = parse_target_config(target(), "t"), parse_draft_config(draft(), "d")
-    res = check_rules(CheckContext(target=t, draft=d), [rule], ("vllm",))
+    res = check_rules(RuleContext(target=t, draft=d), [rule], ("vllm",))
     [f] = res.findings
     assert f.severity == "info" and f.message.startswith("not judged for vllm 0.34.0: draft_v1_refused")
     assert "dflash-check facts refresh --engine vllm==0.34.0" in f.fix and res.rules[0].status == "skipped"
@@ -329,27 +330,27 @@ def _serve(*args):
 
 
 def test_sglang_launch_flags_per_release():
-    from dflash_compat.engines.support import engine_data
+    from dflash_compat.engines.store import release
 
-    flags = {v: set(engine_data("sglang", v)["cli_flags"]) for v in ("0.5.21", "0.5.22", "0.5.23")}
+    flags = {v: set(release("sglang", v).facts["cli_flags"]) for v in ("0.5.21", "0.5.22", "0.5.23")}
     assert "--attn-dp-size" not in flags["0.5.21"] and "--attn-dp-size" in flags["0.5.22"]
     assert {"--dp-size", "--enable-dp-attention", "--speculative-dflash-block-size"} <= flags["0.5.21"]
 
 
 def test_serve_prints_the_flags_the_release_accepts():
-    from dflash_compat.engines.support import engine_data
+    from dflash_compat.engines.store import release
     from dflash_compat.serve.plan import LaunchPlan, for_release
 
     plan = LaunchPlan("sglang", ["python", "-m", "sglang.launch_server", "--model-path", "m", "--attn-dp-size", "2",
                                  "--enable-dp-lm-head"])
-    old = for_release(plan, frozenset(engine_data("sglang", "0.5.21")["cli_flags"]), "0.5.21")
+    old = for_release(plan, frozenset(release("sglang", "0.5.21").facts["cli_flags"]), "0.5.21")
     assert old.argv[-4:] == ["--dp-size", "2", "--enable-dp-attention", "--enable-dp-lm-head"]
     assert "0.5.21" in old.notes[-1]
-    new = for_release(plan, frozenset(engine_data("sglang", "0.5.23")["cli_flags"]), "0.5.23")
+    new = for_release(plan, frozenset(release("sglang", "0.5.23").facts["cli_flags"]), "0.5.23")
     assert new.argv == plan.argv
     with pytest.raises(InputError, match="SGLang 0.5.23 does not accept --made-up-flag"):
         for_release(LaunchPlan("sglang", ["--model-path", "m", "--made-up-flag", "1"]),
-                    frozenset(engine_data("sglang", "0.5.23")["cli_flags"]), "0.5.23")
+                    frozenset(release("sglang", "0.5.23").facts["cli_flags"]), "0.5.23")
 
 
 def test_serve_judges_at_the_selected_release(monkeypatch):
@@ -396,12 +397,12 @@ def test_probe_reads_the_servers_release():
 def test_a_release_whose_converter_rule_is_unknown_is_not_judged(tmp_path, monkeypatch):
     """Facts on demand for a release whose layout a reader does not know: the rule that needs the missing
     fact says "not judged for" that release instead of a verdict (the cache is written like `facts refresh`)."""
-    from dflash_compat.engines.support import engine_data
+    from dflash_compat.engines.store import release
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     folder = tmp_path / "dflash-compat" / "facts" / "speculators" / "0.7.0"
     folder.mkdir(parents=True)
-    facts = {k: v for k, v in engine_data("speculators", "0.9.0").items()}
+    facts = {k: v for k, v in release("speculators", "0.9.0").facts.items()}
     facts["unknown"] = {"converter_drops_last_layer_id": "speculators/convert/dflash/converter.py: not found"}
     (folder / "facts.json").write_text(json.dumps(facts))
     (folder / "sources.json").write_text(json.dumps({"sources": {}, "cites": {}}))

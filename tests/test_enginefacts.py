@@ -14,14 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from dflash_compat.checker.engine import EngineSource
+from dflash_compat.checker import EngineSource
 from dflash_compat.enginefacts import build, dflash, mlx, sglang, speculators, transformers, vllm, window
 from dflash_compat.enginefacts.__main__ import main
 from dflash_compat.enginefacts.anchors import anchor_at, resolve
 from dflash_compat.enginefacts.source import LayoutError, SourceTree
-from dflash_compat.engines import support as es
+from dflash_compat.engines import store as es
 from dflash_compat.engines.registry import bundled_versions, select_versions
-from dflash_compat.engines.support import apply_patch, draft_support, engine_data, source_of, sources, where
+from dflash_compat.engines.store import apply_patch, draft_support, release
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).parent / "fixtures" / "enginefacts"
@@ -425,8 +425,8 @@ def test_facts_on_demand_go_to_the_user_cache_where_the_next_check_finds_them(tm
     assert json.loads(facts.read_text())["unsupported"] == ["HollowVLForConditionalGeneration", "MixtralForCausalLM"]
     sel = select_versions(option=("vllm==9.9.0",), installed=False)["vllm"]
     assert (sel.used, sel.status) == ("9.9.0", "cached")
-    assert engine_data("vllm", "9.9.0")["unsupported"] == ["HollowVLForConditionalGeneration", "MixtralForCausalLM"]
-    assert source_of("vllm", "unsupported", "MixtralForCausalLM", "9.9.0").cite().startswith("vllm 9.9.0 vllm/")
+    assert release("vllm", "9.9.0").facts["unsupported"] == ["HollowVLForConditionalGeneration", "MixtralForCausalLM"]
+    assert release("vllm", "9.9.0").source("unsupported", "MixtralForCausalLM").cite().startswith("vllm 9.9.0 vllm/")
 
 
 @pytest.mark.parametrize("args,needle", [
@@ -468,25 +468,25 @@ def test_the_window_is_bundled_and_every_fact_has_a_source():
     for engine, versions in WINDOW.items():
         section = window.SECTION[engine]
         for version in versions:
-            facts = engine_data(section, version)
+            facts = release(engine, version).facts
             located = es._located(engine, version)["sources"]
             assert not facts.get("unknown"), (engine, version, facts.get("unknown"))
             assert window.check_located(section, facts, located) == [], (engine, version)
     # the check can fail: drop one location
-    facts, located = engine_data("vllm", "0.34.0"), json.loads(json.dumps(es._located("vllm", "0.34.0")["sources"]))
+    facts, located = release("vllm", "0.34.0").facts, json.loads(json.dumps(es._located("vllm", "0.34.0")["sources"]))
     del located["supported"]["LlamaForCausalLM"]
     assert window.check_located("vllm", facts, located) == ["vllm.supported: LlamaForCausalLM"]
 
 
 def test_accessors_cite_the_engine_and_the_release():
-    src = source_of("vllm", "supported", "LlamaForCausalLM", "0.33.0")
+    src = release("vllm", "0.33.0").source("supported", "LlamaForCausalLM")
     assert isinstance(src, EngineSource) and src.cite().startswith("vllm 0.33.0 vllm/model_executor/models/")
-    assert source_of("vllm", "supported", "LlamaForCausalLM").cite().startswith("vllm 0.34.0 ")
-    assert where("mlx", "replay_module").cite().startswith("dflash 0.1.0 dflash/model_mlx.py:")
-    assert source_of("mlx", "cache_classes", "llama").engine == "mlx-lm"
-    assert set(sources("speculators", "formats")) == set(engine_data("speculators")["formats"])
+    assert release("vllm").source("supported", "LlamaForCausalLM").cite().startswith("vllm 0.34.0 ")
+    assert release("mlx-lm").where("replay_module").cite().startswith("dflash 0.1.0 dflash/model_mlx.py:")
+    assert release("mlx-lm").source("cache_classes", "llama").engine == "mlx-lm"
+    assert set(release("speculators").sources("formats")) == set(release("speculators").facts["formats"])
     with pytest.raises(KeyError):
-        source_of("vllm", "supported", "NoSuchForCausalLM")
+        release("vllm").source("supported", "NoSuchForCausalLM")
 
 
 def test_draft_support_per_release():
@@ -501,10 +501,10 @@ def test_draft_support_per_release():
 
 
 def test_the_window_shows_the_releases_changes():
-    vllm34, vllm33 = engine_data("vllm", "0.34.0"), engine_data("vllm", "0.33.0")
+    vllm34, vllm33 = release("vllm", "0.34.0").facts, release("vllm", "0.33.0").facts
     assert "v1_dflash_proposer" in vllm33["features"] and "v1_dflash_proposer" not in vllm34["features"]
     assert {"dflash", "dflash2"} <= set(vllm34["method_config_modules"]) and not vllm33["method_config_modules"]
-    hf24, hf25 = engine_data("transformers", "5.24.0"), engine_data("transformers", "5.25.0")
+    hf24, hf25 = release("transformers", "5.24.0").facts, release("transformers", "5.25.0").facts
     assert "assisted_refuses_stateful" in hf24["features"] and "recurrent_rollback" in hf25["features"]
     assert "qwen3_5" in hf24["stateful_model_types"] and hf25["stateful_model_types"] == []
 
@@ -526,8 +526,8 @@ def test_a_config_check_reads_the_facts_but_not_the_locations():
         f"sys.argv = ['dflash-check', {str(ROOT / 'examples/qwen3-8b/target')!r}, '--draft', "
         f"{str(ROOT / 'examples/qwen3-8b/draft')!r}, '--no-deep', '-f', 'json']\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        "from dflash_compat.engines import support as es\n"
-        "print('LOADED', es._engine_file.cache_info().currsize, es._sources_file.cache_info().currsize, "
+        "from dflash_compat.engines import store as es\n"
+        "print('LOADED', es._wheel_file.cache_info().currsize, es._sources_file.cache_info().currsize, "
         "file=sys.stderr)\n"
     )
     res = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, cwd=ROOT)
@@ -566,3 +566,16 @@ def test_sglang_launch_flags_are_its_serverargs_fields():
     assert sec.sources["cli_flags"]["--attn-dp-size"]["file"] == "sglang/srt/arg_groups/fields/parallel.py"
     # no_cli fields are not flags unless add_cli_args registers them by hand
     assert sec.sources["cli_flags"]["--enable-dp-attention"]["file"] == "sglang/srt/server_args.py"
+
+
+def test_the_extractor_reads_every_rule_citation_from_the_rule_files():
+    """enginefacts.citations reads the rules' EngineSource calls with ast (it imports no rule): the same set as
+    the imported rules' sources, for every engine whose citations are anchored per release."""
+    from dflash_compat.enginefacts.citations import rule_citations
+    from dflash_compat.engines.registry import ENGINES
+    from dflash_compat.rules import ALL_RULES
+
+    wheels = {e for e, info in ENGINES.items() if info.store == "wheels"}
+    static = {c for c in rule_citations() if c[0] in wheels}
+    imported = {(s.engine, s.path, s.lines, s.version) for r in ALL_RULES for s in r.sources if s.engine in wheels}
+    assert static == imported and len(static) > 200

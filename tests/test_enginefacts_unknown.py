@@ -20,7 +20,7 @@ import pytest
 from dflash_compat.enginefacts import build, window
 from dflash_compat.enginefacts.__main__ import main
 from dflash_compat.engines.registry import select_versions
-from dflash_compat.engines.support import engine_data
+from dflash_compat.engines.store import release
 from tests.configs import draft, run_rule, target
 
 SRC = Path(os.environ.get("DFLASH_ENGINE_SRC", "/work/wheels/src"))
@@ -87,7 +87,7 @@ def _unknown_at(tmp_path, monkeypatch, capsys, engine, section, version, wheels,
 
     sel = select_versions(option=(f"{engine}=={version}",), installed=False)[engine]
     assert (sel.used, sel.status) == (version, "cached")
-    assert why in engine_data(section, version)["unknown"][fact]
+    assert why in release(engine, version).facts["unknown"][fact]
     return facts
 
 
@@ -108,7 +108,7 @@ def test_transformers_without_its_stateful_marker_is_unknown_and_not_judged(tmp_
     facts = _unknown_at(tmp_path, monkeypatch, capsys, "transformers", "transformers", version, wheels,
                         "stateful_model_types", "mamba not found")
     # the other facts of that release are read as from the untouched 5.24.0
-    same = engine_data("transformers", "5.24.0")
+    same = release("transformers", "5.24.0").facts
     for key in ("recurrent_layer_types", "recurrent_layer_model_types", "no_default_dynamic_cache", "features"):
         assert facts[key] == same[key], key
     found = run_rule("DF201", target(**HYBRID), draft(), versions=[f"transformers=={version}"],
@@ -127,7 +127,7 @@ def test_vllm_without_its_eagle3_interface_is_unknown_and_not_judged(tmp_path, m
     facts = _unknown_at(tmp_path, monkeypatch, capsys, "vllm", "vllm", version, wheels,
                         "supported", "class SupportsEagle3 not found")
     assert {"unsupported", "aux_body_not_mixin", "aux_over_pp"} <= set(facts["unknown"])
-    same = engine_data("vllm", "0.34.0")
+    same = release("vllm", "0.34.0").facts
     for key in ("draft_architectures", "draft_registry", "features", "method_config_modules", "speculators_formats"):
         assert facts[key] == same[key], key
     found = run_rule("DF302", target(architectures=["Qwen3ForCausalLM"]), draft(), versions=[f"vllm=={version}"],
@@ -146,7 +146,7 @@ def test_sglang_without_its_entryclass_registry_is_unknown_and_not_judged(tmp_pa
     facts = _unknown_at(tmp_path, monkeypatch, capsys, "sglang", "sglang", version, wheels,
                         "supported", "no function `import_model_classes`")
     assert {"unsupported", "hook_delegated_to_missing", "draft_architectures"} <= set(facts["unknown"])
-    same = engine_data("sglang", "0.5.23")
+    same = release("sglang", "0.5.23").facts
     for key in ("features", "cli_flags"):
         assert facts[key] == same[key], key
     found = run_rule("DF402", target(architectures=["Qwen3ForCausalLM"]), draft(), versions=[f"sglang=={version}"],
@@ -223,23 +223,23 @@ def test_reading_an_unknown_fact_raises_instead_of_answering_empty():
 def test_a_rule_that_reads_an_unknown_fact_with_a_default_is_not_judged(monkeypatch):
     """DF310 reads `facts.get("draft_v1_refused", ())`: with that list unknown at the release, an empty
     default would say "V1 serves it"; the rule gives the info instead, for that release."""
-    from dflash_compat.engines import support as engine_support
+    from dflash_compat.engines import store
     from dflash_compat.engines.store import Facts
 
     dflash2 = draft(architectures=["DFlash2DraftModel"])
     judged = run_rule("DF310", target(), dflash2, backends=("vllm",), versions=["vllm==0.33.0"])
     assert len(judged) == 1 and "DFlash candidate-head drafts" in judged[0].message
-    real = engine_support.engine_data
+    real = store._facts
 
-    def lost(section, version=None):
-        data = real(section, version)
-        if section != "vllm":
+    def lost(engine, version):
+        data = real(engine, version)
+        if engine != "vllm":
             return data
         broken = {k: v for k, v in data.items() if k != "draft_v1_refused"}
         broken["unknown"] = {"draft_v1_refused": "vllm/config/vllm.py: the V1 runner's refusal was not found"}
         return Facts("vllm", data.version, broken)
 
-    monkeypatch.setattr(engine_support, "engine_data", lost)
+    monkeypatch.setattr(store, "_facts", lost)
     found = run_rule("DF310", target(), dflash2, backends=("vllm",), versions=["vllm==0.33.0"])
     _not_judged(found, "DF310", "vllm", "0.33.0", "draft_v1_refused")
     assert "the V1 runner's refusal was not found" in found[0].message

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from dflash_compat.checker.engine import CheckContext, CheckOptions, run_rules
+from dflash_compat.checker import RuleContext, run_rules
+from dflash_compat.deployment.options import CheckOptions
 from dflash_compat.rules import ALL_RULES
 from dflash_compat.specs import parse_target_config
 from tests.deep_helpers import draft_tensors, findings, read_draft, write_draft
@@ -39,7 +40,7 @@ def write_published(folder: Path, family: str) -> Path:
 
 
 def all_findings(target_cfg: dict, d, w) -> list:
-    ctx = CheckContext(target=parse_target_config(target_cfg, "target"), draft=d, options=CheckOptions(), weights=w)
+    ctx = RuleContext(target=parse_target_config(target_cfg, "target"), draft=d, options=CheckOptions(), weights=w)
     return run_rules(ctx, ALL_RULES, ("transformers", "vllm", "sglang", "mlx"))
 
 

@@ -21,8 +21,8 @@ from dflash_compat.checker.findings import Finding, Location, RuleDocs, RuleRun,
 from dflash_compat.checker.report import Report, judged_engines, summarize
 from dflash_compat.cli.app import cli
 from dflash_compat.emitters import FORMATS, get_renderer
-from dflash_compat.engines.provenance import EngineSource
 from dflash_compat.engines.registry import EngineInfo, default_versions, select_versions
+from dflash_compat.engines.store import EngineSource
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = Path(__file__).resolve().parent / "golden"

@@ -148,7 +148,7 @@ def test_pending_exceptions_still_exist():
 
 def test_the_graph_test_can_fail():
     # the reader resolves relative and absolute imports, lazy ones included
-    engine = _imports("dflash_compat.checker.engine", MODULES["dflash_compat.checker.engine"])
+    engine = _imports("dflash_compat.checker.context", MODULES["dflash_compat.checker.context"])
     assert "dflash_compat.checker.findings" in engine and "dflash_compat.modelfacts" in engine
     probe = _imports("dflash_compat.inspection.torch_meta", MODULES["dflash_compat.inspection.torch_meta"])
     assert "dflash_compat.adapters.loading" in probe  # a lazy import inside a function
@@ -256,3 +256,45 @@ def test_the_cycle_finder_can_fail():
                                                    MODULES["dflash_compat.specs.draft_formats"])
     assert "dflash_compat.cli.commands.smoke_mlx" in _imports("dflash_compat.cli.commands.smoke",
                                                           MODULES["dflash_compat.cli.commands.smoke"])
+
+
+# What a rule file may import: the rule API (dflash_compat.checker), the specs' public modules, the typed deep
+# facts, the contract's constants, message quoting, and the rules' own helpers (never another rule). Engine
+# knowledge reaches a rule only through `RuleContext.engine(name)` (and `family(...)`), never through a store, a
+# reader or a launch module.
+RULE_API = {"dflash_compat.checker", "dflash_compat.contract", "dflash_compat.quoting", "dflash_compat.rules"}
+
+
+def _private(module: str) -> bool:
+    return any(part.startswith("_") for part in module.split(".")[1:])
+
+
+def rule_may_import(dst: str) -> bool:
+    if dst.startswith("dflash_compat.rules."):
+        return not dst.rsplit(".", 1)[-1].startswith("df")  # a helper, not another rule
+    if dst in RULE_API:
+        return True
+    public = ("dflash_compat.specs", "dflash_compat.modelfacts")
+    return (dst in public or dst.startswith(tuple(p + "." for p in public))) and not _private(dst)
+
+
+def test_rules_import_only_the_rule_api(tmp_path):
+    bad = sorted(f"{name} imports {dst}" for name, path in MODULES.items() if name.startswith("dflash_compat.rules.")
+                 for dst in _imports(name, path) if not rule_may_import(dst))
+    assert not bad, "rules reach past the rule API:\n" + "\n".join(bad)
+    # the test can fail: a store, a private spec module, a launch module, another rule
+    probe = tmp_path / "df399_probe.py"
+    probe.write_text("from dflash_compat.engines.store import release\nfrom dflash_compat.specs._reader import MISSING\n"
+                     "from dflash_compat.launch.parse import Launch\n"
+                     "from dflash_compat.rules.vllm import df301_vllm_draft_architecture_unsupported\n",
+                     encoding="utf-8")
+    seen = _imports("dflash_compat.rules.vllm.df399_probe", probe)
+    assert not any(rule_may_import(d) for d in seen) and len(seen) == 4, seen
+
+
+def test_the_facts_extractor_imports_no_rule():
+    """The rules read the engine facts; the extractor (enginefacts) reads the rules' citations from their source
+    files, never by importing them (an arrow up the flow)."""
+    bad = sorted(f"{name} imports {dst}" for name, path in MODULES.items() if name.startswith("dflash_compat.enginefacts")
+                 for dst in _imports(name, path) if dst.startswith("dflash_compat.rules"))
+    assert not bad, bad

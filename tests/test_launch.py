@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from dflash_compat.cli.app import cli
 from dflash_compat.launch.parse import find_launch, image_version
 from dflash_compat.launch.shellwords import ShellSyntaxError, split_commands
-from dflash_compat.launch.sources import LaunchFileError, candidates, pins_in
+from dflash_compat.launch.sources import LaunchFileError, Pin, candidates, pins_in
 from dflash_compat.pipeline.launch import LaunchSettings, check_text, launch_options
 
 REPO = Path(__file__).resolve().parent.parent
@@ -120,10 +120,12 @@ def test_sglang_options_map_onto_check_options():
             "--dp-size 4 --enable-dp-attention --quantization fp8 --speculative-draft-model-quantization unquant "
             "--speculative-dflash-block-size 8 --speculative-draft-window-size 12 --max-running-requests 32")
     [launch] = launches("s.sh", text)
-    assert launch_options(launch) == {
-        "tp": 4, "pp_size": 2, "sglang_num_draft_tokens": 16, "sglang_dflash_block_size": 8,
-        "sglang_draft_window_size": 12, "sglang_attn_dp_size": 4, "sglang_enable_dp_lm_head": False,
-        "max_num_seqs": 32, "sglang_quantization": "fp8", "sglang_draft_quantization": "unquant"}
+    want = {"tp": 4, "pp_size": 2, "sglang_num_draft_tokens": 16, "sglang_dflash_block_size": 8,
+            "sglang_draft_window_size": 12, "sglang_attn_dp_size": 4, "sglang_enable_dp_lm_head": False,
+            "max_num_seqs": 32, "sglang_quantization": "fp8", "sglang_draft_quantization": "unquant",
+            "engine": "sglang", "complete": True, "num_speculative_tokens": None, "draft_tp": None}
+    options = launch_options(launch)
+    assert {k: options[k] for k in want} == want
 
 
 def test_dockerfile_exec_and_shell_forms_with_env_and_arg():
@@ -187,7 +189,7 @@ def test_workflow_run_steps_with_env():
     [launch] = launches(".github/workflows/serve.yml", text)
     assert kind == "workflow" and launch.target == "Qwen/Qwen3-8B" and launch.settings["num_speculative_tokens"] == 7
     assert (launch.line, launch.column) == (13, 11) and launch.context == "job serve step 2"
-    assert pins_in(text) == {"vllm": ("0.33.0", 12)}
+    assert pins_in(text) == {"vllm": Pin("0.33.0", 12, 24)}
 
 
 @pytest.mark.parametrize("image,version", [
@@ -252,11 +254,17 @@ def test_fix_prints_the_corrected_command(tmp_path):
 
 def test_vllm_fix_drops_the_unknown_key_and_sets_the_dspark_method():
     spec = '{"method": "dflash", "model": "org/dspark_x", "num_speculative_tokens": 6, "use_heterogeneous_vocab": true}'
-    [fr] = [check_text("x", f"vllm serve T --speculative-config '{spec}'", LaunchSettings(
-        pair=False, engine_versions={"vllm": "0.34.0"}))]
-    fixed = fr.launches[0].fixed
-    assert json.loads(fixed[fixed.index("--speculative-config") + 1]) == {
-        "method": "dspark", "model": "org/dspark_x", "num_speculative_tokens": 6}
+
+    def fixed_spec(version):
+        [fr] = [check_text("x", f"vllm serve T --speculative-config '{spec}'", LaunchSettings(
+            pair=False, engine_versions={"vllm": version}))]
+        fixed = fr.launches[0].fixed
+        return json.loads(fixed[fixed.index("--speculative-config") + 1])
+
+    # 0.34.0 has no use_heterogeneous_vocab key (DF902); DF906 holds for the releases before it
+    assert fixed_spec("0.34.0") == {"method": "dflash", "model": "org/dspark_x", "num_speculative_tokens": 6}
+    assert fixed_spec("0.33.0") == {"method": "dspark", "model": "org/dspark_x", "num_speculative_tokens": 6,
+                                    "use_heterogeneous_vocab": True}
 
 
 def test_bad_input_is_one_line_with_file_and_line(tmp_path):
@@ -326,25 +334,25 @@ def test_pair_check_runs_with_the_launch_options(monkeypatch):
     assert json.loads(fixed[fixed.index("--speculative-config") + 1])["num_speculative_tokens"] == 15
 
 
-def test_the_pinned_version_reaches_the_project_wide_selection(monkeypatch):
-    """Where `engine_versions.select_versions` exists (the version-selection branch), the launch file's pin
-    is handed to it as `launch=` (origin launch-file), with only this launch's engine."""
-    import sys
-    import types
+def test_the_pinned_version_reaches_the_project_wide_selection():
+    """The launch file's pin is the launch engine's release (origin launch-file, where it is written); the
+    other engines follow --engine-version, the settings file, else the newest bundled (never what is
+    installed here: the file describes a deployment elsewhere)."""
+    from dflash_compat.launch.parse import find_launch
+    from dflash_compat.launch.sources import candidates
+    from dflash_compat.launch.versions import launch_versions
 
-    import dflash_compat.engines
-    from dflash_compat.launch.versions import LaunchVersion, pair_versions
-
-    calls = []
-    fake = types.ModuleType("dflash_compat.engines.registry")
-    fake.select_versions = lambda **kw: calls.append(kw) or "selected"
-    monkeypatch.setitem(sys.modules, "dflash_compat.engines.registry", fake)
-    monkeypatch.setattr(dflash_compat.engines, "registry", fake)
-    pinned = LaunchVersion("vllm", "0.33.0", "launch-file", "image vllm/vllm-openai:v0.33.0 (line 3)")
-    assert pair_versions(pinned, {"llama.cpp": "b11434"}, {"sglang": "0.5.23"}) == "selected"
-    assert calls == [{"option": (), "config": {}, "launch": {"vllm": "0.33.0"}}]
-    assert pair_versions(LaunchVersion("vllm", "0.34.0", "option"), {"vllm": "0.34.0"}) == "selected"
-    assert calls[1] == {"option": ("vllm==0.34.0",), "config": {}, "launch": {}}
+    text = "FROM vllm/vllm-openai:v0.33.0\nCMD vllm serve T --speculative-config '{\"method\": \"dflash\"}'\n"
+    _, cands = candidates("Dockerfile", text)
+    [launch] = [x for c in cands if (x := find_launch(c)) is not None]
+    versions = launch_versions(launch, {}, {"llama.cpp": "b11434"}, {"sglang": "0.5.22"})
+    assert (versions["vllm"].used, versions["vllm"].origin) == ("0.33.0", "launch-file")
+    assert versions["vllm"].detail == "image vllm/vllm-openai:v0.33.0 (line 1)"
+    assert (versions["sglang"].used, versions["sglang"].origin) == ("0.5.22", "config")
+    assert versions["llama.cpp"].origin == "option" and versions["transformers"].origin == "default"
+    # --engine-version wins over the pin
+    versions = launch_versions(launch, {}, {"vllm": "0.32.0"})
+    assert (versions["vllm"].used, versions["vllm"].origin) == ("0.32.0", "option")
 
 
 def test_text_output_fits_80_columns():

@@ -132,3 +132,46 @@ def test_bundled_facts_are_what_the_engine_sources_say(engine, version):
         pytest.skip(f"{source} is not unpacked here")
     bundled = json.loads(DATA.read_text())["engines"][engine][version]
     assert extract(engine, source) == bundled
+
+
+def test_the_speculative_method_names_each_parser_accepts(tmp_path):
+    """vLLM: SpeculativeMethod's Literal, nested aliases flattened (typing.get_args does the same), and whether
+    a field validator also takes a plugin's method; SGLang: SpeculativeAlgorithm's members and reserved
+    aliases, matched upper-cased; llama.cpp: the --spec-type map, matched exactly."""
+    root = _write(tmp_path / "v", {
+        "vllm/engine/arg_utils.py": "def add(p):\n    g.add_argument('--speculative-config', '-sc')\n",
+        "vllm/entrypoints/cli/serve.py": "from vllm.entrypoints.common.cli_args import make_arg_parser\n",
+        "vllm/entrypoints/common/cli_args.py": "class BaseFrontendArgs:\n    x: int = 1\n"
+                                               "class FrontendArgs(BaseFrontendArgs):\n    y: int = 1\n",
+        "vllm/config/speculative.py": "D = Literal['dflash']\nE = Literal['eagle', D]\n"
+                                      "SpeculativeMethod = Literal['ngram', E]\n"
+                                      "class SpeculativeConfig:\n    method: SpeculativeMethod = None\n"
+                                      "    num_speculative_tokens: int = None\n"
+                                      "    @field_validator('method')\n    def _v(cls, v):\n        return v\n",
+    })
+    assert extract("vllm", root)["values"] == {"method": {
+        "accepted": ["dflash", "eagle", "ngram"], "source": ["vllm/config/speculative.py", 3], "case_sensitive": True,
+        "plugins": ["vllm/config/speculative.py", 8]}}
+    sg = _write(tmp_path / "s", {
+        "sglang/srt/arg_groups/fields/spec.py": "class Spec:\n    speculative_algorithm: A[str, 'x'] = None\n"
+                                                "    model_path: A[str, 'x'] = None\n    tp_size: A[int, 'x'] = 1\n",
+        "sglang/srt/server_args.py": "",
+        "sglang/srt/speculative/spec_info.py": "class SpeculativeAlgorithm(Enum):\n    DFLASH = auto()\n"
+                                               "    EAGLE = auto()\n    @classmethod\n"
+                                               "    def from_string(cls, name):\n        return cls[name.upper()]\n",
+        "sglang/srt/speculative/spec_registry.py": "_RESERVED_ALIASES = frozenset({'NEXTN'})\n",
+    })
+    assert extract("sglang", sg)["values"]["algorithm"] == {
+        "accepted": ["DFLASH", "EAGLE", "NEXTN"], "source": ["sglang/srt/speculative/spec_info.py", 5],
+        "case_sensitive": False, "plugins": ["sglang/srt/speculative/spec_info.py", 5]}
+    arg = ('void f() {\n    add_opt(common_arg(\n        {"-md"}, "F", "d", [](common_params &, const std::string &) {}));\n'
+           '    add_opt(common_arg({"--spec-type"}, "T", "t", [](common_params &, const std::string &) {}));\n'
+           '    add_opt(common_arg({"-ctkd"}, "T", "t", [](common_params &, const std::string &) {}));\n'
+           '    add_opt(common_arg({"-sm"}, "T", "t", [](common_params &, const std::string &) {}));\n}\n')
+    spec = ('x\nconst std::map<std::string, common_speculative_type> common_speculative_type_from_name_map = {\n'
+            '    {"none",          COMMON_SPECULATIVE_TYPE_NONE},\n'
+            '    {"draft-dflash",  COMMON_SPECULATIVE_TYPE_DRAFT_DFLASH},\n};\n')
+    ll = _write(tmp_path / "l", {"common/arg.cpp": arg, "common/speculative.cpp": spec})
+    assert llamacpp_flags(ll)["values"] == {"spec_type": {
+        "accepted": ["draft-dflash", "none"], "source": ["common/speculative.cpp", 2], "case_sensitive": True,
+        "plugins": None, "separator": ","}}

@@ -92,9 +92,20 @@ def test_df905():
 
 
 def test_df906():
-    assert codes(vllm({**SPEC, "model": "deepseek-ai/dspark_qwen3_8b_block7"})) == ["DF906"]
-    assert codes(vllm({**SPEC, "method": "dspark", "model": "deepseek-ai/dspark_qwen3_8b_block7"})) == []
-    assert codes(vllm()) == []
+    old = {"vllm": "0.33.0"}
+    assert codes(vllm({**SPEC, "model": "deepseek-ai/dspark_qwen3_8b_block7"}), engine_versions=old) == ["DF906"]
+    assert codes(vllm({**SPEC, "method": "dspark", "model": "deepseek-ai/dspark_qwen3_8b_block7"}),
+                 engine_versions=old) == []
+    assert codes(vllm(), engine_versions=old) == []
+
+
+def test_launch_rules_keep_their_version_gates():
+    """One runner: a launch rule's `versions` gate holds in `launch` as in `check` (DF906 is read for vLLM
+    before 0.34.0 only), where the old launch runner ran every launch rule at every release."""
+    fr = check_text("run.sh", vllm({**SPEC, "model": "deepseek-ai/dspark_qwen3_8b_block7"}),
+                    LaunchSettings(pair=False, engine_versions={"vllm": "0.34.0"}))
+    [run] = [r for r in fr.launches[0].report.rules if r.code == "DF906"]
+    assert run.status == "not-applicable" and "vllm<0.34.0" in run.reason
 
 
 def test_df907():
@@ -145,12 +156,12 @@ def test_select_ignore_and_severity_apply():
 
 
 def test_pair_checks_never_run_launch_rules():
-    from dflash_compat.checker.engine import CheckContext, check_rules
+    from dflash_compat.checker import RuleContext, check_rules
     from dflash_compat.rules import ALL_RULES
     from dflash_compat.specs import parse_draft_config, parse_target_config
     from tests.configs import draft, target
 
-    ctx = CheckContext(target=parse_target_config(target(), "t"), draft=parse_draft_config(draft(), "d"))
+    ctx = RuleContext(target=parse_target_config(target(), "t"), draft=parse_draft_config(draft(), "d"))
     results = check_rules(ctx, ALL_RULES, ["vllm"])
     assert not [r for r in results.rules if r.code.startswith("DF9")]
 
@@ -167,3 +178,59 @@ def test_a_launch_of_another_speculative_method_gets_no_dflash_pair_check():
                          "--speculative-draft-model-path D", LaunchSettings())
     [f] = fr.launches[0].report.findings
     assert f.code == "DF910" and f.message.endswith("the speculative method is 'EAGLE3', not DFlash")
+
+
+def test_df912_method_names_as_each_release_parses_them():
+    """vLLM 0.32.0-0.34.0 match `method` exactly (vllm/config/speculative.py: SpeculativeMethod, a Literal);
+    SGLang 0.5.23 upper-cases the algorithm (spec_info.py:50-64); llama.cpp b11434 looks each --spec-type
+    name up exactly (common/speculative.cpp:72-84). The rest of the launch is still judged."""
+    for version in ("0.32.0", "0.33.0", "0.34.0"):
+        at = {"vllm": version}
+        assert codes(vllm({**SPEC, "method": "DFlash"}), engine_versions=at) == ["DF912"]
+        assert codes(vllm({**SPEC, "method": "dflash2"}), engine_versions=at) == ["DF912"]
+        assert codes(vllm(SPEC), engine_versions=at) == []
+    fr = check_text("x", vllm({**SPEC, "method": "DFlash"}), LaunchSettings(pair=False))
+    [f] = [f for f in fr.launches[0].report.findings if f.code == "DF912"]
+    assert f.severity == "error" and "vllm/config/speculative.py:90" in f.message and f.fix == 'Write "method": "dflash".'
+    # a name like no built-in one: vLLM 0.34.0 takes a plugin's registered method (speculative.py:1623-1634)
+    fr = check_text("x", vllm({**SPEC, "method": "my_spec"}), LaunchSettings(pair=False))
+    assert [(f.code, f.severity) for f in fr.launches[0].report.findings if f.code != "DF910"] == [("DF912", "warning")]
+    assert codes(vllm({**SPEC, "method": "my_spec"}), engine_versions={"vllm": "0.33.0"}) == ["DF912"]
+    sglang = "python -m sglang.launch_server --model-path T --speculative-draft-model-path D --speculative-algorithm "
+    assert codes(sglang + "dflash") == [] and codes(sglang + "DFlash") == []
+    assert codes(sglang + "dflash2") == ["DF912"]
+    llama = LLAMA.replace("draft-dflash", "dflash") + " -sm tensor"
+    found = codes(llama)
+    assert sorted(found) == ["DF905", "DF912"]  # refused, and its split mode still judged as a DFlash launch
+    assert codes(LLAMA.replace("draft-dflash", "draft-dflash,ngram-mod")) == []
+
+
+def test_df913_a_pin_before_dflash_is_an_error_from_the_pin_alone():
+    pinned = "pip install 'vllm==0.19.1'\n" + vllm()
+    fr = check_text("run.sh", pinned, LaunchSettings())  # the pair is read, and cannot be: the pin decides
+    found = {f.code: f for f in fr.launches[0].report.findings}
+    assert found["DF913"].severity == "error" and (found["DF913"].locations[0].line,
+                                                  found["DF913"].locations[0].column) == (1, 14)
+    assert found["DF913"].fix == "Pin vLLM 0.20.0 or later, e.g. vllm==0.34.0." and "DF911" not in found
+    image = "docker run vllm/vllm-openai:v0.19.0 --model T --speculative-config '" + json.dumps(SPEC) + "'"
+    fr = check_text("run.sh", image, LaunchSettings(pair=False))
+    [f] = [f for f in fr.launches[0].report.findings if f.code == "DF913"]
+    assert f.locations[0].column == image.index("vllm/vllm-openai") + 1
+    assert f.fix == "Use an image of vLLM 0.20.0 or later, e.g. vllm/vllm-openai:v0.34.0."
+    # no draft: a plain launch of an old release is no DFlash launch
+    assert codes("pip install vllm==0.19.1\nvllm serve T\n") == ["DF911"]
+    assert codes(vllm(), engine_versions={"vllm": "0.20.0"}) == ["DF911"]  # has DFlash; no flag facts for it
+
+
+def test_df911_names_the_launch_engine_in_its_fix():
+    fr = check_text("x", LLAMA, LaunchSettings(pair=False, engine_versions={"llama.cpp": "b9000"}))
+    [f] = [f for f in fr.launches[0].report.findings if f.code == "DF911"]
+    assert "vllm" not in f.fix and "--engine-version llama.cpp==b11434" in f.fix
+    assert "launch_flags llama.cpp==b9000=LLAMA_CPP_SOURCE_TREE" in f.fix
+
+
+def test_df910_only_where_there_is_a_pair():
+    assert [f.code for f in check_text("x", "vllm serve T --port 1", LaunchSettings()).launches[0].report.findings] \
+        == []
+    fr = check_text("x", "llama-server -m t.gguf --port 1", LaunchSettings())
+    assert fr.launches[0].report.findings == []

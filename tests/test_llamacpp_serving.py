@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from dflash_compat.cli.app import cli
-from dflash_compat.engines import llamacpp
+from dflash_compat.engines.store import release
 from dflash_compat.liveprobe import metrics as m
 from dflash_compat.serve.plan import LaunchRequest, build_plan, options_from_argv
 from tests.gguf_models import draft_gguf, target_gguf
@@ -61,7 +61,7 @@ def test_llamacpp_metrics_without_speculation_and_timings_fallback():
 # serve ----------------------------------------------------------------------------------------------
 
 def _removed_flags_absent(argv):
-    removed = set(llamacpp.facts()["removed_flags"])
+    removed = set(release("llama.cpp")["removed_flags"])
     assert removed and not removed & set(argv)
 
 

@@ -9,7 +9,7 @@ import pytest
 pytest.importorskip("mlx.core")
 pytest.importorskip("mlx_lm")
 
-from dflash_compat.checker.engine import CheckContext, run_rules  # noqa: E402
+from dflash_compat.checker import RuleContext, run_rules  # noqa: E402
 from dflash_compat.deployment.options import CheckOptions  # noqa: E402
 from dflash_compat.inspection.mlx_build import looks_like_mlx_model  # noqa: E402
 from dflash_compat.inspection.mlx_tree import inspect_mlx_target  # noqa: E402
@@ -32,7 +32,7 @@ def inspect(tmp_path, name_or_cfg, **changes):
 def catches(code, inspected, draft_cfg=None):
     target_spec, modules = inspected
     draft = parse_draft_config(draft_cfg or draft_config(target_spec.raw), "draft")
-    ctx = CheckContext(target=target_spec, draft=draft, modules=modules)
+    ctx = RuleContext(target=target_spec, draft=draft, modules=modules)
     return [f for f in run_rules(ctx, [RULES_BY_CODE[code]], ["mlx"]) if f.code == code]
 
 

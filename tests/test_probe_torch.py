@@ -295,7 +295,7 @@ def test_adapter_cache_facts_come_from_the_users_model_class(monkeypatch):
 
 
 def test_locate_failure_is_a_skip_not_a_finding(monkeypatch):
-    from dflash_compat.checker.engine import CheckContext, run_rules
+    from dflash_compat.checker import RuleContext, run_rules
     from dflash_compat.inspection import torch_meta
     from dflash_compat.rules import RULES_BY_CODE
     from dflash_compat.specs import parse_draft_config
@@ -310,13 +310,13 @@ def test_locate_failure_is_a_skip_not_a_finding(monkeypatch):
     t, m = _probe_with("llama")
     assert m.skipped.reason == "inspection-failed" and m.paths is None
     assert any("inspector bug" in n for n in m.notes)
-    ctx = CheckContext(target=t, draft=D, options=CheckOptions(), modules=m)
+    ctx = RuleContext(target=t, draft=D, options=CheckOptions(), modules=m)
     found = run_rules(ctx, [RULES_BY_CODE[c] for c in ("DF006", "DF701", "DF702", "DF703")], ["transformers"])
     assert {f.code for f in found} == {"DF006"} and "inspector bug" in found[0].message
 
 
 def test_other_fact_errors_are_reported_by_df006(monkeypatch):
-    from dflash_compat.checker.engine import CheckContext, run_rules
+    from dflash_compat.checker import RuleContext, run_rules
     from dflash_compat.inspection import torch_meta
     from dflash_compat.rules import RULES_BY_CODE
     from dflash_compat.specs import parse_draft_config
@@ -330,6 +330,6 @@ def test_other_fact_errors_are_reported_by_df006(monkeypatch):
     monkeypatch.setattr(torch_meta, "forward_facts", forward_facts)
     t, m = _probe_with("llama")
     assert m.skipped is None and m.paths.layers == "model.layers" and m.forward is None
-    ctx = CheckContext(target=t, draft=D, options=CheckOptions(), modules=m)
+    ctx = RuleContext(target=t, draft=D, options=CheckOptions(), modules=m)
     (f,) = run_rules(ctx, [RULES_BY_CODE["DF006"]], ["transformers"])
     assert "forward_facts: RuntimeError: odd forward" in f.message

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from dflash_compat.checker.engine import BACKENDS, CheckContext, CheckOptions, run_rules
+from dflash_compat.checker import BACKENDS, RuleContext, run_rules
+from dflash_compat.deployment.options import CheckOptions
 from dflash_compat.quoting import quote, quote_items
 from dflash_compat.rules import ALL_RULES
 from dflash_compat.specs import parse_draft_config, parse_target_config
@@ -56,7 +57,7 @@ def test_every_rule_message_stays_short_on_huge_configs(make_draft):
     t_raw, _ = _huge_pair()
     t = parse_target_config(t_raw, "target")
     d = parse_draft_config(make_draft(), "draft")
-    findings = run_rules(CheckContext(target=t, draft=d, options=CheckOptions()), ALL_RULES, BACKENDS)
+    findings = run_rules(RuleContext(target=t, draft=d, options=CheckOptions()), ALL_RULES, BACKENDS)
     assert len(findings) > 10
     long = [(f.code, len(f.message)) for f in findings if len(f.message) > 2_000]
     assert not long, long

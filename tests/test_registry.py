@@ -6,7 +6,7 @@ import importlib
 import re
 from pathlib import Path
 
-from dflash_compat.checker.engine import BACKENDS, COMMON, SEVERITIES
+from dflash_compat.checker import BACKENDS, COMMON, SEVERITIES
 from dflash_compat.rules import ALL_RULES, RULES_BY_CODE
 
 RULES_DIR = Path(__file__).resolve().parent.parent / "rules"
@@ -61,7 +61,7 @@ def test_every_rule_is_documented():
 
 
 def test_a_violation_can_speak_for_some_of_its_rules_engines():
-    from dflash_compat.checker.engine import CheckContext, Rule, Violation, run_rules
+    from dflash_compat.checker import Rule, RuleContext, Violation, run_rules
     from dflash_compat.specs import parse_draft_config, parse_target_config
     from tests.configs import draft, target
 
@@ -72,12 +72,12 @@ def test_a_violation_can_speak_for_some_of_its_rules_engines():
 
     rule = Rule(code="DF999", name="per-engine-example", severity="error", backends=("vllm", "sglang", "mlx"),
                 check=check, what="-" * 10, why="-" * 10, example="-" * 10, fix="-" * 10)
-    ctx = CheckContext(target=parse_target_config(target(), "t"), draft=parse_draft_config(draft(), "d"))
+    ctx = RuleContext(target=parse_target_config(target(), "t"), draft=parse_draft_config(draft(), "d"))
     found = {(f.backend, f.message, f.severity) for f in run_rules(ctx, [rule], ("vllm", "sglang"))}
     assert found == {("vllm", "fails here", "error"), ("sglang", "guesses there", "info"),
                      ("vllm", "everywhere", "error"), ("sglang", "everywhere", "error")}
     # the per-backend counts follow the filtered findings; a common rule's finding is for every engine
-    from dflash_compat.checker.engine import COMMON, check_rules
+    from dflash_compat.checker import COMMON, check_rules
 
     counts = check_rules(ctx, [rule], ("vllm", "sglang")).counts
     assert (counts["vllm"].errors, counts["vllm"].infos, counts["sglang"].errors, counts["sglang"].infos) == (2, 0, 1, 1)

@@ -14,19 +14,21 @@ from pathlib import Path
 
 import pytest
 
-from dflash_compat.checker.engine import COMMON, EngineSource
-from dflash_compat.contract import BACKEND_ENGINES, ENGINE_VERSIONS, SOURCE_ENGINE_VERSIONS, cited_version
-from dflash_compat.engines.registry import bundled_versions
+from dflash_compat.checker import COMMON, EngineSource
+from dflash_compat.engines.registry import backend_engines, bundled_versions
+from dflash_compat.engines.store import newest_versions
 from dflash_compat.rules import ALL_RULES, RETIRED, RULES_BY_CODE
 
 # Reports about dflash-check's own inspection (what it could not read, or would not build: DF010's size
 # caps guard the checker, no engine): no engine behaviour to cite.
 # DF011/DF012 report which engine release the check fell back to: about the checker's bundled facts.
 # DF908-DF911 speak about the launch file itself (a pair launched twice, a value from a variable, a pair or
-# release the checker could not read).
-CHECKER_ONLY = {"DF006", "DF007", "DF010", "DF011", "DF012", "DF908", "DF909", "DF910", "DF911"}
+# release the checker could not read); DF913 compares a launch's pin with the engine's first release with
+# DFlash (engine_versions.EngineInfo.first_dflash, whose code docs/engine-facts.md cites), as DF012 does.
+CHECKER_ONLY = {"DF006", "DF007", "DF010", "DF011", "DF012", "DF908", "DF909", "DF910", "DF911", "DF913"}
 # The engines whose code can speak for each backend.
-SPEAKS_FOR = {backend: set(engines) for backend, engines in BACKEND_ENGINES.items()}
+SPEAKS_FOR = {backend: set(engines) for backend, engines in backend_engines().items()}
+NEWEST = newest_versions()
 # The serving engines' own rule ranges must cite that engine itself, not only a tool around it.
 SERVING_ENGINE = {"DF3": "vllm", "DF4": "sglang"}
 TOP_PACKAGE = {"vllm": "vllm", "sglang": "sglang", "dflash": "dflash", "mlx-lm": "mlx_lm",
@@ -56,7 +58,7 @@ def test_sources_are_well_formed():
         assert isinstance(rule.sources, tuple), rule.code
         for src in rule.sources:
             assert isinstance(src, EngineSource), (rule.code, src)
-            assert src.engine in ENGINE_VERSIONS or src.engine in SOURCE_ENGINE_VERSIONS, (rule.code, src)
+            assert src.engine in NEWEST, (rule.code, src)
             assert src.version is None or src.version in bundled_versions(src.engine), (rule.code, src)
             assert re.fullmatch(r"\d+(-\d+)?", src.lines), (rule.code, src)
             first, last = _span(src)
@@ -67,9 +69,9 @@ def test_sources_are_well_formed():
                 assert src.path.startswith(TOP_PACKAGE[src.engine] + "/") and src.path.endswith(".py"), (rule.code, src)
             assert src.note.strip(), (rule.code, src)
             if src.engine in SOURCE_TREES:
-                assert src.cite() == f"{src.engine} {cited_version(src.engine)} {src.path}:{src.lines}"
+                assert src.cite() == f"{src.engine} {src.version or NEWEST[src.engine]} {src.path}:{src.lines}"
             else:  # cited at the newest bundled release, with that release's lines (or "gone" there)
-                assert src.cite().startswith(f"{src.engine} {ENGINE_VERSIONS[src.engine]} {src.path}")
+                assert src.cite().startswith(f"{src.engine} {NEWEST[src.engine]} {src.path}")
 
 
 def test_each_named_engine_is_backed_by_its_own_code():

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from dflash_compat.checker.engine import CheckContext, check_rules
+from dflash_compat.checker import RuleContext, check_rules
 from dflash_compat.deployment.options import CheckOptions
 from dflash_compat.modelfacts import Skipped
 from dflash_compat.pipeline.check import CheckRequest, run_check
@@ -300,7 +300,7 @@ def test_df707_only_from_a_real_mlx_tree():
     # the same names from a transformers tree are not MLX's: the rule does not run on them
     torch_tree = spec(framework="torch", cache__layers=("KVCache", "RotatingKVCache"))
     assert not caught("DF707", torch_tree)
-    ctx = CheckContext(target=torch_tree[0], draft=D, modules=torch_tree[1])
+    ctx = RuleContext(target=torch_tree[0], draft=D, modules=torch_tree[1])
     (run,) = check_rules(ctx, [RULES_BY_CODE["DF707"]], ["mlx"]).rules
     assert run.status == "skipped" and run.missing == "mlx-modules"
 

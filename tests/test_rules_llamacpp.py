@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from dflash_compat.checker.engine import CheckContext, CheckOptions, run_rules
+from dflash_compat.checker import RuleContext, run_rules
+from dflash_compat.deployment.options import CheckOptions
 from dflash_compat.pipeline.check import load_gguf_draft, load_gguf_target
 from dflash_compat.resolve.refs import resolve
 from dflash_compat.rules import RULES_BY_CODE
@@ -23,7 +24,7 @@ L = ("llama.cpp",)
 def gguf_findings(code: str, t: Path, d: Path):
     ts = load_gguf_target(resolve(str(t), "target"))
     ds = load_gguf_draft(resolve(str(d), "draft"))
-    return run_rules(CheckContext(target=ts, draft=ds, options=CheckOptions()), [RULES_BY_CODE[code]], L)
+    return run_rules(RuleContext(target=ts, draft=ds, options=CheckOptions()), [RULES_BY_CODE[code]], L)
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
 """DF0xx: inputs the checker cannot fully judge (remote code, non-generative or incomplete configs)."""
 
-from dflash_compat.checker.engine import CheckOptions
+from dflash_compat.deployment.options import CheckOptions
 from tests.configs import DELETE, catches, draft, run_rule, target
 
 REMOTE = {"AutoConfig": "configuration_foo.FooConfig", "AutoModelForCausalLM": "modeling_foo.FooForCausalLM"}

@@ -2,7 +2,7 @@
 
 import copy
 
-from dflash_compat.checker.engine import CheckOptions
+from dflash_compat.deployment.options import CheckOptions
 from tests.configs import DELETE, catches, draft, fixture_config, merge, run_rule, target
 
 S = ("sglang",)

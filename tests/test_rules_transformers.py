@@ -30,14 +30,14 @@ def _native_df201(monkeypatch, version, cache=None):
     if cache is None:
         return run_rule("DF201", target(model_type="qwen3_next", layer_types=NEXT_TYPES), draft(),
                         backends=("transformers",), versions=[spec])
-    from dflash_compat.checker.engine import CheckContext, run_rules
+    from dflash_compat.checker import RuleContext, run_rules
     from dflash_compat.deployment.options import CheckOptions
     from dflash_compat.modelfacts import ModuleFacts
     from dflash_compat.rules import RULES_BY_CODE
     from dflash_compat.specs import parse_draft_config, parse_target_config
 
     facts = dataclasses.replace(ModuleFacts(framework="torch"), cache=cache)
-    ctx = CheckContext(target=parse_target_config(target(model_type="qwen3_next", layer_types=NEXT_TYPES), "t"),
+    ctx = RuleContext(target=parse_target_config(target(model_type="qwen3_next", layer_types=NEXT_TYPES), "t"),
                        draft=parse_draft_config(draft(), "d"), options=CheckOptions(), modules=facts,
                        versions=select_versions(option=(spec,), installed=False))
     return run_rules(ctx, [RULES_BY_CODE["DF201"]], ("transformers",))
@@ -52,9 +52,9 @@ def test_df201_native_generate_runs_a_hybrid_the_release_does_not_mark_stateful(
     """5.24.0 refuses `_is_stateful` classes only (generation/utils.py:1885-1890); LFM2's model type fills
     layer_types with conv layers but its class is not stateful there: generate runs it, and the crop after each
     verify cannot roll the conv state back."""
-    from dflash_compat.engines.support import engine_data
+    from dflash_compat.engines.store import release
 
-    facts = engine_data("transformers", "5.24.0")
+    facts = release("transformers", "5.24.0").facts
     assert "lfm2" in facts["recurrent_layer_model_types"] and "lfm2" not in facts["stateful_model_types"]
     [f] = run_rule("DF201", target(model_type="lfm2"), draft(), backends=("transformers",),
                    versions=["transformers==5.24.0"])

@@ -1,6 +1,6 @@
 """DF3xx: vLLM's DFlash loader, proposer options and model-class support."""
 
-from dflash_compat.checker.engine import CheckOptions
+from dflash_compat.deployment.options import CheckOptions
 from tests.configs import DELETE, catches, draft, fixture_config, merge, run_rule, speculators_draft, target
 
 V = ("vllm",)

@@ -172,7 +172,7 @@ def _configs():
 @pytest.mark.parametrize("name", list(_configs()))
 @pytest.mark.parametrize("engine", ["dflash", "mlx"])
 def test_every_runtime_draft_refusal_is_a_refusing_finding(name, engine):
-    from dflash_compat.checker.engine import CheckContext, check_rules
+    from dflash_compat.checker import RuleContext, check_rules
     from dflash_compat.cli.commands.smoke_preflight import RUNTIME_LIMITS
     from dflash_compat.exceptions import DFlashCompatError
     from dflash_compat.rules import ALL_RULES
@@ -183,6 +183,6 @@ def test_every_runtime_draft_refusal_is_a_refusing_finding(name, engine):
     spec = parse_draft_config(_configs()[name], "draft")
     with pytest.raises(DFlashCompatError):
         draft_config(spec)
-    ctx = CheckContext(target=parse_target_config(target(), "target"), draft=spec)
+    ctx = RuleContext(target=parse_target_config(target(), "target"), draft=spec)
     found = check_rules(ctx, [r for r in ALL_RULES if not r.needs], (engine,)).findings
     assert [f.code for f in found if f.severity == "error" or f.code in RUNTIME_LIMITS], name

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dflash_compat.checker.engine import CheckContext
+from dflash_compat.checker import RuleContext
 from dflash_compat.exceptions import ConfigError, NotADraftError
 from dflash_compat.specs import parse_draft_config, parse_target_config
 from tests.configs import DELETE, draft, speculators_draft, target
@@ -105,7 +105,7 @@ def test_vlm_text_config_sources_point_into_text_config():
     assert t.rope.mrope_section == [24, 20, 20]
     assert t.sources["rope.mrope_section"] == "text_config.rope_scaling.mrope_section"
     assert t.tie_word_embeddings is False  # top-level fallback
-    ctx = CheckContext(target=t, draft=parse_draft_config(draft(), "d"))
+    ctx = RuleContext(target=t, draft=parse_draft_config(draft(), "d"))
     assert ctx.tloc("hidden_size").key == "text_config.hidden_size"
     assert ctx.tloc("num_attention_heads").key == "text_config.num_attention_heads"  # absent: natural key
 
@@ -158,7 +158,7 @@ def test_unquantised_target_has_no_lm_head_verdict():
 def test_eos_from_generation_config_points_into_that_file():
     t = parse_target_config(target(eos_token_id=DELETE), "t", generation_config={"eos_token_id": [151645, 151643]})
     assert t.eos_token_ids == [151645, 151643]
-    loc = CheckContext(target=t, draft=parse_draft_config(draft(), "d")).tloc("eos_token_ids")
+    loc = RuleContext(target=t, draft=parse_draft_config(draft(), "d")).tloc("eos_token_ids")
     assert (loc.file, loc.key) == ("generation_config.json", "eos_token_id")
 
 

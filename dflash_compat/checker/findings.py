@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, Optional, Sequence
 
-from dflash_compat.engines.provenance import EngineSource
+from dflash_compat.engines.store import EngineSource
 
 __all__ = [
     "COMMON",

@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # rich is imported lazily: `--help` must not pay for it
     from rich.console import Console
     from rich.text import Text
 
-    from dflash_compat.checker.engine import Rule
+    from dflash_compat.checker import Rule
 
 __all__ = ["color_enabled", "terminal_width", "make_console", "wrap", "print_paragraph", "render_rules", "render_rule",
            "render_smoke"]
@@ -66,7 +66,7 @@ _SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 def _engines(backends: Sequence[str]) -> str:
     """A rule's backends in at most 17 columns, so that one line per rule fits 80: a rule judged for
     three or four engines says which it leaves out (`rule DFxxx` and `rules -f json` list them all)."""
-    from dflash_compat.checker.engine import BACKENDS
+    from dflash_compat.checker import BACKENDS
 
     missing = [b for b in BACKENDS if b not in backends]
     if len(backends) == len(BACKENDS) and not missing:

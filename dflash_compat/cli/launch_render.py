@@ -25,7 +25,15 @@ _SCHEMA_VERSION = 1
 
 
 def exit_code(results: Sequence[FileResult], strict: bool) -> int:
+    """The worst of the files: 2 where one could not be read, else 1 where a launch fails, else 0."""
+    if any(f.error for f in results):
+        return 2
     return 1 if any(r.report.exit_code(strict) for f in results for r in f.launches) else 0
+
+
+def _unread(results: Sequence[FileResult]) -> str:
+    n = sum(1 for f in results if f.error)
+    return f"; {n} file{'s' if n != 1 else ''} not read" if n else ""
 
 
 def _where(loc: Location, lr: LaunchReport) -> str:
@@ -89,6 +97,10 @@ def _text(results: Sequence[FileResult], width: int, fix: bool, strict: bool) ->
     out: list[str] = []
     total = [0, 0, 0]
     for fr in results:
+        if fr.error:
+            out += wrap(printable(f"dflash-check: error: {fr.error_text}"), width, indent=4, first=0)
+            out.append("")
+            continue
         if not fr.launches:
             out += wrap(printable(f"{fr.file}: no engine launch found ({fr.kind})"), width, indent=4, first=0)
             continue
@@ -114,7 +126,7 @@ def _text(results: Sequence[FileResult], width: int, fix: bool, strict: bool) ->
     n = sum(len(fr.launches) for fr in results)
     strict_note = " (--strict: warnings fail)" if strict else ""
     out.append(f"{n} launch{'es' if n != 1 else ''} in {len(results)} file{'s' if len(results) != 1 else ''}: "
-               f"{counts(*total)}{strict_note}")
+               f"{counts(*total)}{_unread(results)}{strict_note}")
     return "\n".join(out) + "\n"
 
 
@@ -126,7 +138,9 @@ def _json(results: Sequence[FileResult], strict: bool) -> str:
         "schema_version": _SCHEMA_VERSION,
         "tool": {"name": "dflash-check", "version": __version__},
         "strict": strict,
-        "files": [{"file": fr.file, "kind": fr.kind, "launches": len(fr.launches)} for fr in results],
+        "files": [{"file": fr.file, "kind": fr.kind, "launches": len(fr.launches),
+                   **({"error": {"line": fr.error_line, "message": fr.error}} if fr.error else {})}
+                  for fr in results],
         "launches": [lr.to_dict() for fr in results for lr in fr.launches],
         "exit_code": exit_code(results, strict),
     }
@@ -176,10 +190,23 @@ def _sarif(results: Sequence[FileResult]) -> str:
     for r in sarif_results:
         if r["ruleId"] in index:
             r["ruleIndex"] = index[r["ruleId"]]
-    return dumps({"$schema": "https://json.schemastore.org/sarif-2.1.0.json", "version": "2.1.0",
-                  "runs": [{"tool": {"driver": {"name": "dflash-check", "version": __version__,
-                                                "rules": driver_rules}},
-                            "results": sarif_results}]})
+    run: dict = {"tool": {"driver": {"name": "dflash-check", "version": __version__, "rules": driver_rules}},
+                 "results": sarif_results}
+    unread = [fr for fr in results if fr.error]
+    if unread:  # a file that could not be read: a tool notification at its place, and the run not successful
+        notes = []
+        for fr in unread:
+            note: dict = {"level": "error", "message": {"text": fr.error},
+                          "descriptor": {"id": "launch-file-unreadable"}}
+            if not fr.file.startswith("<"):
+                physical: dict = {"artifactLocation": {"uri": url_quote(posixpath.normpath(fr.file), safe="/",
+                                                                        errors="replace")}}
+                if fr.error_line:
+                    physical["region"] = {"startLine": fr.error_line}
+                note["locations"] = [{"physicalLocation": physical}]
+            notes.append(note)
+        run["invocations"] = [{"executionSuccessful": False, "toolExecutionNotifications": notes}]
+    return dumps({"$schema": "https://json.schemastore.org/sarif-2.1.0.json", "version": "2.1.0", "runs": [run]})
 
 
 # --------------------------------------------------------------------------------------------- github
@@ -191,6 +218,11 @@ def _github(results: Sequence[FileResult], strict: bool) -> str:
     lines = []
     total = [0, 0, 0]
     for fr in results:
+        if fr.error:
+            props = [f"file={github_property(fr.file)}"] + ([f"line={fr.error_line}"] if fr.error_line else [])
+            lines.append(f"::error {','.join(props)},title={github_property('file not read')}::"
+                         f"{github_data(fr.error)}")
+            continue
         if not fr.launches:
             lines.append(f"::notice file={github_property(fr.file)}::{github_data('no engine launch found')}")
         for lr in fr.launches:
@@ -208,7 +240,8 @@ def _github(results: Sequence[FileResult], strict: bool) -> str:
                 total[i] += n
     n = sum(len(fr.launches) for fr in results)
     strict_note = "; --strict: warnings fail" if strict else ""
-    lines.append(printable(f"dflash-check: {n} launch{'es' if n != 1 else ''}, {counts(*total)}{strict_note}"))
+    lines.append(printable(f"dflash-check: {n} launch{'es' if n != 1 else ''}, {counts(*total)}{_unread(results)}"
+                           f"{strict_note}"))
     return "\n".join(lines) + "\n"
 
 
@@ -223,7 +256,16 @@ def _junit(results: Sequence[FileResult], strict: bool) -> str:
     root = ET.Element("testsuites", name="dflash-check")
     tests = fails = 0
     failing = ("error", "warning") if strict else ("error",)
+    errors = 0
     for fr in results:
+        if fr.error:  # a file that could not be read: a suite with one test in error
+            suite = ET.SubElement(root, "testsuite", name=f"dflash-check.launch {fr.file}", file=fr.file, tests="1",
+                                  failures="0", errors="1")
+            case = ET.SubElement(suite, "testcase", classname="dflash-check.launch", name="read the file",
+                                 file=fr.file, line=str(fr.error_line or 1))
+            ET.SubElement(case, "error", message=fr.error, type="unreadable").text = fr.error_text
+            tests, errors = tests + 1, errors + 1
+            continue
         for lr in fr.launches:
             suite = ET.SubElement(root, "testsuite", name=f"dflash-check.launch {lr.launch.file}:{lr.launch.line}",
                                   file=lr.launch.file)
@@ -259,6 +301,7 @@ def _junit(results: Sequence[FileResult], strict: bool) -> str:
             tests, fails = tests + n, fails + nf
     root.set("tests", str(tests))
     root.set("failures", str(fails))
+    root.set("errors", str(errors))
     _make_safe(root)
     ET.indent(root)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
@@ -274,6 +317,10 @@ def _md_cell(value: object) -> str:
 def _markdown(results: Sequence[FileResult], fix: bool) -> str:
     out = ["# dflash-check launch", ""]
     for fr in results:
+        if fr.error:
+            where = f"{fr.file}:{fr.error_line}" if fr.error_line else fr.file
+            out += [f"`{_md_cell(where)}`: **error**: {_md_cell(fr.error)}", ""]
+            continue
         if not fr.launches:
             out += [f"`{_md_cell(fr.file)}`: no engine launch found.", ""]
         for lr in fr.launches:

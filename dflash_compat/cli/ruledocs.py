@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Sequence
 
-from dflash_compat.checker.engine import Rule
+from dflash_compat.checker import Rule
 
 __all__ = ["rule_doc", "rule_sources_markdown", "rules_json", "rules_markdown"]
 
@@ -29,9 +29,10 @@ def rule_doc(rule: Rule) -> dict:
 
 
 def _version(engine: str) -> str:
-    from dflash_compat.contract import cited_version
+    """The newest bundled release of `engine`: the one a rule's typed citation is shown at."""
+    from dflash_compat.engines.store import release
 
-    return cited_version(engine)
+    return release(engine).version
 
 
 def _releases(src) -> list[tuple[str, "str | None"]]:
@@ -158,12 +159,12 @@ def generated_docs() -> dict[str, str]:
 
 CHANGES_DOC = "docs/engine-facts.md"
 CHANGES_START, CHANGES_END = "<!-- engine-changes:start -->", "<!-- engine-changes:end -->"
-_CHANGE_KINDS = {  # the facts whose change between releases the table shows, per section
+_CHANGE_KINDS = {  # the facts whose change between releases the table shows, per engine
     "vllm": ("features", "draft_architectures", "draft_v1_refused", "method_config_modules", "supported",
              "speculators_formats"),
     "sglang": ("features", "draft_architectures", "supported", "hook_delegated_to_missing"),
     "transformers": ("features", "stateful_model_types", "recurrent_layer_model_types", "recurrent_layer_types"),
-    "mlx": ("non_trimmable_model_types", "replay_model_types", "rotating_kv_cache_model_types", "cache_classes"),
+    "mlx-lm": ("non_trimmable_model_types", "replay_model_types", "rotating_kv_cache_model_types", "cache_classes"),
     "speculators": ("formats",),
     "dflash": ("draft_architectures",),
 }
@@ -176,15 +177,14 @@ def _names_of(value) -> set:
 def engine_changes_markdown() -> str:
     """What changed between consecutive bundled releases of each engine, computed from the facts."""
     from dflash_compat.engines.registry import bundled_versions
-    from dflash_compat.engines.support import SECTION_ENGINE, engine_data
+    from dflash_compat.engines.store import release
 
     lines = ["| engine | release | what changed (from the previous bundled release) |", "|---|---|---|"]
-    for section, kinds in _CHANGE_KINDS.items():
-        engine = SECTION_ENGINE[section]
+    for engine, kinds in _CHANGE_KINDS.items():
         versions = bundled_versions(engine)
         lines.append(f"| {engine} | {versions[0]} | first bundled release |")
         for old, new in zip(versions, versions[1:]):
-            a, b = engine_data(section, old), engine_data(section, new)
+            a, b = release(engine, old).facts, release(engine, new).facts
             parts = []
             for kind in kinds:
                 added = sorted(_names_of(b.get(kind)) - _names_of(a.get(kind)))

@@ -15,7 +15,7 @@ import json
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 from dflash_compat.enginefacts.source import LayoutError, SourceTree
 from dflash_compat.engines import DATA_DIR
@@ -87,8 +87,54 @@ def vllm_flags(tree: SourceTree) -> dict[str, Any]:
     for must, where in (("--speculative-config", flags), ("num_speculative_tokens", keys), ("method", keys)):
         if must not in where:
             raise LayoutError(f"vllm: {must} not found; has the layout changed?")
-    return {"flags": dict(sorted(flags.items())), "speculative_config_keys": dict(sorted(keys.items())),
-            "underscores": True}
+    out = {"flags": dict(sorted(flags.items())), "speculative_config_keys": dict(sorted(keys.items())),
+           "underscores": True}
+    methods = _literal_alias(tree, spec_path, "SpeculativeMethod")
+    if methods is not None:
+        # `method: SpeculativeMethod | None`: pydantic checks the Literal exactly (case included); from 0.34.0 a
+        # field validator also takes a method a plugin registered (`_validate_method`)
+        plugins = _method_validator(tree, spec_path, "SpeculativeConfig", "method")
+        out["values"] = {"method": {"accepted": methods[0], "source": [spec_path, methods[1]], "case_sensitive": True,
+                                    "plugins": [spec_path, plugins] if plugins else None}}
+    return out
+
+
+def _literal_alias(tree: SourceTree, path: str, name: str) -> Optional[tuple[list[str], int]]:
+    """The strings of a module-level `name = Literal[...]`, nested Literal aliases flattened (as
+    typing.get_args flattens them), and its line; None where the module has no such alias."""
+    assigns = {node.targets[0].id: node for node in tree.parse(path).body
+               if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)}
+
+    def values(expr: ast.expr, depth: int) -> list[str]:
+        if depth > 16 or not (isinstance(expr, ast.Subscript) and getattr(expr.value, "id", None) == "Literal"):
+            raise LayoutError(f"{path}: {name} is not a Literal of strings; has the layout changed?")
+        elts = expr.slice.elts if isinstance(expr.slice, ast.Tuple) else [expr.slice]
+        out: list[str] = []
+        for e in elts:
+            if isinstance(e, ast.Constant) and isinstance(e.value, str):
+                out.append(e.value)
+            elif isinstance(e, ast.Name) and e.id in assigns:
+                out += values(assigns[e.id].value, depth + 1)
+            else:
+                raise LayoutError(f"{path}: {name} holds {ast.dump(e)[:60]}; has the layout changed?")
+        return out
+
+    if name not in assigns:
+        return None
+    return sorted(dict.fromkeys(values(assigns[name].value, 0))), assigns[name].lineno
+
+
+def _method_validator(tree: SourceTree, path: str, cls: str, field: str) -> Optional[int]:
+    """The line of a `@field_validator("<field>")` method of `cls`, if it has one."""
+    for node in tree.parse(path).body:
+        if isinstance(node, ast.ClassDef) and node.name == cls:
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef) and any(
+                        isinstance(d, ast.Call) and getattr(d.func, "id", None) == "field_validator"
+                        and any(isinstance(a, ast.Constant) and a.value == field for a in d.args)
+                        for d in item.decorator_list):
+                    return item.lineno
+    return None
 
 
 def _arg_aliases(annotation: ast.expr) -> tuple[list[str], bool]:
@@ -129,7 +175,39 @@ def sglang_flags(tree: SourceTree) -> dict[str, Any]:
     for must in ("--speculative-algorithm", "--model-path", "--tp-size"):
         if must not in flags:
             raise LayoutError(f"sglang: {must} not found; has the layout changed?")
-    return {"flags": dict(sorted(flags.items())), "underscores": False}
+    out = {"flags": dict(sorted(flags.items())), "underscores": False}
+    algorithms = _sglang_algorithms(tree)
+    if algorithms is not None:
+        out["values"] = {"algorithm": algorithms}
+    return out
+
+
+def _sglang_algorithms(tree: SourceTree) -> Optional[dict[str, Any]]:
+    """`--speculative-algorithm`: SpeculativeAlgorithm.from_string upper-cases the name and takes an enum
+    member, a reserved alias (`_RESERVED_ALIASES`, spec_registry.py) or a plugin's registered name."""
+    path, registry = "sglang/srt/speculative/spec_info.py", "sglang/srt/speculative/spec_registry.py"
+    if not tree.exists(path):
+        return None
+    names: list[str] = []
+    line = 0
+    upper = False
+    for node in tree.parse(path).body:
+        if isinstance(node, ast.ClassDef) and node.name == "SpeculativeAlgorithm":
+            for item in node.body:
+                if isinstance(item, ast.Assign) and isinstance(item.targets[0], ast.Name):
+                    names.append(item.targets[0].id)
+                if isinstance(item, ast.FunctionDef) and item.name == "from_string":
+                    line = item.lineno
+                    upper = any(isinstance(n, ast.Attribute) and n.attr == "upper" for n in ast.walk(item))
+    if not names or not line:
+        raise LayoutError(f"sglang: SpeculativeAlgorithm.from_string not found in {path}; has the layout changed?")
+    if tree.exists(registry):
+        for node in tree.parse(registry).body:
+            if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) == "_RESERVED_ALIASES":
+                names += [c.value for c in ast.walk(node.value) if isinstance(c, ast.Constant) and
+                          isinstance(c.value, str)]
+    return {"accepted": sorted(dict.fromkeys(names)), "source": [path, line], "case_sensitive": not upper,
+            "plugins": [path, line]}
 
 
 _OPT_RE = re.compile(r"add_opt\(common_arg\(\s*\{([^}]*)\}")
@@ -161,7 +239,26 @@ def llamacpp_flags(root: Path) -> dict[str, Any]:
     for must in ("-md", "--spec-type", "-ctkd", "-sm"):
         if must not in flags:
             raise LayoutError(f"llama.cpp: {must} not found in {path}; has the layout changed?")
-    return {"flags": dict(sorted(flags.items())), "removed": dict(sorted(removed.items())), "underscores": False}
+    out = {"flags": dict(sorted(flags.items())), "removed": dict(sorted(removed.items())), "underscores": False}
+    types = _llamacpp_spec_types(root)
+    if types is not None:
+        out["values"] = {"spec_type": types}
+    return out
+
+
+def _llamacpp_spec_types(root: Path) -> Optional[dict[str, Any]]:
+    """`--spec-type`: a comma-separated list, each name looked up exactly in
+    `common_speculative_type_from_name_map` (common/speculative.cpp); an unknown name throws."""
+    path = "common/speculative.cpp"
+    if not (root / path).is_file():
+        return None
+    text = (root / path).read_text(encoding="utf-8")
+    m = re.search(r"common_speculative_type_from_name_map\s*=\s*\{(.*?)\n\};", text, re.S)
+    if not m:
+        raise LayoutError(f"llama.cpp: common_speculative_type_from_name_map not found in {path}")
+    names = re.findall(r'\{\s*"([^"]+)"\s*,', m.group(1))
+    return {"accepted": sorted(names), "source": [path, text.count("\n", 0, m.start()) + 1], "case_sensitive": True,
+            "plugins": None, "separator": ","}
 
 
 def extract(engine: str, source: Path) -> dict[str, Any]:

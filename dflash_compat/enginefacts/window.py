@@ -1,6 +1,6 @@
 """Facts for a window of engine releases: extract each release, resolve every rule citation's anchor in
 it, and store the window compactly (one base release per engine plus per-release differences) in
-dflash_compat/engines/data/engines/ (read by dflash_compat.engines.support, lazily, per release a check uses)."""
+dflash_compat/engines/data/engines/ (read by dflash_compat.engines.store, lazily, per release a check uses)."""
 
 from __future__ import annotations
 
@@ -60,14 +60,12 @@ def citation_key(engine: str, path: str, lines: str) -> str:
 
 
 def citations() -> list[tuple[str, str, str, Optional[str]]]:
-    """Every (engine, path, lines, typed release or None) a rule or data/draft_families.json cites."""
+    """Every (engine, path, lines, typed release or None) a rule or data/draft_families.json cites (the rules'
+    read from their source files: the extractor imports no rule)."""
+    from dflash_compat.enginefacts.citations import rule_citations
     from dflash_compat.engines.families import all_sources
-    from dflash_compat.rules import ALL_RULES
 
-    seen = set()
-    for rule in ALL_RULES:
-        for src in rule.sources:
-            seen.add((src.engine, src.path, src.lines, src.version))
+    seen = {c for c in rule_citations() if c[0] in ENGINES and ENGINES[c[0]].store == "wheels"}
     for src in all_sources():
         seen.add((src.engine, src.path, src.lines, src.version))
     return sorted(seen, key=lambda c: (c[0], c[1], c[2], c[3] or ""))

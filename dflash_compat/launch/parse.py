@@ -6,10 +6,9 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from pathlib import PurePath
 from typing import Any, Optional
 
-from dflash_compat.launch.shellwords import ASSIGNMENT, Word
+from dflash_compat.launch.shellwords import ASSIGNMENT, RESERVED, Word
 from dflash_compat.launch.sources import Candidate
 
 __all__ = ["Opt", "Launch", "find_launch", "image_engine", "image_version", "SETTING_FLAGS"]
@@ -33,6 +32,7 @@ class Launch:
     positionals: list[Word]
     image: Optional[str] = None
     image_line: int = 0
+    image_column: int = 0
     # normalised settings the rules read (None: not given) and the word each came from
     settings: dict[str, Any] = field(default_factory=dict)
     where: dict[str, Word] = field(default_factory=dict)
@@ -40,6 +40,13 @@ class Launch:
     unresolved: dict[str, tuple[Word, tuple[str, ...]]] = field(default_factory=dict)
     spec_config: Optional[dict] = None  # vLLM --speculative-config, parsed
     spec_error: Optional[str] = None  # why it could not be parsed
+    entry: str = ""  # the entry point as written, normalised: `vllm serve`, `sglang serve`, `python -m ...`
+
+    @property
+    def entry_flags(self) -> frozenset[str]:
+        """Flags the entry point itself takes before the engine's parser sees the rest: `sglang serve`'s
+        --model-type (sglang 0.5.23 sglang/cli/serve.py:30-59)."""
+        return frozenset({"--model-type"}) if self.entry == "sglang serve" else frozenset()
 
     @property
     def line(self) -> int:
@@ -50,12 +57,26 @@ class Launch:
         return self.words[0].column
 
     @property
+    def speculative(self) -> bool:
+        """Whether the launch asks for speculative decoding at all (a draft, a method, a speculative config):
+        a plain launch of the target has no pair to judge."""
+        s = self.settings
+        return any(s.get(k) is not None or k in self.unresolved
+                   for k in ("draft", "method", "algorithm", "spec_type", "num_speculative_tokens")) \
+            or self.spec_config is not None or self.spec_error is not None
+
+    @property
     def target(self) -> Optional[str]:
         return self.settings.get("target")
 
     @property
     def draft(self) -> Optional[str]:
         return self.settings.get("draft")
+
+
+def _base(path: str) -> str:
+    """The last part of a path (`/usr/bin/vllm` -> `vllm`): PurePath(path).name without its cost per word."""
+    return path[path.rfind("/") + 1:]
 
 
 # ---------------------------------------------------------------------------------------------- images
@@ -99,6 +120,7 @@ _SGLANG_MODULES = ("sglang.launch_server",)
 
 
 _CONTAINER_RUNNERS = {"docker", "podman", "nerdctl"}
+_SHELLS = {"sh", "bash", "dash", "zsh", "ash", "ksh"}
 # commands whose arguments may spell a launch without running one
 _NOT_LAUNCHERS = {"echo", "printf", "grep", "egrep", "fgrep", "pgrep", "pkill", "kill", "killall", "cat", "pip", "pip3",
                   "which", "type", "command", "test", "[", "man", "tee", "sed", "awk", "git", "curl", "wget", "apt-get",
@@ -107,16 +129,24 @@ _NOT_LAUNCHERS = {"echo", "printf", "grep", "egrep", "fgrep", "pgrep", "pkill", 
 
 def _entry(words: list[Word]) -> Optional[tuple[str, int]]:
     """(engine, index of the first argument) when these words launch an engine."""
-    if words and PurePath(words[0].text).name in _NOT_LAUNCHERS:
+    first = 0
+    while first < len(words) and words[first].raw in RESERVED:  # `then`, `do`, `{`: the command comes after
+        first += 1
+    if first < len(words) and _base(words[first].text) in _NOT_LAUNCHERS:
         return None
+    if first + 1 < len(words) and _base(words[first].text) in _SHELLS \
+            and re.match(r"^-[a-z]*c[a-z]*$", words[first + 1].text):
+        return None  # `sh -c SCRIPT ARGS...`: the launch is in SCRIPT (read on its own); ARGS are $0, $1...
     for i, w in enumerate(words):
         t, nxt = w.text, words[i + 1].text if i + 1 < len(words) else ""
-        base = PurePath(t).name
+        base = _base(t)
         if base == "vllm" and nxt == "serve":
             return "vllm", i + 2
         if t == "-m" and nxt in _VLLM_MODULES:
             return "vllm", i + 2
         if t == "-m" and nxt in _SGLANG_MODULES:
+            return "sglang", i + 2
+        if base == "sglang" and nxt == "serve":
             return "sglang", i + 2
         if base in ("llama-server", "llama-cli"):
             return "llama.cpp", i + 1
@@ -165,6 +195,8 @@ SETTING_FLAGS: dict[str, dict[str, tuple[str, ...]]] = {
         "enable_dp_lm_head": ("--enable-dp-lm-head",),
         "quantization": ("--quantization",),
         "draft_quantization": ("--speculative-draft-model-quantization",),
+        "draft_attention_backend": ("--speculative-draft-attention-backend",),
+        "attn_cp_size": ("--attn-cp-size",),
         "kv_cache_dtype": ("--kv-cache-dtype",),
         "draft_kv_cache_dtype": ("--speculative-draft-kv-cache-dtype",),
         "max_num_seqs": ("--max-running-requests",),
@@ -190,7 +222,7 @@ SETTING_FLAGS: dict[str, dict[str, tuple[str, ...]]] = {
     "transformers": {"target": ("--model",), "draft": ("--draft",), "block_size": ("--block-size",)},
 }
 _INT_SETTINGS = {"tp", "pp", "dp", "max_num_seqs", "max_num_batched_tokens", "num_draft_tokens", "dflash_block_size",
-                 "draft_window_size", "attn_dp_size", "n_max", "parallel", "block_size"}
+                 "draft_window_size", "attn_dp_size", "attn_cp_size", "n_max", "parallel", "block_size"}
 _FLOAT_SETTINGS = {"p_min"}
 _BOOL_SETTINGS = {"enable_dp_attention", "enable_dp_lm_head"}
 # vLLM --speculative-config keys -> settings
@@ -240,15 +272,15 @@ def _coerce(setting: str, text: str) -> Any:
 def find_launch(c: Candidate) -> Optional[Launch]:
     """The engine launch in this command, if there is one: an entry point in its words, or the arguments
     of a container whose image's entrypoint is an engine (`vllm/vllm-openai` with only `args:`)."""
-    image, image_line, args_only = c.image, c.image_line, c.args_only
-    if image is None and c.words and PurePath(c.words[0].text).name in _CONTAINER_RUNNERS:
+    image, image_line, image_column, args_only = c.image, c.image_line, c.image_column, c.args_only
+    if image is None and c.words and _base(c.words[0].text) in _CONTAINER_RUNNERS:
         # `docker run [options] IMAGE [args]`: the image's entrypoint gets the words after it
         at = next((i for i, w in enumerate(c.words) if image_engine(w.text)), None)
         if at is not None:
-            image, image_line = c.words[at].text, c.words[at].line
+            image, image_line, image_column = c.words[at].text, c.words[at].line, c.words[at].column
             if _entry(c.words[at + 1:]) is None:
                 c = Candidate(c.file, c.kind, c.words[at + 1:], image=image, image_line=image_line, args_only=True,
-                              context=c.context)
+                              context=c.context, image_column=image_column)
                 args_only = True
     found = _entry(c.words)
     if found is None:
@@ -260,11 +292,13 @@ def find_launch(c: Candidate) -> Optional[Launch]:
         engine, start = found
         # the launch's position: its entry word (`vllm`, `python`, `llama-server`, `dflash`)
         entry_i = next((i for i in range(start - 1, -1, -1)
-                        if PurePath(c.words[i].text).name in ("vllm", "llama-server", "llama-cli", "dflash")
-                        or _PYTHON.match(PurePath(c.words[i].text).name)), start - 1)
+                        if _base(c.words[i].text) in ("vllm", "sglang", "llama-server", "llama-cli", "dflash")
+                        or _PYTHON.match(_base(c.words[i].text))), start - 1)
     opts, positionals = _options(engine, c.words[start:])
     launch = Launch(c.file, c.kind, c.context, engine, c.words[entry_i:], opts, positionals, image=image,
-                    image_line=image_line)
+                    image_line=image_line, image_column=image_column,
+                    entry=" ".join(_base(w.text) if k == 0 else w.text
+                                   for k, w in enumerate(c.words[entry_i:start])))
     _settings(launch)
     return launch
 
@@ -283,6 +317,11 @@ def _settings(launch: Launch) -> None:
         if opt.value is None:
             continue
         _put(launch, setting, opt.value.text, opt.value)
+    if launch.engine == "sglang" and "target" not in launch.settings and launch.positionals \
+            and launch.entry == "sglang serve":
+        # `sglang serve MODEL`: a first argument that is no flag is the model path (sglang 0.5.23
+        # sglang/cli/serve.py:62-66)
+        _put(launch, "target", launch.positionals[0].text, launch.positionals[0])
     if launch.engine == "vllm":
         if "target" not in launch.settings and launch.positionals:
             _put(launch, "target", launch.positionals[0].text, launch.positionals[0])

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
 
-from dflash_compat.checker.engine import BACKENDS, CheckContext, Rule, check_rules, select_rules
+from dflash_compat.checker import BACKENDS, Rule, RuleContext, check_rules, select_rules
 from dflash_compat.checker.report import Report, build_report
 from dflash_compat.deployment.options import CheckOptions
 from dflash_compat.exceptions import ConfigError
@@ -15,7 +15,7 @@ from dflash_compat.specs import DraftSpec, TargetSpec, parse_draft_config, parse
 if TYPE_CHECKING:
     from dflash_compat.engines.registry import Versions
 
-__all__ = ["CheckRequest", "load_target", "load_draft", "run_check"]
+__all__ = ["CheckRequest", "build_context", "load_target", "load_draft", "run_check"]
 
 
 @dataclass(frozen=True)
@@ -38,6 +38,8 @@ class CheckRequest:
     # The engine releases to judge against (engine_versions.select_versions); None: what is installed, else
     # the newest bundled release of each engine.
     versions: Optional["Versions"] = None
+    # `check --launch CMD`: the launch line of the deployment (launch.parse.Launch); its rules run too.
+    launch: Optional[Any] = None
 
 
 def _gguf_header(resolved: Resolved, token: Optional[str] = None):
@@ -98,17 +100,14 @@ def load_draft(resolved: Resolved, token: Optional[str] = None) -> DraftSpec:
     return parse_draft_config(raw, resolved.ref)
 
 
-def run_check(req: CheckRequest, rules: Optional[Sequence[Rule]] = None) -> Report:
-    """Resolve both models, describe them, gather the deep facts unless `options.deep` is off, run the
-    selected rules and build the report. Raises a DFlashCompatError on bad input."""
-    if rules is None:
-        from dflash_compat.rules import ALL_RULES
+def build_context(req: CheckRequest, versions: Optional["Versions"] = None, **extra) -> tuple[RuleContext, list[str]]:
+    """Resolve both models, describe them and gather the deep facts unless `options.deep` is off: the
+    context every rule of this run reads, and the backends it judges (GGUF models: llama.cpp only).
+    `extra`: more of the context (a launch line and its neighbours). Raises a DFlashCompatError on bad input."""
+    if versions is None:
+        from dflash_compat.engines.registry import select_versions
 
-        rules = ALL_RULES
-    chosen = select_rules(rules, req.select, req.ignore)
-    from dflash_compat.engines.registry import select_versions
-
-    versions = req.versions if req.versions is not None else select_versions()
+        versions = req.versions if req.versions is not None else select_versions()
     t_res = resolve(req.target, "target", revision=req.revision, token=req.token)
     d_res = resolve(req.draft, "draft", revision=req.draft_revision, token=req.token)
     backends = list(req.backends)
@@ -120,15 +119,28 @@ def run_check(req: CheckRequest, rules: Optional[Sequence[Rule]] = None) -> Repo
                              "pass the safetensors checkpoints")
         backends = ["llama.cpp"]
     target, draft = load_target(t_res, req.token), load_draft(d_res, req.token)
-    ctx = CheckContext(target=target, draft=draft, options=req.options, versions=versions)
+    modules = weights = None
     if req.options.deep:
         from dflash_compat.inspection import inspect_draft, inspect_target
         from dflash_compat.modelfacts import Skipped
 
         gguf = Skipped("gguf", "a GGUF file: its header is read, it is not built as a checkpoint")
-        ctx = CheckContext(target=target, draft=draft, options=req.options, versions=versions,
-                           weights=gguf if d_res.is_gguf else inspect_draft(d_res, token=req.options.token),
-                           modules=gguf if t_res.is_gguf else inspect_target(t_res, target, req.options,
-                                                                             req.framework))
+        weights = gguf if d_res.is_gguf else inspect_draft(d_res, token=req.options.token)
+        modules = gguf if t_res.is_gguf else inspect_target(t_res, target, req.options, req.framework)
+    ctx = RuleContext(target=target, draft=draft, options=req.options, versions=versions, modules=modules,
+                      weights=weights, **extra)
+    return ctx, backends
+
+
+def run_check(req: CheckRequest, rules: Optional[Sequence[Rule]] = None) -> Report:
+    """Resolve both models, describe them, gather the deep facts unless `options.deep` is off, run the
+    selected rules and build the report. Raises a DFlashCompatError on bad input."""
+    if rules is None:
+        from dflash_compat.rules import ALL_RULES
+
+        rules = ALL_RULES
+    chosen = select_rules(rules, req.select, req.ignore)
+    ctx, backends = build_context(req, launch=req.launch) if req.launch is not None else build_context(req)
     results = check_rules(ctx, chosen, backends, severity=req.severity)
-    return build_report(target, draft, ctx.modules, ctx.weights, results, strict=req.strict, versions=versions)
+    return build_report(ctx.target, ctx.draft, ctx.modules, ctx.weights, results, strict=req.strict,
+                        versions=ctx.versions)

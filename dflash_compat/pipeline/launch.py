@@ -1,5 +1,6 @@
-"""`dflash-check launch`: every engine launch in the given files, each judged at its engine version by the
-launch rules (DF901-DF999) and, where the pair can be read, by the full check for that engine."""
+"""`dflash-check launch`: every engine launch in the given files, each judged at the engine release it pins
+by the one rule runner: the launch rules (DF901-DF999) and, where the pair can be read, every pair rule
+for that engine, in one context (the pair loaded once)."""
 
 from __future__ import annotations
 
@@ -8,18 +9,23 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
-from dflash_compat.checker.engine import COMMON, Rule, select_rules, severity_override
-from dflash_compat.checker.findings import Finding, RuleRun, backend_counts
-from dflash_compat.checker.launch_context import LaunchContext
-from dflash_compat.checker.report import Report, summarize
-from dflash_compat.deployment.options import CheckOptions
-from dflash_compat.engines.flags import flag_facts
+from dflash_compat.checker import RuleContext, check_rules, select_rules
+from dflash_compat.checker.findings import Finding
+from dflash_compat.checker.report import Report, build_report, summarize
+from dflash_compat.deployment.commands import options_of
+from dflash_compat.engines.registry import Selected, Versions
 from dflash_compat.exceptions import DFlashCompatError, InputError
 from dflash_compat.launch.parse import Launch, find_launch
-from dflash_compat.launch.sources import candidates, pins_in
-from dflash_compat.launch.versions import LaunchVersion, pair_versions, select_version
+from dflash_compat.launch.shellwords import Deadline
+from dflash_compat.launch.sources import MAX_SECONDS, LaunchFileError, candidates, pins_in
+from dflash_compat.launch.versions import launch_versions
 
-__all__ = ["LaunchSettings", "LaunchReport", "FileResult", "check_files", "check_text", "launch_options"]
+__all__ = ["LaunchSettings", "LaunchReport", "LaunchVersion", "FileResult", "check_file", "check_files", "check_text",
+           "launch_options", "MAX_BYTES", "STDIN"]
+
+# bounds of one launch file (docs/launch.md): larger is not a launch file; longer to read ends with an error
+MAX_BYTES = 4 * 1024 * 1024
+STDIN = "<stdin>"  # how `launch -` names standard input
 
 # the backend (report name) each launch engine is judged as
 BACKEND = {"vllm": "vllm", "sglang": "sglang", "llama.cpp": "llama.cpp", "mlx": "mlx", "transformers": "transformers"}
@@ -38,6 +44,30 @@ class LaunchSettings:
     deep: bool = False
     token: Optional[str] = None
     pair: bool = True  # run the pair check where the models can be read
+    read_seconds: Optional[float] = MAX_SECONDS  # the time bound for reading one file (None: none)
+
+
+@dataclass(frozen=True)
+class LaunchVersion:
+    """The launch engine's release as the report names it: as asked (pinned, --engine-version, ...), where
+    that came from, and where the file writes it."""
+
+    engine: str
+    version: Optional[str]
+    origin: str
+    detail: str = ""
+
+    @classmethod
+    def of(cls, selected: Optional[Selected], engine: str) -> "LaunchVersion":
+        if selected is None:
+            return cls(engine, None, "default")
+        detail = selected.detail or {"option": "--engine-version", "config": "engine-versions in the settings file",
+                                     "default": "newest bundled"}.get(selected.origin, "")
+        return cls(engine, selected.requested, selected.origin, detail)
+
+    def describe(self) -> str:
+        where = f": {self.detail}" if self.detail else ""
+        return f"{self.engine} {self.version or '(unknown)'} ({self.origin}{where})"
 
 
 @dataclass
@@ -72,52 +102,33 @@ class FileResult:
     file: str
     kind: str
     launches: list[LaunchReport]
+    # a file that could not be read (invalid YAML, a Helm template, too large, too slow): its one-line reason
+    # and line; its launches are none, the other files are judged all the same
+    error: Optional[str] = None
+    error_line: int = 0
+
+    @property
+    def error_text(self) -> str:
+        """`FILE:LINE: REASON`, as `dflash-check: error:` prints it."""
+        where = f"{self.file}:{self.error_line}" if self.error_line else self.file
+        return f"{where}: {self.error}"
 
 
 def launch_options(launch: Launch) -> dict[str, Any]:
-    """The launch's settings as CheckOptions fields: what `check --tp ... --num-speculative-tokens ...`
-    would have been given (rules DF303, DF304, DF307, DF401, DF405, DF410-DF413 read them)."""
-    s = launch.settings
+    """The launch's settings as CheckOptions fields (deployment.commands.options_of, the one reading every door
+    shares)."""
+    from dataclasses import asdict
 
-    def num(name: str) -> Optional[int]:
-        v = s.get(name)
-        return v if isinstance(v, int) and not isinstance(v, bool) and v >= 1 else None
-
-    out: dict[str, Any] = {"tp": num("tp") or 1, "pp_size": num("pp") or 1}
-    if launch.engine == "vllm":
-        out.update(num_speculative_tokens=num("num_speculative_tokens"), draft_tp=num("draft_tp"),
-                   max_num_seqs=num("max_num_seqs"), max_num_batched_tokens=num("max_num_batched_tokens"))
-    elif launch.engine == "sglang":
-        attn_dp = num("attn_dp_size")
-        if attn_dp is None and s.get("enable_dp_attention") and num("dp"):
-            attn_dp = num("dp")  # --dp-size N --enable-dp-attention: the old spelling of --attn-dp-size N
-        out.update(sglang_num_draft_tokens=num("num_draft_tokens"), sglang_dflash_block_size=num("dflash_block_size"),
-                   sglang_draft_window_size=num("draft_window_size"), sglang_attn_dp_size=attn_dp,
-                   sglang_enable_dp_lm_head=bool(s.get("enable_dp_lm_head")), max_num_seqs=num("max_num_seqs"),
-                   sglang_quantization=s.get("quantization") if isinstance(s.get("quantization"), str) else None,
-                   sglang_draft_quantization=s.get("draft_quantization")
-                   if isinstance(s.get("draft_quantization"), str) else None)
-    elif launch.engine == "llama.cpp":
-        out.update(llamacpp_draft_n_max=num("n_max"))
-    return out
+    return {k: v for k, v in asdict(options_of(launch)).items() if k not in ("deep", "trust_remote_code", "adapter",
+                                                                              "token")}
 
 
-# pair rules that read launch options -> the launch settings (in order) where their findings point
-_OPTION_RULES = {
-    "DF303": ("num_speculative_tokens",), "DF312": ("method", "draft"),
-    "DF304": ("max_num_batched_tokens", "max_num_seqs", "num_speculative_tokens"),
-    "DF307": ("draft_tp", "tp"), "DF401": ("num_draft_tokens", "dflash_block_size"),
-    "DF405": ("draft_quantization", "quantization"),
-    "DF410": ("attn_dp_size", "enable_dp_attention", "dp"), "DF411": ("pp",),
-    "DF412": ("dflash_block_size", "num_draft_tokens"), "DF815": ("n_max",),
-    "DF413": ("draft_window_size", "num_draft_tokens", "dflash_block_size"),
-}
-
-
-def _placed(f: Finding, ctx: LaunchContext) -> Finding:
-    """A pair finding with the launch line it concerns first: the flag an option rule read, else the draft
-    (where the launch names the model whose config the finding is about), else the launch itself."""
-    settings = _OPTION_RULES.get(f.code, ())
+def _placed(f: Finding, ctx: RuleContext, reads: Mapping[str, Sequence[str]]) -> Finding:
+    """A pair finding with the launch line it concerns first: the setting the rule reads (`Rule.reads`), else
+    the draft (where the launch names the model whose config the finding is about), else the launch itself."""
+    if any(getattr(loc, "artifact", None) == "launch" for loc in f.locations):
+        return f  # a launch rule's finding: placed by the rule
+    settings = reads.get(f.code, ())
     at = next((s for s in settings if s in ctx.launch.where), None)
     if at is None and "draft" in ctx.launch.where and any(loc.artifact == "draft" for loc in f.locations):
         at = "draft"
@@ -126,80 +137,56 @@ def _placed(f: Finding, ctx: LaunchContext) -> Finding:
     return replace(f, locations=[ctx.at(at), *f.locations])
 
 
-def _launch_rules(settings: LaunchSettings) -> list[Rule]:
-    from dflash_compat.rules import ALL_RULES
-
-    return [r for r in select_rules(ALL_RULES, settings.select, settings.ignore) if "launch" in r.needs]
-
-
-def _run_launch_rules(ctx: LaunchContext, rules: Sequence[Rule], backend: str,
-                      severity: Mapping[str, str]) -> tuple[list[RuleRun], list[Finding]]:
-    runs, found = [], []
-    for rule in rules:
-        forced = severity_override(rule.code, severity)
-        if forced == "ignore":
-            continue
-        base = dict(code=rule.code, name=rule.name, severity=forced or rule.severity, backends=tuple(rule.backends),
-                    docs=rule.docs)
-        target = COMMON if COMMON in rule.backends else (backend if backend in rule.backends else None)
-        if target is None:
-            runs.append(RuleRun(**base, status="not-applicable", reason=f"not a rule for {backend}"))
-            continue
-        runs.append(RuleRun(**base, status="ran"))
-        for v in rule.check(ctx):
-            found.append(Finding(code=rule.code, name=rule.name, severity=forced or v.severity or rule.severity,
-                                 backend=target, message=v.message, fix=v.fix or rule.fix,
-                                 locations=list(v.locations)))
-    return runs, found
-
-
-def _pair(launch: Launch, settings: LaunchSettings, version: LaunchVersion
-          ) -> tuple[Optional[Report], Any, Any, Optional[str]]:
-    """(the pair's report, target spec, draft spec, why it was not checked)."""
+def _pair_refs(launch: Launch, settings: LaunchSettings) -> tuple[Optional[str], str]:
+    """(why the pair of this launch cannot be checked, what kind of reason): `option` (--no-pair),
+    `not-speculative` (no draft, no speculative setting: nothing to judge), `not-dflash`, `variable`, `no-draft`,
+    `no-target`; (None, "") when it names both models."""
+    if not launch.speculative:
+        return None, "not-speculative"
     if not settings.pair:
-        return None, None, None, "--no-pair"
-    backend = BACKEND[launch.engine]
-    method = launch.settings.get("method") if launch.engine == "vllm" else launch.settings.get("algorithm")
-    if launch.engine in ("vllm", "sglang") and isinstance(method, str) and method.lower() not in ("dflash", "dspark"):
-        return None, None, None, f"the speculative method is {method!r}, not DFlash"
+        return "--no-pair", "option"
+    method = {"vllm": "method", "sglang": "algorithm", "llama.cpp": "spec_type"}.get(launch.engine)
+    value = launch.settings.get(method) if method else None
+    if isinstance(value, str) and method not in launch.unresolved and not _means_dflash(value):
+        shown = "speculative method" if launch.engine != "llama.cpp" else "speculative type"
+        return f"the {shown} is {value!r}, not DFlash", "not-dflash"
     for ref in ("target", "draft"):
         if ref in launch.unresolved:
             names = ", ".join("$" + n if not n.startswith(("$", "`")) else n for n in launch.unresolved[ref][1])
-            return None, None, None, f"the {ref} comes from {names}"
+            return f"the {ref} comes from {names}", "variable"
         if not isinstance(launch.settings.get(ref), str) or not launch.settings.get(ref):
-            return None, None, None, f"the launch names no {ref}"
-    from dflash_compat.pipeline.check import CheckRequest, load_draft, load_target, run_check
-    from dflash_compat.resolve.refs import resolve
-
-    options = CheckOptions(**launch_options(launch), deep=settings.deep, token=settings.token)
-    req = CheckRequest(target=launch.settings["target"], draft=launch.settings["draft"], backends=[backend],
-                       select=[p for p in settings.select if not p.upper().startswith("DF9")] or (),
-                       ignore=settings.ignore, options=options,
-                       revision=_str(launch.settings.get("revision")),
-                       draft_revision=_str(launch.settings.get("draft_revision")), token=settings.token,
-                       strict=settings.strict, severity=settings.severity)
-    versions = pair_versions(version, settings.engine_versions, settings.config_versions)
-    if versions is not None and hasattr(req, "versions"):
-        req = replace(req, versions=versions)
-    try:
-        report = run_check(req)
-        target = load_target(resolve(req.target, "target", revision=req.revision, token=req.token))
-        draft = load_draft(resolve(req.draft, "draft", revision=req.draft_revision, token=req.token))
-    except DFlashCompatError as e:
-        return None, None, None, " ".join(str(e).split())
-    return report, target, draft, None
+            return f"the launch names no {ref}", "no-draft" if ref == "draft" else "no-target"
+    return None, ""
 
 
-def _engine_entry(engine: str, version: str, origin: str) -> dict[str, str]:
-    """The report's `engines` entry (engine_versions.Selected.as_json's shape) of the release a launch pins."""
-    from dflash_compat.engines.registry import select_versions
-    from dflash_compat.exceptions import DFlashCompatError
+def _means_dflash(value: str) -> bool:
+    """A speculative method / algorithm / type that names DFlash (or DSpark, its sibling), however spelled:
+    the launch means to run a DFlash draft, so its pair is judged even where the engine refuses the spelling
+    (DF912 says so)."""
+    low = value.lower()
+    return "dflash" in low or "dspark" in low
 
-    try:
-        sel = select_versions(launch={engine: version}, engines=[engine], installed=False)[engine]
-        return {**sel.as_json(), "origin": origin}
-    except (DFlashCompatError, KeyError, ValueError):  # a release the registry cannot order: as pinned
-        return {"version": version, "requested": version, "origin": origin, "status": "unknown"}
+
+def _context(launch: Launch, earlier: Sequence[Launch], settings: LaunchSettings,
+             versions: Versions) -> RuleContext:
+    """The one context of this launch: the pair (loaded once, with its deep facts when asked) where it can
+    be read, and the launch line."""
+    options = options_of(launch, deep=settings.deep, token=settings.token)
+    extra = dict(launch=launch, earlier=tuple(earlier))
+    skipped, kind = _pair_refs(launch, settings)
+    if skipped is None and kind == "":
+        from dflash_compat.pipeline.check import CheckRequest, build_context
+
+        req = CheckRequest(target=launch.settings["target"], draft=launch.settings["draft"],
+                           backends=[BACKEND[launch.engine]], options=options,
+                           revision=_str(launch.settings.get("revision")),
+                           draft_revision=_str(launch.settings.get("draft_revision")), token=settings.token)
+        try:
+            ctx, _ = build_context(req, versions, **extra)
+            return ctx
+        except DFlashCompatError as e:
+            skipped, kind = " ".join(str(e).split()), "unreadable"
+    return RuleContext(options=options, versions=versions, pair_skipped=skipped, pair_skip_kind=kind, **extra)
 
 
 def _str(value: Any) -> Optional[str]:
@@ -207,34 +194,50 @@ def _str(value: Any) -> Optional[str]:
 
 
 def _judge(launch: Launch, earlier: Sequence[Launch], pins: Mapping[str, tuple[str, int]],
-           settings: LaunchSettings, rules: Sequence[Rule]) -> LaunchReport:
-    version = select_version(launch, pins, settings.engine_versions, settings.config_versions)
-    facts = flag_facts(launch.engine, version.version) if version.version else None
-    pair, target, draft, skipped = _pair(launch, settings, version)
-    ctx = LaunchContext(launch=launch, version=version, flags=facts, draft=draft, target=target,
-                        earlier=tuple(earlier), pair_skipped=skipped)
+           settings: LaunchSettings, rules: Sequence[Any]) -> LaunchReport:
+    versions = launch_versions(launch, pins, settings.engine_versions, settings.config_versions)
+    ctx = _context(launch, earlier, settings, versions)
     backend = BACKEND[launch.engine]
-    runs, found = _run_launch_rules(ctx, rules, backend, settings.severity)
-    findings = ([_placed(f, ctx) for f in pair.findings] if pair else []) + found
-    all_runs = (list(pair.rules) if pair else []) + runs
-    counts = {backend: backend_counts(findings, all_runs, backend)}
-    engines = dict(pair.engines) if pair else {}
-    if version.version and launch.engine not in engines:
-        engines[launch.engine] = _engine_entry(launch.engine, version.version, version.origin)
-    report = Report(
-        target=pair.target if pair else {"source": launch.settings.get("target")},
-        draft=pair.draft if pair else {"source": launch.settings.get("draft")},
-        backends=[backend], findings=findings, summary=summarize(findings, counts), strict=settings.strict,
-        rules=all_runs, engines=engines,
-    )
+    # without the pair, only the launch rules speak (the pair rules would all be skipped for it)
+    chosen = rules if ctx.has_pair else [r for r in rules if "launch" in r.needs]
+    results = check_rules(ctx, chosen, [backend], severity=settings.severity)
+    reads = {r.code: r.reads for r in chosen}
+    findings = sorted((_placed(f, ctx, reads) for f in results.findings), key=_order)
+    if any(f.code == "DF913" for f in findings):
+        # DF913 says it from the pin, at the pin: the pair check's own "predates DFlash" error (DF012) repeats it
+        findings = [f for f in findings if not (f.code == "DF012" and f.severity == "error")]
+    if ctx.has_pair:
+        report = build_report(ctx.target, ctx.draft, ctx.modules, ctx.weights, results, strict=settings.strict,
+                              versions=versions)
+        report = replace(report, findings=findings)
+    else:
+        from dflash_compat.checker.report import judged_engines
+
+        report = Report(target={"source": launch.settings.get("target")},
+                        draft={"source": launch.settings.get("draft")}, backends=[backend], findings=findings,
+                        summary=summarize(findings, results.counts), strict=settings.strict,
+                        rules=list(results.rules), engines=judged_engines(results.rules, [backend], versions))
     from dflash_compat.pipeline.launch_fix import corrected
 
-    return LaunchReport(launch, version, report, fixed=corrected(launch, findings, draft))
+    return LaunchReport(launch, LaunchVersion.of(versions.get(launch.engine), launch.engine), report,
+                        fixed=corrected(launch, findings, ctx.draft))
+
+
+def _order(f: Finding) -> tuple:
+    """Pair findings first, then the launch rules' (as the report listed them), each group sorted by the runner."""
+    return (f.code >= "DF9",)
+
+
+def _launch_rules(settings: LaunchSettings) -> list[Any]:
+    from dflash_compat.rules import ALL_RULES
+
+    return select_rules(ALL_RULES, settings.select, settings.ignore)
 
 
 def check_text(file: str, text: str, settings: LaunchSettings) -> FileResult:
-    """Every launch in one file's text (`file` is how findings name it)."""
-    kind, cands = candidates(file, text)
+    """Every launch in one file's text (`file` is how findings name it). LaunchFileError for a file that
+    cannot be read."""
+    kind, cands = candidates(file, text, Deadline(settings.read_seconds))
     pins = pins_in(text)
     rules = _launch_rules(settings)
     launches = [launch for c in cands if (launch := find_launch(c)) is not None]
@@ -242,15 +245,30 @@ def check_text(file: str, text: str, settings: LaunchSettings) -> FileResult:
     return FileResult(file, kind, reports)
 
 
-def check_files(paths: Sequence[str], settings: LaunchSettings) -> list[FileResult]:
-    return [check_text(path, _read(path), settings) for path in paths]
+def check_file(path: str, settings: LaunchSettings, stdin: Any = None) -> FileResult:
+    """One file (`-`: standard input, named <stdin>) as a result: a file that cannot be read is a result
+    with its error, never an exception, so that the other files of a run are judged."""
+    name = STDIN if path == "-" else path
+    try:
+        text = _read_stdin(stdin) if path == "-" else _read(path)
+        return check_text(name, text, settings)
+    except LaunchFileError as e:
+        return FileResult(name, "unread", [], error=e.reason, error_line=e.line)
+    except InputError as e:
+        prefix = f"{name}: "
+        message = str(e)
+        return FileResult(name, "unread", [], error=message[len(prefix):] if message.startswith(prefix) else message)
+
+
+def check_files(paths: Sequence[str], settings: LaunchSettings, stdin: Any = None) -> list[FileResult]:
+    return [check_file(path, settings, stdin) for path in paths]
 
 
 def _read(path: str) -> str:
     p = Path(path)
     if not p.is_file():
         raise InputError(f"{path}: no such file")
-    if p.stat().st_size > 4 * 1024 * 1024:
+    if p.stat().st_size > MAX_BYTES:
         raise InputError(f"{path}: larger than 4 MiB; not a launch file")
     try:
         return p.read_text(encoding="utf-8")
@@ -258,3 +276,20 @@ def _read(path: str) -> str:
         raise InputError(f"{path}: not UTF-8 text (byte {e.start})") from None
     except OSError as e:
         raise InputError(f"{path}: cannot be read ({e.strerror})") from None
+
+
+def _read_stdin(stream: Any = None) -> str:
+    """Standard input, read to its end but never more than the 4 MiB bound (`helm template ... | dflash-check
+    launch -`)."""
+    import sys
+
+    stream = stream if stream is not None else sys.stdin
+    raw = getattr(stream, "buffer", stream).read(MAX_BYTES + 1)
+    if isinstance(raw, str):
+        raw = raw.encode("utf-8")
+    if len(raw) > MAX_BYTES:
+        raise InputError(f"{STDIN}: larger than 4 MiB; not a launch file")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(f"{STDIN}: not UTF-8 text (byte {e.start})") from None

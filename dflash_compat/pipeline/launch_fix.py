@@ -101,7 +101,10 @@ def _fix_spec(launch: Launch, codes: set[str], findings: Sequence[Finding], bloc
         for f in findings:
             if f.code == "DF902" and "key '" in f.message:
                 key = f.message.split("key '", 1)[1].split("'", 1)[0]
-                spec.pop(key, None)
+                value = spec.pop(key, None)
+                if "did you mean '" in f.message:  # a misspelt key: the nearest key of that release, never dropped
+                    near = f.message.rsplit("did you mean '", 1)[1].split("'", 1)[0]
+                    spec.setdefault(near, value)
                 changed = True
     if "DF906" in codes and spec.get("method") == "dflash":
         spec["method"], changed = "dspark", True

@@ -7,11 +7,11 @@ Every flag name below was read from the engine's own argument parser (cited per 
 
 from __future__ import annotations
 
-import argparse
 import json
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from dflash_compat.deployment.options import OPTION_FLAGS
 from dflash_compat.exceptions import InputError
 
 __all__ = ["ENGINES", "OPTION_FLAGS", "LaunchRequest", "LaunchPlan", "build_plan", "for_release", "options_from_argv",
@@ -29,16 +29,6 @@ VLLM_DEFAULT_MAX_NUM_SEQS = 256
 VLLM_MIN_BATCHED_TOKENS = 2048
 # SGLang sets max_running_requests to 48 for DFLASH unless given (sglang srt/arg_groups/speculative_hook.py:437-445).
 SGLANG_DFLASH_DEFAULT_RUNNING = 48
-# checker option name -> the `serve` flag that sets it (for messages)
-OPTION_FLAGS = {
-    "num_speculative_tokens": "--num-speculative-tokens", "sglang_num_draft_tokens": "--num-draft-tokens",
-    "tp": "--tp", "draft_tp": "--draft-tp", "max_num_seqs": "--max-num-seqs",
-    "max_num_batched_tokens": "--max-num-batched-tokens", "sglang_attn_dp_size": "--attn-dp-size",
-    "sglang_enable_dp_lm_head": "--enable-dp-lm-head", "pp_size": "--pp-size",
-    "sglang_dflash_block_size": "--dflash-block-size", "sglang_draft_window_size": "--draft-window-size",
-    "sglang_quantization": "--quantization", "sglang_draft_quantization": "--draft-quantization",
-    "llamacpp_draft_n_max": "--spec-draft-n-max",
-}
 # llama.cpp b11434: the flags `serve --engine llama.cpp` prints, each read from common/arg.cpp (cited by
 # the bundled facts: data/llamacpp/b11434.json, flag_*), and the converter's entry point.
 LLAMA_SERVER = "llama-server"
@@ -150,7 +140,10 @@ def _vllm(req: LaunchRequest, bs: int) -> LaunchPlan:
     argv = ["vllm", "serve", target, *speculative_config_args(spec),
             "--tensor-parallel-size", str(req.tp), "--max-num-seqs", str(seqs), "--max-num-batched-tokens", str(budget)]
     argv += _common_tail(rev, req, "--revision")
-    notes.append(f"K = num_speculative_tokens = {k} (block_size {bs} - 1: the anchor is not drafted)")
+    if req.num_speculative_tokens is None:
+        notes.append(f"K = num_speculative_tokens = {k} (block_size {bs} - 1: the anchor is not drafted)")
+    else:
+        notes.append(f"K = num_speculative_tokens = {k} as given (block_size {bs} - 1 = {max(bs - 1, 1)})")
     return LaunchPlan("vllm", argv, notes=notes)
 
 
@@ -177,29 +170,6 @@ def speculative_config_args(spec: dict[str, Any]) -> list[str]:
     if any(text is None for _, text in parts):
         return ["--speculative-config", json.dumps(spec)]
     return [arg for key, text in parts for arg in (f"--speculative-config.{key}", text)]
-
-
-def _collect_dotted(argv: list[str], name: str) -> tuple[list[str], Optional[dict[str, Any]]]:
-    """Fold `--NAME.key value` pairs back into one dict, as vLLM's parser does (argparse_utils.py:462-500)."""
-    rest: list[str] = []
-    found: dict[str, Any] = {}
-    i = 0
-    while i < len(argv):
-        arg = argv[i]
-        if arg.startswith(f"--{name}."):
-            key, _, value = arg[len(name) + 3:].partition("=")
-            if not _ and i + 1 >= len(argv):
-                raise InputError(f"cannot read the launch command back: {arg} has no value")
-            if not _:
-                value, i = argv[i + 1], i + 1
-            try:
-                found[key] = json.loads(value)
-            except ValueError:
-                found[key] = value
-        else:
-            rest.append(arg)
-        i += 1
-    return rest, (found or None)
 
 
 def _sglang(req: LaunchRequest, bs: int) -> LaunchPlan:
@@ -380,94 +350,38 @@ def shell_command(plan: LaunchPlan, width: int = 80, argv: Optional[list[str]] =
 
 
 # ---------------------------------------------------------------------------------------------
-# argv -> checker options (the round trip)
+# argv -> checker options (the round trip), read by the same parser as a launch file's line
 # ---------------------------------------------------------------------------------------------
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # never exit: the caller reports one line
-        raise InputError(f"cannot read the launch command back: {message}")
-
-
-def _vllm_parser() -> _Parser:
-    p = _Parser(prog="vllm serve", add_help=False)
-    p.add_argument("model")
-    p.add_argument("--speculative-config", "-sc", type=json.loads)
-    p.add_argument("--tensor-parallel-size", "-tp", type=int, default=1)
-    p.add_argument("--max-num-seqs", type=int)
-    p.add_argument("--max-num-batched-tokens", type=int)
-    for flag in ("--revision", "--served-model-name", "--port"):
-        p.add_argument(flag)
-    p.add_argument("--trust-remote-code", action="store_true")
-    return p
-
-
-def _sglang_parser() -> _Parser:
-    p = _Parser(prog="sglang.launch_server", add_help=False)
-    p.add_argument("--model-path", "--model", required=True)
-    p.add_argument("--speculative-algorithm", required=True)
-    p.add_argument("--speculative-draft-model-path", "--speculative-draft-model", required=True)
-    for flag in ("--speculative-num-draft-tokens", "--speculative-dflash-block-size", "--speculative-draft-window-size",
-                 "--attn-dp-size", "--pp-size", "--max-running-requests"):
-        p.add_argument(flag, type=int)
-    p.add_argument("--tp-size", "--tensor-parallel-size", type=int, default=1)
-    for flag in ("--speculative-draft-model-revision", "--revision", "--served-model-name", "--port", "--quantization",
-                 "--speculative-draft-model-quantization"):
-        p.add_argument(flag)
-    for flag in ("--enable-dp-lm-head", "--enable-metrics", "--trust-remote-code"):
-        p.add_argument(flag, action="store_true")
-    return p
-
-
-def _llamacpp_parser() -> _Parser:
-    p = _Parser(prog="llama-server", add_help=False)
-    p.add_argument("-m", "--model", required=True)
-    p.add_argument("-md", "--spec-draft-model", "--model-draft", required=True)
-    p.add_argument("--spec-type", required=True)
-    p.add_argument("--spec-draft-n-max", type=int)
-    p.add_argument("--port", type=int)
-    p.add_argument("--metrics", action="store_true")
-    return p
-
-
 def options_from_argv(engine: str, argv: list[str]) -> dict[str, Any]:
-    """Read a launch command back into the checker's option names (what the rules will judge)."""
-    if engine == "vllm":
-        if argv[:2] != ["vllm", "serve"]:
-            raise InputError("a vLLM command starts with `vllm serve`")
-        rest, dotted = _collect_dotted(argv[2:], "speculative-config")
-        ns = _vllm_parser().parse_args(rest)
-        spec = ns.speculative_config if dotted is None else {**(ns.speculative_config or {}), **dotted}
-        if not isinstance(spec, dict) or spec.get("method") != "dflash" or not spec.get("model"):
-            raise InputError("--speculative-config must name method dflash and a draft model")
-        return {"num_speculative_tokens": spec.get("num_speculative_tokens"), "tp": ns.tensor_parallel_size,
-                "draft_tp": spec.get("draft_tensor_parallel_size"), "max_num_seqs": ns.max_num_seqs,
-                "max_num_batched_tokens": ns.max_num_batched_tokens}
-    if engine == "sglang":
-        if argv[:3] != ["python", "-m", "sglang.launch_server"]:
-            raise InputError("an SGLang command starts with `python -m sglang.launch_server`")
-        ns = _sglang_parser().parse_args(argv[3:])
-        if ns.speculative_algorithm != "DFLASH":
-            raise InputError("--speculative-algorithm must be DFLASH")
-        return {"sglang_num_draft_tokens": ns.speculative_num_draft_tokens, "tp": ns.tp_size,
-                "max_num_seqs": ns.max_running_requests, "sglang_attn_dp_size": ns.attn_dp_size,
-                "sglang_enable_dp_lm_head": ns.enable_dp_lm_head or None, "pp_size": ns.pp_size,
-                "sglang_dflash_block_size": ns.speculative_dflash_block_size,
-                "sglang_draft_window_size": ns.speculative_draft_window_size,
-                "sglang_quantization": ns.quantization,
-                "sglang_draft_quantization": ns.speculative_draft_model_quantization}
-    if engine == "llama.cpp":
-        if argv[:1] != [LLAMA_SERVER]:
-            raise InputError("a llama.cpp command starts with `llama-server`")
-        ns = _llamacpp_parser().parse_args(argv[1:])
-        if ns.spec_type != "draft-dflash":
-            raise InputError("--spec-type must be draft-dflash")
-        return {"llamacpp_draft_n_max": ns.spec_draft_n_max}
+    """Read a printed launch command back into the checker's options (what the rules will judge): the
+    CheckOptions fields it sets, read by the parser `launch` reads a launch file's line with
+    (`deployment.commands`), so `serve`'s command and the same line in a launch file are one deployment."""
     if engine in ("mlx", "transformers"):
         if argv[:4] != [*RUNNER_ARGV, engine]:
             raise InputError(f"a {engine} command starts with `python -m {RUNNER_MODULE} {engine}`")
         return {}
-    raise InputError(f"unknown engine {engine!r}")
+    if engine not in ENGINES:
+        raise InputError(f"unknown engine {engine!r}")
+    from dataclasses import fields
+
+    from dflash_compat.deployment.commands import options_of, parse_command
+    from dflash_compat.deployment.options import CheckOptions
+
+    launch = parse_command(argv, "cannot read the launch command back:")
+    if launch.engine != engine:
+        raise InputError(f"cannot read the launch command back: it launches {launch.engine}, not {engine}")
+    method = launch.settings.get("method") if engine == "vllm" else launch.settings.get("algorithm")
+    if engine == "vllm" and (method != "dflash" or not launch.settings.get("draft")):
+        raise InputError("--speculative-config must name method dflash and a draft model")
+    if engine == "sglang" and method != "DFLASH":
+        raise InputError("--speculative-algorithm must be DFLASH")
+    if engine == "llama.cpp" and launch.settings.get("spec_type") != "draft-dflash":
+        raise InputError("--spec-type must be draft-dflash")
+    options, default = options_of(launch), CheckOptions()
+    return {f.name: getattr(options, f.name) for f in fields(CheckOptions)
+            if f.name not in ("engine", "complete") and getattr(options, f.name) != getattr(default, f.name)}
 
 
 def for_release(plan: LaunchPlan, accepted: Optional[frozenset], release: str) -> LaunchPlan:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import COMMON, CheckContext, Rule, Violation
+from dflash_compat.checker import COMMON, Rule, RuleContext, Violation
 from dflash_compat.rules._sources import (
     MLX_DRAFT_INIT,
     REF_DRAFT_INIT,
@@ -14,7 +14,7 @@ from dflash_compat.rules._sources import (
 )
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     t, d = ctx.target.hidden_size, ctx.draft.hidden_size
     if t is None or t == d:
         return

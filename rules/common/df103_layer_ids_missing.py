@@ -2,22 +2,20 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, EngineSource, Rule, Violation
+from dflash_compat.checker import Rule, RuleContext, Violation
 from dflash_compat.rules._sources import (
     REF_DRAFT_INIT,
     SGL_IDS,
     SGL_TARGET_DEPTH,
+    SPECULATORS_IDS,
     VLLM_AUX_DEFAULT,
     VLLM_AUX_FROM_CONFIG_V1,
     VLLM_FC_CHECK,
     VLLM_FC_WIDTH,
 )
 
-SPECULATORS_IDS = EngineSource("vllm", "vllm/transformers_utils/configs/speculators/algos.py", "114",
-                               "config_dict['aux_hidden_state_layer_ids']: KeyError when absent")
 
-
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     d = ctx.draft
     if d.target_layer_ids is not None:
         return

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import COMMON, CheckContext, Rule, Violation
+from dflash_compat.checker import COMMON, Rule, RuleContext, Violation
 from dflash_compat.quoting import MAX_ITEMS, quote, quote_items
 from dflash_compat.rules._common import is_int
 from dflash_compat.rules._sources import MLX_HOOK, REF_FEATURES, SGL_IDS, VLLM_FC_CHECK
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     d, n = ctx.draft, ctx.target.num_hidden_layers
     ids = d.target_layer_ids
     if not isinstance(ids, list):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from dflash_compat.checker.engine import COMMON, CheckContext, EngineSource, Rule, Violation
+from dflash_compat.checker import COMMON, EngineSource, Rule, RuleContext, Violation
 from dflash_compat.quoting import quote, quote_items
 from dflash_compat.rules._sources import REF_FEATURES, SGL_IDS, VLLM_AUX_SORTED, VLLM_FC_CHECK
 
@@ -12,7 +12,7 @@ SGL_IDS_NONEMPTY = EngineSource("sglang", "sglang/srt/speculative/dflash_utils.p
                                 "dflash_config.target_layer_ids must be non-empty")
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     ids = ctx.draft.target_layer_ids
     if not isinstance(ids, list):
         return

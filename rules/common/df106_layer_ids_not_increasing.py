@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import COMMON, CheckContext, EngineSource, Rule, Violation
+from dflash_compat.checker import COMMON, EngineSource, Rule, RuleContext, Violation
 from dflash_compat.quoting import quote
 from dflash_compat.rules._common import is_int
 from dflash_compat.rules._sources import MLX_HOOK, REF_FEATURES, VLLM_AUX_SORTED
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     ids = ctx.draft.target_layer_ids
     if not isinstance(ids, list) or not all(is_int(i) for i in ids):
         return

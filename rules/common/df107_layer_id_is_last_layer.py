@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, Rule, Violation
+from dflash_compat.checker import Rule, RuleContext, Violation
 from dflash_compat.rules._sources import HF_LAST_HIDDEN, MLX_HOOK, REF_FEATURES, VLLM_AUX_CAPTURE, VLLM_LLAMA_CAPTURE
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     ids, n = ctx.draft.target_layer_ids, ctx.target.num_hidden_layers
     if not isinstance(ids, list) or n is None:
         return

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import COMMON, CheckContext, Rule, Violation
+from dflash_compat.checker import COMMON, Rule, RuleContext, Violation
 from dflash_compat.quoting import quote
 from dflash_compat.rules._sources import MLX_LOAD_DRAFT, REF_DRAFT_INIT, SGL_TARGET_DEPTH
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     d, n = ctx.draft, ctx.target.num_hidden_layers
     if d.num_target_layers is None or n is None or d.num_target_layers == n:
         return

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, Rule, Violation
+from dflash_compat.checker import Rule, RuleContext, Violation
 from dflash_compat.quoting import quote
 from dflash_compat.rules._sources import (
     REF_DRAFT_INIT,
@@ -10,16 +10,16 @@ from dflash_compat.rules._sources import (
     SGL_IDS,
     SGL_IDS_FORMULA,
     SGL_TARGET_DEPTH,
+    SPECULATORS_IDS,
     VLLM_AUX_DEFAULT,
     VLLM_AUX_FROM_CONFIG_V1,
     VLLM_FC_CHECK,
     VLLM_FC_WIDTH,
 )
-from dflash_compat.rules.common.df103_layer_ids_missing import SPECULATORS_IDS
 from dflash_compat.specs.draft import build_target_layer_ids
 
 
-def _vllm(ctx: CheckContext):
+def _vllm(ctx: RuleContext):
     d, n = ctx.draft, ctx.target.num_hidden_layers
     layers = f"layers {[1, n // 2 - 1, n - 4]}" if n and n >= 4 else "3 layers"
     if d.num_hidden_layers == 3:
@@ -31,7 +31,7 @@ def _vllm(ctx: CheckContext):
             "ValueError"), "error"
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     d, t = ctx.draft, ctx.target
     if not d.target_layer_ids_guessed:
         return

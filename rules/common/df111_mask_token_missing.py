@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, EngineSource, Rule, Violation
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
 from dflash_compat.quoting import quote
 from dflash_compat.rules._sources import (
     MLX_LOAD_DRAFT,
@@ -12,7 +12,7 @@ from dflash_compat.rules._sources import (
     VLLM_MASK_V1,
     VLLM_MASK_V2,
 )
-from dflash_compat.specs._reader import get_dotted
+from dflash_compat.specs import get_dotted
 
 REF_MASK_FILL = EngineSource("dflash", "dflash/model.py", "197-199", "output ids pre-filled with mask_token_id")
 SPECULATORS_MASK = EngineSource("vllm", "vllm/transformers_utils/configs/speculators/algos.py", "118-119",
@@ -21,7 +21,7 @@ SPECULATORS_MASK = EngineSource("vllm", "vllm/transformers_utils/configs/specula
 SGLANG_DEFAULT_MASK = "<|MASK|>"
 
 
-def _sglang(ctx: CheckContext) -> Violation:
+def _sglang(ctx: RuleContext) -> Violation:
     t = ctx.target
     named = [get_dotted(ctx.draft.raw, k) for k in ("dflash_config.mask_token", "mask_token")]
     token = next((n for n in named if isinstance(n, str) and n), SGLANG_DEFAULT_MASK)
@@ -36,7 +36,7 @@ def _sglang(ctx: CheckContext) -> Violation:
     )
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     d = ctx.draft
     if d.mask_token_id is not None:
         return

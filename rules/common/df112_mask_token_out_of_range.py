@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import COMMON, CheckContext, EngineSource, Rule, Violation
+from dflash_compat.checker import COMMON, EngineSource, Rule, RuleContext, Violation
 from dflash_compat.rules._sources import MLX_EMBED, REF_EMBED
 
 SGL_MASK_RANGE = EngineSource("sglang", "sglang/srt/speculative/dflash_worker_v2.py", "1400-1407",
                               "mask_token_id outside the target vocab: ValueError")
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     m, v = ctx.draft.mask_token_id, ctx.target.vocab_size
     if m is None:
         return

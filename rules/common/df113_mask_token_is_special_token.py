@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import COMMON, CheckContext, Rule, Violation
+from dflash_compat.checker import COMMON, Rule, RuleContext, Violation
 from dflash_compat.rules._sources import REF_BLOCK
 
 
@@ -11,7 +11,7 @@ def _ids(value) -> list[int]:
     return [i for i in items if isinstance(i, int) and not isinstance(i, bool)]
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     m, t = ctx.draft.mask_token_id, ctx.target
     if m is None:
         return

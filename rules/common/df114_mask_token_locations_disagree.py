@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import COMMON, CheckContext, Rule
+from dflash_compat.checker import COMMON, Rule, RuleContext
 from dflash_compat.rules._common import disagreeing_locations
 from dflash_compat.rules._sources import (
     HF_NATIVE_KEYS,
@@ -14,7 +14,7 @@ from dflash_compat.rules._sources import (
 )
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     return disagreeing_locations(
         ctx, "mask_token_id", ctx.draft.mask_token_id_locations, "dflash_config.mask_token_id", "mask token ids",
         "the dflash reference, vLLM, SGLang and MLX", "transformers' generate(speculation_type='dflash')",

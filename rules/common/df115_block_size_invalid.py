@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import COMMON, CheckContext, EngineSource, Rule, Violation
+from dflash_compat.checker import COMMON, EngineSource, Rule, RuleContext, Violation
 from dflash_compat.contract import DEFAULT_BLOCK_SIZE
 from dflash_compat.rules._sources import MLX_LOAD_DRAFT, REF_DRAFT_INIT, SGL_BLOCK
 
@@ -13,7 +13,7 @@ DEFAULT = DEFAULT_BLOCK_SIZE
 LARGEST_SEEN = 64
 
 
-def _context(ctx: CheckContext):
+def _context(ctx: RuleContext):
     """(max_position_embeddings, whose) of the target, else of the draft; None when neither says."""
     for who, spec in (("target", ctx.target), ("draft", ctx.draft)):
         limit = getattr(spec, "max_position_embeddings", None)
@@ -22,7 +22,7 @@ def _context(ctx: CheckContext):
     return None
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     bs = ctx.draft.block_size
     if bs is None:
         key = "block_size" if ctx.draft.is_speculators else "dflash_config.block_size"

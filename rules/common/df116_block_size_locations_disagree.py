@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import COMMON, CheckContext, Rule
+from dflash_compat.checker import COMMON, Rule, RuleContext
 from dflash_compat.rules._common import disagreeing_locations
 from dflash_compat.rules._sources import HF_NATIVE_KEYS, MLX_LOAD_DRAFT, REF_DRAFT_INIT, SGL_BLOCK, SPEC_CONVERT
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     return disagreeing_locations(
         ctx, "block_size", ctx.draft.block_size_locations, "dflash_config.block_size", "block sizes",
         "the dflash reference, SGLang and MLX", "the speculators converter and transformers' generate()",

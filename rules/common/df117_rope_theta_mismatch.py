@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from dflash_compat.checker.engine import COMMON, CheckContext, EngineSource, Rule, Violation
+from dflash_compat.checker import COMMON, EngineSource, Rule, RuleContext, Violation
 from dflash_compat.rules._sources import HF_QWEN3_ROPE, HF_ROPE_PARAMS, MLX_THETA, SGL_THETA
 
 VLLM_ROPE_BASE = EngineSource("vllm", "vllm/model_executor/layers/rotary_embedding/__init__.py", "64",
@@ -15,7 +15,7 @@ VLLM_ROPE_BASE = EngineSource("vllm", "vllm/model_executor/layers/rotary_embeddi
 DRAFT_DEFAULT_THETA = 10_000.0
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     t, d = ctx.target.rope.theta, ctx.draft.rope.theta
     if t is None:
         return

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from dflash_compat.checker.engine import COMMON, CheckContext, EngineSource, Rule, Violation
+from dflash_compat.checker import COMMON, EngineSource, Rule, RuleContext, Violation
 from dflash_compat.quoting import quote
 from dflash_compat.rules._sources import HF_QWEN3_ROPE, MLX_ROPE, MLXLM_ROPE, SGL_ROPE, SGL_ROPE_OLD, VLLM_ROPE_DIM
 
@@ -17,7 +17,7 @@ def _rope_type(r) -> str:
     return "default" if r.rope_type in (None, "default", "mrope") else r.rope_type
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     t, d = ctx.target.rope, ctx.draft.rope
     tv, dv = _rope_type(t), _rope_type(d)
     if tv != dv:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import COMMON, CheckContext, EngineSource, Rule, Violation
+from dflash_compat.checker import COMMON, EngineSource, Rule, RuleContext, Violation
 from dflash_compat.contract import DRAFT_LAYER_TYPES as KNOWN
 from dflash_compat.quoting import quote, quote_items
 from dflash_compat.rules._sources import MLX_LOAD_DRAFT, REF_ATTENTION
@@ -13,7 +13,7 @@ VLLM_SLIDING = EngineSource("vllm", "vllm/model_executor/models/qwen3_dflash.py"
                             "a sliding layer without a window: ValueError")
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     d = ctx.draft
     kinds = d.layer_types
     if kinds is None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import COMMON, CheckContext, EngineSource, Rule, Violation
+from dflash_compat.checker import COMMON, EngineSource, Rule, RuleContext, Violation
 from dflash_compat.quoting import quote
 
 HF_QWEN3_MLP = EngineSource("transformers", "transformers/models/qwen3/modeling_qwen3.py", "70-83",
@@ -16,7 +16,7 @@ MLX_DRAFT_MLP = EngineSource("dflash", "dflash/model_mlx.py", "214", "draft MLP 
 MLXLM_SWIGLU = EngineSource("mlx-lm", "mlx_lm/models/qwen3.py", "103-111", "MLP computes swiglu (SiLU gate)")
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     act = ctx.draft.hidden_act
     if act is None or act == "silu":
         return

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 
-from dflash_compat.checker.engine import COMMON, CheckContext, Rule, Violation
+from dflash_compat.checker import COMMON, Rule, RuleContext, Violation
+from dflash_compat.rules._common import READ_BY
 from dflash_compat.rules._sources import (
     HF_NATIVE_LOGITS,
     HF_SCALED_EMBED,
@@ -19,24 +20,12 @@ from dflash_compat.rules._sources import (
     VLLM_V2_LOGITS,
 )
 
-# The draft formats some engine's loader reads each key for. Elsewhere no engine reads it, so a missing key
-# changes nothing: the Muse Glimmer assistant's logits are the target head's, raw, in transformers
-# (HF_NATIVE_LOGITS), vLLM (its DFlash v1 model, VLLM_V1_LOGITS) and SGLang (a DFlash v1 alias); speculators,
-# XPress, LiLiCorr, Laguna and Domino drafts are loaded by DFlash v1 models or their own, which read none.
-_ZLAB = frozenset({"zlab-v1", "zlab-v2"})  # the dflash reference and its MLX port (REF_*, MLX_SCALES)
-_DFLASH2 = frozenset({"dflash2-beam", "minimax-dflash2"})  # SGLang DFlash2DraftModel aliases (SGL_V2_LOGITS)
-READ_BY = {
-    "input_embedding_scale": _ZLAB,  # + vLLM DFlash 2 (VLLM_V2_EMBED)
-    "output_multiplier": _ZLAB | _DFLASH2,  # + vLLM DFlash 2 (VLLM_V2_LOGITS)
-    "final_logit_softcapping": _ZLAB | _DFLASH2,  # + vLLM DFlash2-Beam (VLLM_BEAM_SOFTCAP)
-}
-
 
 def _differs(a, b) -> bool:
     return not math.isclose(float(a), float(b), rel_tol=1e-3)
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     t, d = ctx.target, ctx.draft
     # (what the target does, the draft field that must mirror it, the value it should have, target field)
     needs = []

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import COMMON, CheckContext, Rule, Violation
+from dflash_compat.checker import COMMON, Rule, RuleContext, Violation
 from dflash_compat.quoting import quote
 from dflash_compat.rules._sources import MLX_LOAD_WEIGHTS, REF_LOAD, REF_MLX_QUANTIZE
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     q = ctx.draft.quantization_config
     if not q:
         return

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import COMMON, CheckContext, EngineSource, Rule, Violation
+from dflash_compat.checker import COMMON, EngineSource, Rule, RuleContext, Violation
 from dflash_compat.quoting import quote
 from dflash_compat.rules._sources import (
     SPEC_CONVERT,
@@ -19,7 +19,7 @@ SPEC_RECORD = EngineSource("speculators", "speculators/convert/dflash/converter.
                            "verifier name_or_path and architectures recorded from the base model")
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     t, d = ctx.target, ctx.draft
     if not d.is_speculators:
         return

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import COMMON, CheckContext, EngineSource, Rule, Violation
+from dflash_compat.checker import COMMON, EngineSource, Rule, RuleContext, Violation
 from dflash_compat.quoting import quote
 from dflash_compat.rules._sources import REF_BLOCK
 
@@ -10,7 +10,7 @@ REF_POSITIONS = EngineSource("dflash", "dflash/model.py", "200", "draft and targ
 MLX_POSITIONS = EngineSource("dflash", "dflash/model_mlx.py", "190-192", "draft RoPE offsets: 1-D cache offsets")
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     section = ctx.target.rope.mrope_section
     if not section or ctx.draft.rope.mrope_section:
         return

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Optional
 
-from dflash_compat.checker.engine import CheckContext, EngineSource, Rule, Violation
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
 from dflash_compat.rules._sources import (
     HF_SCALED_EMBED,
     MLX_BIND,
@@ -29,7 +29,7 @@ from dflash_compat.rules._sources import (
     VLLM_V2_LOGITS,
     VLLM_V2_SHARE_EMBED,
 )
-from dflash_compat.specs._reader import MISSING, get_dotted
+from dflash_compat.specs import MISSING, get_dotted
 
 # Targets whose embedding MODULE multiplies by sqrt(hidden_size) in SGLang (the DFLASH worker embeds with
 # that module); SGLang's other models scale inline, after the lookup.
@@ -53,16 +53,16 @@ def _num(raw: dict, key: str) -> Optional[float]:
     return float(value)
 
 
-def _types(ctx: CheckContext) -> set[str]:
+def _types(ctx: RuleContext) -> set[str]:
     return {x for x in (ctx.target.model_type, ctx.target.text_model_type) if x}
 
 
-def _module_scale(ctx: CheckContext, types: frozenset) -> float:
+def _module_scale(ctx: RuleContext, types: frozenset) -> float:
     h = ctx.target.hidden_size
     return math.sqrt(h) if h and _types(ctx) & types else 1.0
 
 
-def _values(ctx: CheckContext) -> dict[str, dict[str, Optional[float]]]:
+def _values(ctx: RuleContext) -> dict[str, dict[str, Optional[float]]]:
     """What each engine multiplies the raw embedding rows / the raw logits by, and its soft-cap (None: none)."""
     raw, v2 = ctx.draft.raw, ctx.draft.format == "zlab-v2"
 
@@ -106,7 +106,7 @@ def _show(value: Optional[float]) -> str:
     return "none" if value is None else f"{value:g}"
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     if ctx.draft.is_speculators:
         return  # speculators drafts keep their own embedding and head
     values = _values(ctx)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dflash_compat.checker.engine import COMMON, CheckContext, EngineSource, Rule, Violation
+from dflash_compat.checker import COMMON, EngineSource, Rule, RuleContext, Violation
 from dflash_compat.rules._common import is_int
 from dflash_compat.rules._sources import (
     HF_QWEN3_ROPE,
@@ -16,7 +16,7 @@ from dflash_compat.rules._sources import (
     VLLM_NEOX,
     VLLM_ROPE_DIM,
 )
-from dflash_compat.specs._reader import get_dotted
+from dflash_compat.specs import get_dotted
 
 HF_EXTRA_KEYS = EngineSource("transformers", "transformers/configuration_utils.py", "499-505",
                              "config keys a config class does not declare become attributes (is_neox_style, ...)")
@@ -55,10 +55,10 @@ def _found(raw: dict, head_dim, sglang_rope_dim: bool = True) -> list[tuple[str,
     return out
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     d = ctx.draft
     # SGLang reads rope_dim from 0.5.23 (sglang/srt/models/dflash.py); before, it rotates the whole head
-    found = _found(d.raw, d.head_dim, ctx.feature("sglang", "dflash_rope_dim"))
+    found = _found(d.raw, d.head_dim, ctx.engine("sglang").feature("dflash_rope_dim"))
     if not found:
         return
     keys = [k.partition("=")[0] for k, _ in found]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, EngineSource, Rule, Violation
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
 from dflash_compat.quoting import quote
 from dflash_compat.rules._common import is_int
 from dflash_compat.rules._sources import SPEC_CONVERT, SPEC_FC
@@ -15,7 +15,7 @@ SPEC_SLICE = EngineSource("speculators", "speculators/convert/dflash/converter.p
                           "fused-qkv checkpoints: fc.weight sliced to the first len(aux) x hidden columns")
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     d, n = ctx.draft, ctx.target.num_hidden_layers
     ids = d.target_layer_ids
     if d.is_speculators or d.target_layer_ids_guessed or not isinstance(ids, list) or not n:

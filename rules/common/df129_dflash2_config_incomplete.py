@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, EngineSource, Rule, Violation
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
 from dflash_compat.rules._common import is_int
 
 REF_V2_VALUES = EngineSource("dflash", "dflash/model.py", "131-132",
@@ -16,7 +16,7 @@ MLX_V2_DEFAULTS = EngineSource("dflash", "dflash/model_mlx.py", "466-469",
 KEYS = ("conv_kernel_size", "conv_group_size", "selector_rank", "selector_top_k")
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     d = ctx.draft
     if d.format != "zlab-v2":
         return

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import COMMON, CheckContext, EngineSource, Rule, Violation
+from dflash_compat.checker import COMMON, EngineSource, Rule, RuleContext, Violation
 from dflash_compat.quoting import MAX_CHARS, MAX_ITEMS, quote, quote_items
 from dflash_compat.rules._sources import MLX_LOAD_TARGET, REF_LOAD
 
@@ -12,7 +12,7 @@ MLXLM_MODEL_FILE = EngineSource("mlx-lm", "mlx_lm/utils.py", "458-465", "a confi
                                 "trust_remote_code=True, else ValueError")
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     auto_map = ctx.target.auto_map
     model_file = (ctx.target.raw or {}).get("model_file")
     given = "" if ctx.options.trust_remote_code else "; --trust-remote-code was not given, so the module checks skip it"

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import COMMON, CheckContext, Rule, Violation
+from dflash_compat.checker import COMMON, Rule, RuleContext, Violation
 from dflash_compat.quoting import quote
 from dflash_compat.rules._sources import MLX_BIND, REF_EMBED, REF_LOAD, REF_TARGET_CALL
 from dflash_compat.specs.target import ENCODER_DECODER_MODEL_TYPES
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     t = ctx.target
     archs = t.architectures
     if not archs or t.is_causal_lm:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import COMMON, CheckContext, Rule, Violation
+from dflash_compat.checker import COMMON, Rule, RuleContext, Violation
 from dflash_compat.rules._sources import MLX_HOOK, REF_EMBED, REF_FEATURES
 
 REQUIRED = ("hidden_size", "num_hidden_layers", "vocab_size")
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     missing = [f for f in REQUIRED if getattr(ctx.target, f) is None]
     if not missing:
         return

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import COMMON, CheckContext, Rule, Violation
+from dflash_compat.checker import COMMON, Rule, RuleContext, Violation
 from dflash_compat.rules._sources import MLX_LOAD_DRAFT, REF_ATTENTION, REF_DRAFT_INIT
 
 REQUIRED = ("vocab_size", "num_attention_heads", "num_key_value_heads", "intermediate_size", "rms_norm_eps")
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     d = ctx.draft
     # A family whose loaders take a value from elsewhere (the Muse-Glimmer assistant's vocabulary) lacks nothing.
     inherited = {i.field for i in d.inherited}

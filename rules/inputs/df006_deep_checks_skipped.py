@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import COMMON, CheckContext, Rule, Violation
+from dflash_compat.checker import COMMON, Rule, RuleContext, Violation
 
 REASONS = ("torch-missing", "mlx-inspector-missing", "remote-code", "inspection-failed")
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     skip = ctx.module_skip
     if skip is not None and skip.reason in REASONS:
         yield Violation(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import COMMON, CheckContext, Rule, Violation
+from dflash_compat.checker import COMMON, Rule, RuleContext, Violation
 
 WHY = {
     "no-safetensors": "the draft has no .safetensors files",
@@ -14,7 +14,7 @@ WHY = {
 }
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     w = ctx.weights_skip
     if w is not None and w.reason != "gguf":  # a GGUF draft: its header was read, DF8xx check its tensors
         yield Violation(

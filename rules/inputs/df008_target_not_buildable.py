@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, EngineSource, Rule, Violation
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
 from dflash_compat.rules._sources import REF_LOAD
 
 REASONS = ("unknown-model-type", "build-failed", "no-causal-lm-class")
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     m = ctx.module_skip
     if m is not None and m.framework == "torch" and m.reason in REASONS:
         yield Violation(

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 from typing import Callable
 
-from dflash_compat.checker.engine import CheckContext, Rule, Violation
-from dflash_compat.engines.families import ENGINE_NAMES, engines_loading, family_support
+from dflash_compat.checker import Rule, RuleContext, Violation
 from dflash_compat.rules._sources import DRAFT_REGISTRIES
 
 # The backends data/draft_families.json judges (llama.cpp's converter decides for llama.cpp: DF814).
 FAMILY_BACKENDS = ("transformers", "dflash", "vllm", "sglang", "mlx")
 
 # The engine needs data/draft_families.json names as "checks": predicate(ctx) -> True when unmet.
-PREDICATES: dict[str, Callable[[CheckContext], bool]] = {
+PREDICATES: dict[str, Callable[[RuleContext], bool]] = {
     # vLLM fills 202048 only when the config gives no vocab_size (vllm/config/speculative.py:1159-1166).
     "target_vocab_is_202048": lambda c: c.draft.vocab_size is None and c.target.vocab_size not in (None, 202048),
     "sliding_layers_causal_by_default": lambda c: c.draft.is_causal is None
@@ -30,15 +29,15 @@ CONVERT_FIX = ("Convert it to the z-lab layout the dflash reference and the MLX 
                "`dflash-check convert DRAFT --to zlab -o OUT`, then use OUT.")
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     d = ctx.draft
     for engine in FAMILY_BACKENDS:
-        support = family_support(d.format, engine)
+        support = ctx.family(d.format, engine)
         if support is None:
             continue  # an unknown family: DF005
         if not support.loads:
-            loading = engines_loading(d.format)
-            others = [ENGINE_NAMES[e] for e in loading]
+            loading = [s.engine for s in ctx.families_loading(d.format)]
+            others = [s.label for s in ctx.families_loading(d.format)]
             names = ", ".join(others[:-1]) + (" and " if len(others) > 1 else "") + (others[-1] if others else "")
             elsewhere = f"{names} load{'s' if len(others) == 1 else ''} it" if others else "no engine we check does"
             sibling = SIBLING.get(engine)
@@ -46,7 +45,7 @@ def check(ctx: CheckContext):
             # the reference: z-lab): a draft made for one is not a bad pair for the other, only another runtime.
             other_runtime = sibling in loading
             yield Violation(
-                f"{ENGINE_NAMES[engine]} does not load {d.family} drafts: {support.reason}; {elsewhere}"
+                f"{support.label} does not load {d.family} drafts: {support.reason}; {elsewhere}"
                 # the other transformers runtime's format: named without its lines (citing reads the locations
                 # file, which a config-only check of an ordinary pair never needs; `rule DF009` cites them)
                 + (f"; on transformers, run it with backend `{sibling}`" if other_runtime

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import COMMON, CheckContext, Rule, Violation
+from dflash_compat.checker import COMMON, Rule, RuleContext, Violation
 from dflash_compat.quoting import quote_items
 from dflash_compat.specs.sizes import oversized
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     for who, spec, loc in (("target", ctx.target, ctx.tloc), ("draft", ctx.draft, ctx.dloc)):
         found = oversized(spec.raw)
         if found:

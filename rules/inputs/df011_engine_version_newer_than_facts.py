@@ -2,45 +2,11 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import BACKENDS, CheckContext, Rule, Violation
-from dflash_compat.engines.registry import ENGINES, bundled_versions, refresh_command
+from dflash_compat.checker import BACKENDS, Rule, RuleContext
+from dflash_compat.rules.inputs._helpers import fallback_violations
 
 
-def fallback_violations(ctx: CheckContext, status: str):
-    """One violation per engine whose selected release has no facts and lies `status` (newer / older) of
-    the bundled window: the release whose facts were used instead, and the command that extracts them."""
-    for engine, sel in ctx.engine_versions.items():
-        if sel.status != status:
-            continue
-        backends = [b for b in ENGINES[engine].backends if b in BACKENDS]
-        if not backends:
-            continue
-        window = bundled_versions(engine)
-        span = f"{window[0]}-{window[-1]}" if len(window) > 1 else window[0]
-        where = "newer than the newest" if status == "newer" else "older than the oldest"
-        info = ENGINES[engine]
-        if info.predates_dflash(sel.requested):  # no facts to extract: that release has no DFlash at all
-            yield Violation(
-                f"{engine} {sel.requested} ({sel.origin}) predates DFlash: its first release with DFlash is "
-                f"{info.first_dflash}, so it cannot run this pair at all; judged with the facts of {engine} "
-                f"{sel.used}, the oldest bundled release",
-                [],
-                fix=f"Upgrade {info.label} to {info.first_dflash} or later (bundled: {engine} {span}).",
-                backends=backends, severity="error",
-            )
-            continue
-        yield Violation(
-            f"{engine} {sel.requested} ({sel.origin}) is {where} release with bundled facts ({engine} {span}); "
-            f"judged with the facts of {engine} {sel.used} instead, which may not match what {sel.requested} does",
-            [],
-            fix=f"Extract the facts of that release: `{refresh_command(engine, sel.requested)}` (it downloads the "
-            f"wheel; the next check uses them), or choose a bundled release with "
-            f"--engine-version {engine}=={sel.used}.",
-            backends=backends,
-        )
-
-
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     yield from fallback_violations(ctx, "newer")
 
 

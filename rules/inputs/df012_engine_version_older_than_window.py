@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import BACKENDS, CheckContext, Rule
-from dflash_compat.rules.inputs.df011_engine_version_newer_than_facts import fallback_violations
+from dflash_compat.checker import BACKENDS, Rule, RuleContext
+from dflash_compat.rules.inputs._helpers import fallback_violations
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     yield from fallback_violations(ctx, "older")
 
 

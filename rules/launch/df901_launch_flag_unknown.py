@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import EngineSource, Rule, Violation
+from dflash_compat.checker import EngineSource, Rule, Violation
 from dflash_compat.quoting import quote
 
 
@@ -27,17 +27,17 @@ def check(ctx):
     # here, not at the top: only a check of a launch command needs the flag facts and difflib (start-up)
     import difflib
 
-    from dflash_compat.engines.flags import bundled_versions, flag_facts
-
-    facts = ctx.flags
+    release = ctx.engine(ctx.launch.engine)
+    facts = ctx.flags(release.engine)
     if facts is None:
         return
-    engine, version = ctx.launch.engine, ctx.version.version
+    engine, version = release.engine, ctx.engine_versions[release.engine].requested
     flags, removed = facts["flags"], facts.get("removed", {})
     for opt in ctx.launch.opts:
         name = opt.name
         python = engine != "llama.cpp"
-        if opt.flag.unresolved and "$" in name or _known(name, flags, facts.get("underscores", False), python):
+        if opt.flag.unresolved and "$" in name or _known(name, flags, facts.get("underscores", False), python) \
+                or name in ctx.launch.entry_flags:
             continue
         loc = ctx.at(word=opt.flag)
         if name in removed:
@@ -46,9 +46,9 @@ def check(ctx):
                             f"\"{hint}\"); the server stops at start-up", [loc],
                             fix=f"Replace {name}: {hint}.")
             continue
-        elsewhere = [v for v in bundled_versions(engine) if v != version
-                     and _known(name, (flag_facts(engine, v) or {}).get("flags", {}), facts.get("underscores", False),
-                                python)]
+        elsewhere = [v for v in release.flag_window if v != version
+                     and _known(name, (ctx.engine(engine, v).flags or {}).get("flags", {}),
+                                facts.get("underscores", False), python)]
         known = f" (it exists in {engine} {', '.join(elsewhere)})" if elsewhere else ""
         near = difflib.get_close_matches(name, list(flags), n=1, cutoff=0.75)
         hint = f"; did you mean {near[0]}?" if near else ""
@@ -76,6 +76,8 @@ RULE = Rule(
         EngineSource("vllm", "vllm/engine/arg_utils.py", "959-1000", "EngineArgs.add_cli_args: the engine flags"),
         EngineSource("vllm", "vllm/utils/argparse_utils.py", "375-395", "underscores in flag names read as dashes"),
         EngineSource("sglang", "sglang/srt/arg_groups/arg_utils.py", "288-290", "a field's flag is --field-name"),
+        EngineSource("sglang", "sglang/cli/serve.py", "30-59", "`sglang serve` takes --model-type itself",
+                     version="0.5.23"),
         EngineSource("llama.cpp", "common/arg.cpp", "4411-4416", "--draft/--draft-n/--draft-max removed"),
     ),
 )

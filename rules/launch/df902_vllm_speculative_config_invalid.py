@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import EngineSource, Rule, Violation
+from dflash_compat.checker import EngineSource, Rule, Violation
 
 
 def check(ctx):
-    # here, not at the top: only a check of a launch command needs the flag facts (start-up)
-    from dflash_compat.engines.flags import bundled_versions, flag_facts
-
     launch = ctx.launch
     if launch.engine != "vllm":
         return
@@ -18,20 +15,28 @@ def check(ctx):
                         fix="Write --speculative-config as one JSON object in single quotes: "
                         "'{\"method\": \"dflash\", \"model\": DRAFT, \"num_speculative_tokens\": K}'.")
         return
-    if ctx.flags is None or launch.spec_config is None:
+    release, flags = ctx.engine("vllm"), ctx.flags("vllm")
+    if flags is None or launch.spec_config is None:
         return
-    keys = ctx.flags.get("speculative_config_keys", {})
-    version = ctx.version.version
+    keys = flags.get("speculative_config_keys", {})
+    version = ctx.engine_versions["vllm"].requested
     for key in launch.spec_config:
         if key in keys:
             continue
-        elsewhere = [v for v in bundled_versions("vllm") if v != version
-                     and key in (flag_facts("vllm", v) or {}).get("speculative_config_keys", {})]
+        elsewhere = [v for v in release.flag_window if v != version
+                     and key in (ctx.engine("vllm", v).flags or {}).get("speculative_config_keys", {})]
         known = f" (a key of vllm {', '.join(elsewhere)})" if elsewhere else ""
+        # difflib here, not at the top: only a check of a launch command needs it (start-up)
+        import difflib
+
+        near = difflib.get_close_matches(str(key), list(keys), n=1, cutoff=0.75)
+        hint = f"; did you mean {near[0]!r}?" if near and not elsewhere else ""
+        fix = (f"Write {near[0]!r} instead of {key!r} in --speculative-config." if hint else
+               f"Remove {key!r} from --speculative-config (or pin the vLLM release that has it).")
         yield Violation(f"--speculative-config key {key!r} is not a field of vLLM {version}'s SpeculativeConfig"
-                        f"{known}: the config forbids extra keys and vLLM stops at start-up",
+                        f"{known}: the config forbids extra keys and vLLM stops at start-up{hint}",
                         [ctx.at(word=launch.where.get("draft") or launch.where.get("method") or launch.words[0])],
-                        fix=f"Remove {key!r} from --speculative-config (or pin the vLLM release that has it).")
+                        fix=fix)
 
 
 RULE = Rule(

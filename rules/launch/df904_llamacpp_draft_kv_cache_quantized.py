@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import EngineSource, Rule, Violation
+from dflash_compat.checker import EngineSource, Rule, Violation
 from dflash_compat.quoting import quote
 
 _FULL = {"f16", "bf16", "f32"}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import EngineSource, Rule, Violation
+from dflash_compat.checker import EngineSource, Rule, Violation
 
 
 def check(ctx):
@@ -11,7 +11,9 @@ def check(ctx):
         return
     if str(launch.settings.get("split_mode") or "").lower() != "tensor":
         return
-    if launch.settings.get("spec_type") not in (None, "draft-dflash") or not launch.settings.get("draft"):
+    spec_type = launch.settings.get("spec_type")
+    # a misspelt DFlash type (`--spec-type dflash`, DF912) still means a DFlash draft
+    if spec_type is not None and "dflash" not in str(spec_type).lower() or not launch.settings.get("draft"):
         return
     yield Violation("-sm tensor with a DFlash draft: llama.cpp does not refuse it at load, and a DFlash 2 draft "
                     "then aborts on a GGML_ASSERT while decoding (llama.cpp #27819)", [ctx.at("split_mode")],

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import EngineSource, Rule, Violation
+from dflash_compat.checker import EngineSource, Rule, Violation
 
 
 def _is_dspark(ctx) -> bool:

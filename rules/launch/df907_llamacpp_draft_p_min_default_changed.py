@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import EngineSource, Rule, Violation
+from dflash_compat.checker import EngineSource, Rule, Violation
 
 # llama.cpp #25792: the default went from 0.75 to 0 in build b9235
 _CHANGED_IN = "b9235"
 
 
 def check(ctx):
-    # here, not at the top: only a check of a launch command needs the flag facts (start-up)
-    from dflash_compat.engines.flags import version_key
-
     launch = ctx.launch
     if launch.engine != "llama.cpp" or "p_min" in launch.where or not launch.settings.get("draft"):
         return
-    version = ctx.version.version or ""
-    since = version_key(version) >= version_key(_CHANGED_IN)
+    release = ctx.engine("llama.cpp")
+    version = ctx.engine_versions["llama.cpp"].requested  # the build the launch runs, bundled or not
+    since = release.key(version) >= release.key(_CHANGED_IN)
     default = f"0 (0.75 before {_CHANGED_IN})" if since else f"0.75 (0 from {_CHANGED_IN} on)"
     yield Violation(f"--spec-draft-p-min not given: llama.cpp {version} defaults to {default}, so the same "
                     "command drafts differently on another build", [ctx.at()],

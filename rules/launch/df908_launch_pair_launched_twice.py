@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import COMMON, Rule, Violation
+from dflash_compat.checker import COMMON, Rule, Violation
 from dflash_compat.quoting import quote
 
 # settings that are the pair itself or where it listens, not how it is run

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import COMMON, Rule, Violation
+from dflash_compat.checker import COMMON, Rule, Violation
 
 
 def check(ctx):

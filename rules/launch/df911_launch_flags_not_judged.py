@@ -2,19 +2,26 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import COMMON, Rule, Violation
+from dflash_compat.checker import COMMON, Rule, Violation
+
+# where each engine's parser is read from: a wheel (vLLM, SGLang) or a source tree (llama.cpp)
+_SOURCE = {"vllm": "WHEEL", "sglang": "WHEEL", "llama.cpp": "LLAMA_CPP_SOURCE_TREE"}
 
 
 def check(ctx):
-    # here, not at the top: only a check of a launch command needs the flag facts (start-up)
-    from dflash_compat.engines.flags import bundled_versions
-
-    launch, version = ctx.launch, ctx.version
-    if ctx.flags is not None or launch.engine not in ("vllm", "sglang", "llama.cpp"):
+    launch = ctx.launch
+    if launch.engine not in _SOURCE or ctx.flags(launch.engine) is not None:
         return
-    have = ", ".join(bundled_versions(launch.engine)) or "none"
-    yield Violation(f"flags not judged: no facts for {launch.engine} {version.version or '(unknown)'} "
-                    f"({version.origin}); bundled: {have}", [ctx.at()])
+    release, selected = ctx.engine(launch.engine), ctx.engine_versions[launch.engine]
+    if release.info.predates_dflash(selected.requested) and launch.speculative:
+        return  # DF913 says more: that release has no DFlash at all
+    have = release.flag_window
+    pin = f"--engine-version {launch.engine}=={have[-1]}" if have else ""
+    yield Violation(f"flags not judged: no facts for {launch.engine} {selected.requested} "
+                    f"({selected.origin}); bundled: {', '.join(have) or 'none'}", [ctx.at()],
+                    fix=(f"Judge it at a bundled release ({pin}), or extract that release's flags: python -m "
+                         f"dflash_compat.enginefacts.launch_flags {launch.engine}=={selected.requested}="
+                         f"{_SOURCE[launch.engine]}."))
 
 
 RULE = Rule(
@@ -29,5 +36,6 @@ RULE = Rule(
     "bundled facts the flags are left unjudged rather than compared with another release's.",
     example="image vllm/vllm-openai:v0.20.0",
     fix="Pin a release the checker has facts for, or add them: python -m "
-    "dflash_compat.enginefacts.launch_flags vllm==VERSION=WHEEL.",
+    "dflash_compat.enginefacts.launch_flags ENGINE==VERSION=SOURCE (a vLLM or SGLang wheel, a llama.cpp "
+    "source tree).",
 )

@@ -1,4 +1,4 @@
-"""What the llama.cpp rules (DF8xx) share: citations from the bundled build's facts, and the pair as
+"""What the llama.cpp rules (DF8xx) share: citations of a build's located facts, and the pair as
 llama.cpp will see it (a GGUF read directly, a safetensors checkpoint as `convert_hf_to_gguf.py` will
 write it). Not a rule: no RULE here."""
 
@@ -6,49 +6,52 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from dflash_compat.checker.engine import CheckContext, EngineSource
-from dflash_compat.checker.findings import Location
-from dflash_compat.engines import llamacpp
+from dflash_compat.checker import EngineSource, Location, RuleContext, located
 from dflash_compat.rules._common import is_int
 
-__all__ = ["src", "entry_src", "facts", "target_arch", "llama_layers", "draft_is_gguf", "gguf_loc", "CONVERT"]
+__all__ = ["src", "entry_src", "cite", "facts", "target_arch", "llama_layers", "draft_is_gguf", "gguf_loc", "CONVERT"]
 
 CONVERT = "convert_hf_to_gguf.py"
 
 
 def src(name: str, note: Optional[str] = None) -> EngineSource:
-    """The llama.cpp code behind a located fact of the bundled build (data/llamacpp/<build>.json)."""
-    loc = llamacpp.where(name)
-    return EngineSource("llama.cpp", loc["file"], str(loc["line"]), note or loc.get("note", ""))
+    """A rule's citation of the llama.cpp code behind a located fact (the newest bundled build's lines; a check
+    cites the selected build's: `cite`)."""
+    return located("llama.cpp", name, note=note)
 
 
 def entry_src(kind: str, name: str) -> EngineSource:
-    loc = llamacpp.where(name, kind=kind)
-    return EngineSource("llama.cpp", loc["file"], str(loc["line"]), loc.get("note", ""))
+    return located("llama.cpp", name, kind=kind)
 
 
-def facts() -> dict[str, Any]:
-    return llamacpp.facts()
+def cite(ctx: RuleContext, name: str) -> str:
+    """A located fact's lines in the llama.cpp build this check judges against."""
+    return ctx.engine("llama.cpp").where(name).cite()
 
 
-def draft_is_gguf(ctx: CheckContext) -> bool:
+def facts(ctx: RuleContext) -> dict[str, Any]:
+    """The facts of the llama.cpp build this check judges against."""
+    return ctx.engine("llama.cpp").facts
+
+
+def draft_is_gguf(ctx: RuleContext) -> bool:
     return ctx.draft.gguf is not None
 
 
-def target_arch(ctx: CheckContext) -> tuple[Optional[str], str]:
+def target_arch(ctx: RuleContext) -> tuple[Optional[str], str]:
     """(the GGUF architecture llama.cpp runs the target as, how we know): the GGUF's own
     general.architecture, else what the converter writes for the checkpoint's `architectures`."""
     t = ctx.target
     if t.gguf is not None:
         return t.gguf.architecture, "general.architecture"
-    conv = facts()["converter_architectures"]
+    conv = facts(ctx)["converter_architectures"]
     for a in t.architectures:
         if isinstance(a, str) and a in conv:
             return conv[a], f"{CONVERT} maps {a} to it"
     return None, ""
 
 
-def llama_layers(ctx: CheckContext) -> Optional[list[Any]]:
+def llama_layers(ctx: RuleContext) -> Optional[list[Any]]:
     """The `dflash.target_layers` llama.cpp will read (layer *inputs*): the GGUF's own list, else the
     converter's target_layer_ids + 1; None when there is none (a GGUF without the key, a checkpoint
     whose ids are not written in its config)."""
@@ -61,7 +64,7 @@ def llama_layers(ctx: CheckContext) -> Optional[list[Any]]:
     return [i + 1 if is_int(i) else i for i in d.target_layer_ids]
 
 
-def gguf_loc(ctx: CheckContext, artifact: str, key: str) -> Location:
+def gguf_loc(ctx: RuleContext, artifact: str, key: str) -> Location:
     spec = ctx.draft if artifact == "draft" else ctx.target
     file = spec.gguf.file if spec.gguf is not None else spec.config_file
     return Location(artifact=artifact, file=file, key=key)

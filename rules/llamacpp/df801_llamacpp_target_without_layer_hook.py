@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, Rule, Violation
+from dflash_compat.checker import Rule, RuleContext, Violation
 from dflash_compat.quoting import quote
-from dflash_compat.rules.llamacpp._helpers import facts, src, target_arch
+from dflash_compat.rules.llamacpp._helpers import cite, facts, src, target_arch
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     arch, how = target_arch(ctx)
-    if arch is None or arch in facts()["layer_hook_architectures"]:
+    if arch is None or arch in facts(ctx)["layer_hook_architectures"]:
         return
     yield Violation(
         f"llama.cpp runs this target as architecture {quote(arch)} ({how}), whose graph does not fill "
         "t_layer_inp: the first DFlash decode aborts (GGML_ASSERT \"layer input tensor is null\", "
-        f"{src('layer_hook_assert').cite()})",
+        f"{cite(ctx, 'layer_hook_assert')})",
         [ctx.tloc("model_type", "general.architecture" if ctx.target.gguf else "architectures")],
     )
 

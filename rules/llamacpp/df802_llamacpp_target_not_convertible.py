@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, Rule, Violation
+from dflash_compat.checker import Rule, RuleContext, Violation
 from dflash_compat.quoting import quote_items
 from dflash_compat.rules.llamacpp._helpers import CONVERT, entry_src, target_arch
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     t = ctx.target
     if t.gguf is not None or not t.architectures:
         return

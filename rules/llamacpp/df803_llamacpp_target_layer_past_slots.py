@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, Rule, Violation
+from dflash_compat.checker import Rule, RuleContext, Violation
 from dflash_compat.quoting import quote
 from dflash_compat.rules._common import is_int
-from dflash_compat.rules.llamacpp._helpers import draft_is_gguf, facts, gguf_loc, llama_layers, src, target_arch
+from dflash_compat.rules.llamacpp._helpers import cite, draft_is_gguf, facts, gguf_loc, llama_layers, src, target_arch
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     layers = llama_layers(ctx)
     n_layer = ctx.target.num_hidden_layers
     if not layers or not is_int(n_layer):
@@ -21,16 +21,16 @@ def check(ctx: CheckContext):
         yield Violation(
             f"{where} {quote(layers)} holds {quote(beyond)}, outside 0..{n_layer} for a target of {n_layer} layers: "
             f"llama.cpp aborts when the draft is attached (GGML_ASSERT lid <= n_layer, "
-            f"{src('layer_id_assert').cite()})",
+            f"{cite(ctx, 'layer_id_assert')})",
             [loc],
         )
         return
     arch, _ = target_arch(ctx)
-    if n_layer in ints and arch is not None and arch in facts()["layer_hook_architectures"] and \
-            arch not in facts()["last_layer_slot_architectures"]:
+    if n_layer in ints and arch is not None and arch in facts(ctx)["layer_hook_architectures"] and \
+            arch not in facts(ctx)["last_layer_slot_architectures"]:
         yield Violation(
             f"{where} {quote(layers)} asks for slot {n_layer} (the output of the last layer), which the {arch} graph "
-            f"never fills: the first decode aborts (\"layer input tensor is null\", {src('layer_hook_assert').cite()})",
+            f"never fills: the first decode aborts (\"layer input tensor is null\", {cite(ctx, 'layer_hook_assert')})",
             [loc],
         )
 

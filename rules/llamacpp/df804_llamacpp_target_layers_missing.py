@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, Rule, Violation
-from dflash_compat.rules.llamacpp._helpers import CONVERT, draft_is_gguf, gguf_loc, llama_layers, src
+from dflash_compat.checker import Rule, RuleContext, Violation
+from dflash_compat.rules.llamacpp._helpers import CONVERT, cite, draft_is_gguf, gguf_loc, llama_layers, src
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     if llama_layers(ctx) is not None:
         return
     if draft_is_gguf(ctx):
         yield Violation(
             "the draft GGUF has no dflash.target_layers: llama.cpp refuses to load it (\"DFlash model requires "
-            f"'target_layers' in GGUF metadata\", {src('target_layers_required').cite()})",
+            f"'target_layers' in GGUF metadata\", {cite(ctx, 'target_layers_required')})",
             [gguf_loc(ctx, "draft", "dflash.target_layers")],
         )
         return
@@ -21,7 +21,7 @@ def check(ctx: CheckContext):
     yield Violation(
         f"the draft config {why}, and {CONVERT} writes dflash.target_layers only from explicit "
         "target_layer_ids: the converted draft fails to load (\"DFlash model requires 'target_layers'\", "
-        f"{src('target_layers_required').cite()})",
+        f"{cite(ctx, 'target_layers_required')})",
         [ctx.dloc("target_layer_ids", "dflash_config.target_layer_ids")],
     )
 

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, Rule, Violation
+from dflash_compat.checker import Rule, RuleContext, Violation
 from dflash_compat.quoting import quote
 from dflash_compat.rules._common import is_int
-from dflash_compat.rules.llamacpp._helpers import draft_is_gguf, gguf_loc, llama_layers, src
+from dflash_compat.rules.llamacpp._helpers import cite, draft_is_gguf, gguf_loc, llama_layers, src
 from dflash_compat.specs import build_target_layer_ids
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     layers = llama_layers(ctx)
     if not draft_is_gguf(ctx) or not layers or not all(is_int(x) for x in layers):
         return
@@ -24,7 +24,7 @@ def check(ctx: CheckContext):
         return
     yield Violation(
         f"dflash.target_layers {quote(layers)} {why}: these look like HF target_layer_ids written without "
-        f"llama.cpp's + 1, so every feature is read one layer early ({src('converter_shift').cite()})",
+        f"llama.cpp's + 1, so every feature is read one layer early ({cite(ctx, 'converter_shift')})",
         [gguf_loc(ctx, "draft", "dflash.target_layers")],
     )
 

@@ -2,26 +2,26 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, Rule, Violation
-from dflash_compat.rules.llamacpp._helpers import CONVERT, draft_is_gguf, facts, gguf_loc, src
+from dflash_compat.checker import Rule, RuleContext, Violation
+from dflash_compat.rules.llamacpp._helpers import CONVERT, cite, draft_is_gguf, facts, gguf_loc, src
 
 
-def check(ctx: CheckContext):
-    default = facts()["block_size_default"]
+def check(ctx: RuleContext):
+    default = facts(ctx)["block_size_default"]
     d = ctx.draft
     if draft_is_gguf(ctx):
         if d.gguf.get("dflash.block_size") is not None:
             return
         yield Violation(
             f"the draft GGUF has no dflash.block_size: llama.cpp uses {default} "
-            f"({src('block_size_default').cite()}) and clamps --spec-draft-n-max to {default - 1}",
+            f"({cite(ctx, 'block_size_default')}) and clamps --spec-draft-n-max to {default - 1}",
             [gguf_loc(ctx, "draft", "dflash.block_size")],
         )
         return
     if d.block_size is None:
         yield Violation(
             f"the draft config gives no block size: {CONVERT} writes dflash.block_size = {default} "
-            f"({src('converter_block_size').cite()})",
+            f"({cite(ctx, 'converter_block_size')})",
             [ctx.dloc("block_size", "dflash_config.block_size")],
         )
 

@@ -2,25 +2,25 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, Rule, Violation
+from dflash_compat.checker import Rule, RuleContext, Violation
 from dflash_compat.rules._common import is_int
-from dflash_compat.rules.llamacpp._helpers import CONVERT, draft_is_gguf, gguf_loc, src
-from dflash_compat.specs._reader import get_dotted
+from dflash_compat.rules.llamacpp._helpers import CONVERT, cite, draft_is_gguf, gguf_loc, src
+from dflash_compat.specs import get_dotted
 
 KEY = "tokenizer.ggml.mask_token_id"
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     d = ctx.draft
-    fail = f"every draft batch then fails validation (\"invalid token[i] = ...\", {src('invalid_token').cite()})"
+    fail = f"every draft batch then fails validation (\"invalid token[i] = ...\", {cite(ctx, 'invalid_token')})"
     abort = ("-1 is LLAMA_TOKEN_NULL, so the first draft block aborts llama-server (\"get_sub_batch: failed to add "
-             f"embedding\", {src('mask_null_abort').cite()})")
+             f"embedding\", {cite(ctx, 'mask_null_abort')})")
     if draft_is_gguf(ctx):
         mask = d.gguf.get(KEY)
         vocab = d.gguf.vocab_count
         if not is_int(mask):
             yield Violation(f"the draft GGUF has no {KEY}: llama.cpp uses -1 as the mask token "
-                            f"({src('mask_token_read').cite()}); {abort}", [gguf_loc(ctx, "draft", KEY)])
+                            f"({cite(ctx, 'mask_token_read')}); {abort}", [gguf_loc(ctx, "draft", KEY)])
         elif mask < 0 or (vocab is not None and mask >= vocab):
             yield Violation(f"{KEY} = {mask} is outside the draft's vocabulary of {vocab} tokens: {fail}",
                             [gguf_loc(ctx, "draft", KEY)])
@@ -33,7 +33,7 @@ def check(ctx: CheckContext):
     top = "" if d.mask_token_id is None else f" (the top-level mask_token_id {d.mask_token_id} is not read)"
     yield Violation(
         f"the draft config has no dflash_config.mask_token_id{top}: {CONVERT} writes {KEY} only from it "
-        f"({src('converter_mask').cite()}), so llama.cpp uses -1; {abort}",
+        f"({cite(ctx, 'converter_mask')}), so llama.cpp uses -1; {abort}",
         [ctx.dloc("mask_token_id", "dflash_config.mask_token_id")],
     )
 

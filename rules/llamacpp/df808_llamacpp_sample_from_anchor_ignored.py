@@ -2,24 +2,24 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, Rule, Violation
-from dflash_compat.rules.llamacpp._helpers import draft_is_gguf, gguf_loc, src
+from dflash_compat.checker import Rule, RuleContext, Violation
+from dflash_compat.rules.llamacpp._helpers import cite, draft_is_gguf, gguf_loc, src
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     d = ctx.draft
     if draft_is_gguf(ctx):
         if d.gguf.get("dflash.sample_from_anchor") is True and "markov_w1.weight" not in d.gguf.tensors:
             yield Violation(
                 "dflash.sample_from_anchor = true on a plain DFlash draft (no markov_w1.weight): llama.cpp reads it "
-                f"for DSpark drafts only and drafts in the standard layout ({src('block_size_clamp').cite()})",
+                f"for DSpark drafts only and drafts in the standard layout ({cite(ctx, 'block_size_clamp')})",
                 [gguf_loc(ctx, "draft", "dflash.sample_from_anchor")],
             )
         return
     if d.sample_from_anchor is True and not d.is_speculators:
         yield Violation(
             f"draft sets {d.key('sample_from_anchor')} = true: llama.cpp's DFlash path drafts in the standard layout "
-            f"(the flag is used for DSpark drafts only, {src('block_size_clamp').cite()}), shifted by one position "
+            f"(the flag is used for DSpark drafts only, {cite(ctx, 'block_size_clamp')}), shifted by one position "
             "from the one the draft was trained in",
             [ctx.dloc("sample_from_anchor")],
         )

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, Rule, Violation
+from dflash_compat.checker import Rule, RuleContext, Violation
 from dflash_compat.quoting import quote
 from dflash_compat.rules._common import is_int
-from dflash_compat.rules.llamacpp._helpers import draft_is_gguf, gguf_loc, src
+from dflash_compat.rules.llamacpp._helpers import cite, draft_is_gguf, gguf_loc, src
 
 KEY = "dflash.rope.dimension_sections"
 
@@ -14,7 +14,7 @@ def _sections(value) -> bool:
     return isinstance(value, list) and any(is_int(v) and v for v in value)
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     if not draft_is_gguf(ctx):
         return  # the converter writes the sections itself for an M-RoPE target
     t = ctx.target
@@ -25,7 +25,7 @@ def check(ctx: CheckContext):
     shown = t.gguf.get("{arch}.rope.dimension_sections") if t.gguf is not None else t.rope.mrope_section
     yield Violation(
         f"the target uses M-RoPE (sections {quote(shown)}) but the draft GGUF has no non-zero {KEY}: llama.cpp "
-        f"runs the draft with plain NeoX RoPE ({src('mrope_switch').cite()}); text matches, but with images the "
+        f"runs the draft with plain NeoX RoPE ({cite(ctx, 'mrope_switch')}); text matches, but with images the "
         "draft's positions differ from the target's and acceptance collapses; a draft converted before the "
         "converter wrote sections needs converting again",
         [gguf_loc(ctx, "draft", KEY)],

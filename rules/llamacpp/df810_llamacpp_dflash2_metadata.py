@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, Rule, Violation
+from dflash_compat.checker import Rule, RuleContext, Violation
 from dflash_compat.quoting import quote_items
 from dflash_compat.rules._common import is_int
-from dflash_compat.rules.llamacpp._helpers import CONVERT, draft_is_gguf, gguf_loc, src
-from dflash_compat.specs._reader import MISSING, get_dotted
+from dflash_compat.rules.llamacpp._helpers import CONVERT, cite, draft_is_gguf, gguf_loc, src
+from dflash_compat.specs import MISSING, get_dotted
 
 FIELDS = ("conv_kernel_size", "conv_group_size", "selector_rank", "selector_top_k")
 _BLOCK = "block_size"
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     d = ctx.draft
     if draft_is_gguf(ctx):
         if "selector_hidden.weight" not in d.gguf.tensors:
@@ -23,7 +23,7 @@ def check(ctx: CheckContext):
             yield Violation(
                 f"the draft GGUF holds DFlash 2 selector tensors but {quote_items(bad)} "
                 f"{'is' if len(bad) == 1 else 'are'} missing or not positive: llama.cpp refuses to load it "
-                f"(\"DFlash2 model is missing conv/selector metadata\", {src('dflash2_metadata_check').cite()})",
+                f"(\"DFlash2 model is missing conv/selector metadata\", {cite(ctx, 'dflash2_metadata_check')})",
                 [gguf_loc(ctx, "draft", k) for k in bad],
             )
         return
@@ -36,8 +36,8 @@ def check(ctx: CheckContext):
     where = f" ({quote_items(outside)} at the top level are not read)" if outside else ""
     yield Violation(
         f"a DFlash 2 draft without dflash_config.conv_kernel_size{where}: {CONVERT} writes the conv/selector keys "
-        f"only from dflash_config ({src('converter_v2').cite()}), and llama.cpp refuses the converted draft "
-        f"(\"missing conv/selector metadata\", {src('dflash2_metadata_check').cite()})",
+        f"only from dflash_config ({cite(ctx, 'converter_v2')}), and llama.cpp refuses the converted draft "
+        f"(\"missing conv/selector metadata\", {cite(ctx, 'dflash2_metadata_check')})",
         [ctx.dloc("conv_kernel_size", "dflash_config.conv_kernel_size")],
     )
 

@@ -2,25 +2,25 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, Rule, Violation
+from dflash_compat.checker import Rule, RuleContext, Violation
 from dflash_compat.quoting import quote, quote_items
-from dflash_compat.rules.llamacpp._helpers import CONVERT, draft_is_gguf, facts, gguf_loc, src
+from dflash_compat.rules.llamacpp._helpers import CONVERT, cite, draft_is_gguf, facts, gguf_loc, src
 
 KEY = "dflash.hidden_activation"
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     d = ctx.draft
-    allowed = facts()["hidden_activations"]
+    allowed = facts(ctx)["hidden_activations"]
     if draft_is_gguf(ctx):
         act = d.gguf.get(KEY)
         if act is not None and act not in allowed:
             yield Violation(f"{KEY} = {quote(act)}: llama.cpp refuses to load the draft (\"unsupported DFlash hidden "
-                            f"activation\", {src('hidden_activation_check').cite()})", [gguf_loc(ctx, "draft", KEY)])
+                            f"activation\", {cite(ctx, 'hidden_activation_check')})", [gguf_loc(ctx, "draft", KEY)])
         odd = d.gguf.get("dflash.hidden_act")
         if odd is not None and act is None:
             yield Violation(f"the draft GGUF spells the key dflash.hidden_act = {quote(odd)}; llama.cpp reads "
-                            f"{KEY} ({src('hidden_activation_key').cite()}) and runs SiLU",
+                            f"{KEY} ({cite(ctx, 'hidden_activation_key')}) and runs SiLU",
                             [gguf_loc(ctx, "draft", "dflash.hidden_act")], severity="warning")
         return
     act = d.hidden_act
@@ -28,7 +28,7 @@ def check(ctx: CheckContext):
         return
     yield Violation(
         f"draft hidden_act = {quote(act)}, but {CONVERT} writes no {KEY} for DFlash drafts, so llama.cpp runs "
-        f"SiLU ({src('hidden_activation_check').cite()}; it knows {quote_items(allowed)})",
+        f"SiLU ({cite(ctx, 'hidden_activation_check')}; it knows {quote_items(allowed)})",
         [ctx.dloc("hidden_act")],
     )
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, Rule, Violation
-from dflash_compat.rules.llamacpp._helpers import gguf_loc, src
+from dflash_compat.checker import Rule, RuleContext, Violation
+from dflash_compat.rules.llamacpp._helpers import cite, gguf_loc, src
 
 KEY = "tokenizer.ggml.tokens"
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     d, t = ctx.draft.gguf, ctx.target.gguf
     if d is None or d.vocab_count is None:
         return
@@ -23,7 +23,7 @@ def check(ctx: CheckContext):
         return
     yield Violation(
         f"draft and target vocabularies differ ({what}): the draft was converted against another tokenizer, and "
-        f"llama.cpp compares vocabularies for draft-simple only ({src('vocab_check_draft_simple').cite()}); it runs "
+        f"llama.cpp compares vocabularies for draft-simple only ({cite(ctx, 'vocab_check_draft_simple')}); it runs "
         "the draft with this target's embeddings and head, so a draft trained for another target drafts tokens "
         "this one rejects, with no error",
         [gguf_loc(ctx, "draft", KEY), gguf_loc(ctx, "target", KEY)],

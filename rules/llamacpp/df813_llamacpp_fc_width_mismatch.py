@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, Rule, Violation
+from dflash_compat.checker import Rule, RuleContext, Violation
 from dflash_compat.rules._common import is_int
-from dflash_compat.rules.llamacpp._helpers import gguf_loc, llama_layers, src
+from dflash_compat.rules.llamacpp._helpers import cite, gguf_loc, llama_layers, src
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     d = ctx.draft.gguf
     hidden = ctx.target.hidden_size
     layers = llama_layers(ctx)
@@ -22,7 +22,7 @@ def check(ctx: CheckContext):
         return
     yield Violation(
         f"fc.weight takes {shape[0]} inputs, but the target hands the draft {n} x {hidden} = {want} "
-        f"({src('target_feature_width').cite()}); llama.cpp checks neither side ({src('fc_tensor').cite()} sizes fc "
+        f"({cite(ctx, 'target_feature_width')}); llama.cpp checks neither side ({cite(ctx, 'fc_tensor')} sizes fc "
         "from the draft's own width), so the graph fails or the draft reads garbage",
         [gguf_loc(ctx, "draft", "fc.weight")],
     )

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, Rule, Violation
+from dflash_compat.checker import Rule, RuleContext, Violation
 from dflash_compat.quoting import quote_items
 from dflash_compat.rules.llamacpp._helpers import CONVERT, entry_src, facts
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     d = ctx.draft
     if d.gguf is not None or not d.architectures:
         return
-    conv = facts()["converter_architectures"]
+    conv = facts(ctx)["converter_architectures"]
     if any(conv.get(a) == "dflash" for a in d.architectures if isinstance(a, str)):
         return
     known = sorted(a for a, arch in conv.items() if arch == "dflash")

@@ -2,22 +2,22 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, Rule, Violation
-from dflash_compat.rules.llamacpp._helpers import draft_is_gguf, facts, src
+from dflash_compat.checker import Rule, RuleContext, Violation
+from dflash_compat.rules.llamacpp._helpers import cite, draft_is_gguf, facts, src
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     n = ctx.options.llamacpp_draft_n_max
     if n is None:
         return
     d = ctx.draft
     block = d.gguf.get("dflash.block_size") if draft_is_gguf(ctx) else d.block_size
-    block = block if isinstance(block, int) and not isinstance(block, bool) else facts()["block_size_default"]
+    block = block if isinstance(block, int) and not isinstance(block, bool) else facts(ctx)["block_size_default"]
     if n <= block - 1:
         return
     yield Violation(
         f"--spec-draft-n-max {n} exceeds the draft's block_size {block} - 1: llama.cpp warns and drafts {block - 1} "
-        f"tokens per step ({src('block_size_clamp').cite()})",
+        f"tokens per step ({cite(ctx, 'block_size_clamp')})",
         [ctx.dloc("block_size", "dflash.block_size" if draft_is_gguf(ctx) else None)],
     )
 
@@ -28,6 +28,7 @@ RULE = Rule(
     severity="info",
     backends=("llama.cpp",),
     check=check,
+    reads=("n_max",),
     what="The llama.cpp draft length you launch with (`--spec-draft-n-max`) is at most the draft's block_size - 1.",
     why="A DFlash draft proposes at most block_size - 1 tokens (the anchor plus masks fill one trained block). "
     "llama.cpp clamps a larger --spec-draft-n-max with a warning, so the flag does not do what it says; its default "

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, Rule, Violation
+from dflash_compat.checker import Rule, RuleContext, Violation
 from dflash_compat.rules._sources import MLX_LOAD_DRAFT
-from dflash_compat.specs._reader import MISSING, get_dotted
+from dflash_compat.specs import MISSING, get_dotted
 
 KEYS = (
     "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim",
@@ -13,7 +13,7 @@ KEYS = (
 )
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     raw = ctx.draft.raw
     missing = [k for k in KEYS if get_dotted(raw, k) in (MISSING, None)]
     if not missing:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from dflash_compat.checker.engine import CheckContext, Rule, Violation
+from dflash_compat.checker import Rule, RuleContext, Violation
 from dflash_compat.quoting import quote
 from dflash_compat.rules._sources import HF_ROPE_PARAMS, MLX_ROPE, MLX_THETA, MLXLM_ROPE, SGL_THETA
 
@@ -28,7 +28,7 @@ def _rope_block(raw: dict) -> tuple[str, Any]:
     return "", None
 
 
-def _theta(ctx: CheckContext):
+def _theta(ctx: RuleContext):
     raw, d = ctx.draft.raw, ctx.draft
     key, rope = _rope_block(raw)
     top = raw.get("rope_theta")
@@ -49,7 +49,7 @@ def _theta(ctx: CheckContext):
             )
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     yield from _theta(ctx)
     key, rope = _rope_block(ctx.draft.raw)
     if isinstance(rope, dict):

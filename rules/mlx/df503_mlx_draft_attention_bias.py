@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, Rule, Violation
+from dflash_compat.checker import Rule, RuleContext, Violation
 from dflash_compat.rules._sources import MLX_ATTENTION, MLX_LOAD_WEIGHTS
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     if ctx.draft.attention_bias is not True:
         return
     yield Violation(

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, Rule, Violation
+from dflash_compat.checker import Rule, RuleContext, Violation
 from dflash_compat.quoting import quote
 from dflash_compat.rules._sources import MLX_LOAD_TARGET, MLXLM_CLASSES
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     facts = ctx.tree.mlx
     if facts is None or facts.supported:
         return

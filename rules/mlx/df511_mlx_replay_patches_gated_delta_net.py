@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, Rule, Violation
+from dflash_compat.checker import Rule, RuleContext, Violation
 from dflash_compat.rules._sources import MLX_GDN, MLX_LOOP
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     facts, p = ctx.tree.mlx, ctx.tree.paths
     if facts is None or facts.reference_rollback != "replay":
         return

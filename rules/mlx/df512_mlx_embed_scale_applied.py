@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import math
 
-from dflash_compat.checker.engine import CheckContext, Rule, Violation
+from dflash_compat.checker import Rule, RuleContext, Violation
 from dflash_compat.rules._sources import MLX_BIND, MLX_EMBED, MLXLM_EMBED_SCALE, MLXLM_GEMMA3_SCALE, REF_EMBED
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     d, scaling = ctx.draft, ctx.tree.scaling
     scale = scaling.embed_scale if scaling else None
     if scale is None or math.isclose(scale, 1.0):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, Rule, Violation
+from dflash_compat.checker import Rule, RuleContext, Violation
 from dflash_compat.quoting import quote
 from dflash_compat.rules._sources import MLX_ATTENTION, MLX_LOAD_WEIGHTS, REF_MLX_QUANTIZE
 
@@ -12,7 +12,7 @@ def _quantization(raw):
     return q if isinstance(q, dict) and "bits" in q else None
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     q = _quantization(ctx.draft.raw)
     if q is None:
         return

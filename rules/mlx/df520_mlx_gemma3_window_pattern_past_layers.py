@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, EngineSource, Rule, Violation
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
 
 MLXLM_DEFAULT = EngineSource("mlx-lm", "mlx_lm/models/gemma3_text.py", "30",
                              "ModelArgs.sliding_window_pattern defaults to 6")
@@ -17,7 +17,7 @@ DEFAULT_PATTERN = 6
 TYPES = ("gemma3_text",)
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     t = ctx.target
     if t.model_type not in TYPES or t.text_prefix or not isinstance(t.num_hidden_layers, int):
         return

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import COMMON, CheckContext, Rule, Violation
+from dflash_compat.checker import COMMON, Rule, RuleContext, Violation
 from dflash_compat.rules._sources import MLX_BIND, REF_EMBED, SGL_EMBED_MODULE, VLLM_SHARE_EMBED, VLLM_V2_SHARE_EMBED
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     t, m = ctx.target, ctx.tree
     if m.paths is not None and m.paths.embed is None:
         yield Violation(

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import COMMON, CheckContext, Rule, Violation
+from dflash_compat.checker import COMMON, Rule, RuleContext, Violation
 from dflash_compat.rules._sources import HF_NATIVE_SETUP, MLX_BIND, REF_EMBED
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     t, m = ctx.target, ctx.tree
     if m.paths is not None and m.paths.head is None:
         yield Violation(

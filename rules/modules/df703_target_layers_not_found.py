@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import COMMON, CheckContext, Rule, Violation
+from dflash_compat.checker import COMMON, Rule, RuleContext, Violation
 from dflash_compat.rules._sources import MLX_HOOK, REF_FEATURES, VLLM_LLAMA_CAPTURE
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     t, m = ctx.target, ctx.tree
     p = m.paths
     if p is None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 
-from dflash_compat.checker.engine import COMMON, CheckContext, Rule, Violation
+from dflash_compat.checker import COMMON, Rule, RuleContext, Violation
+from dflash_compat.rules._common import READ_BY
 from dflash_compat.rules._sources import HF_NATIVE_EMBED, REF_BLOCK, REF_EMBED, REF_LOGITS
-from dflash_compat.rules.common.df121_gemma_scaling_missing import READ_BY
 
 
 def _close(a, b) -> bool:
@@ -22,7 +22,7 @@ def _config_embed_scale(t):
     return None
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     t, d, m = ctx.target, ctx.draft, ctx.tree
     s = m.scaling
     if s is None:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import COMMON, CheckContext, Rule, Violation
+from dflash_compat.checker import COMMON, Rule, RuleContext, Violation
 from dflash_compat.contract import LOOP_KEYS
 from dflash_compat.rules._sources import HF_LAST_HIDDEN, MLX_HOOK, REF_FEATURES, VLLM_AUX_CAPTURE
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     t, d, p = ctx.target, ctx.draft, ctx.tree.paths
     built = p.layers_len if p else None
     layers = p.layers if p else None

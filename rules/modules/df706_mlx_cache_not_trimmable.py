@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, Rule, Violation
+from dflash_compat.checker import Rule, RuleContext, Violation
 from dflash_compat.quoting import quote, quote_items
-from dflash_compat.rules._modules import mlx_replayed, model_type
+from dflash_compat.rules._modules import mlx_cache_violations, mlx_replayed, model_type
 from dflash_compat.rules._sources import MLX_GDN, MLX_LOOP, MLX_ROLLBACK
-from dflash_compat.rules.mlx import df504_mlx_target_cache_unsupported as df504
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     m = ctx.tree
     mt = model_type(ctx)
-    if mlx_replayed(ctx, [mt]) or any(df504.check(ctx)):
+    if mlx_replayed(ctx, [mt]) or any(mlx_cache_violations(ctx)):
         return  # replayed by the MLX loop, or already reported from the config by DF504
     layers = m.paths.layers if m.paths else None
     kinds = list(m.cache.layers or []) if m.cache else []

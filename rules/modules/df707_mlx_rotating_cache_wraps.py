@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, Rule, Violation
+from dflash_compat.checker import Rule, RuleContext, Violation
+from dflash_compat.rules._modules import mlx_cache_violations
 from dflash_compat.rules._sources import MLX_ROLLBACK, MLX_TRIM, MLXLM_ROTATING, MLXLM_TRIM
-from dflash_compat.rules.mlx import df504_mlx_target_cache_unsupported as df504
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     m = ctx.tree
     kinds = list(m.cache.layers or []) if m.cache else []
     # Only from the real mlx-lm tree (from transformers facts DF504 judges by model type), and only what
     # DF504 has not already reported from the config.
-    if "RotatingKVCache" not in kinds or any(df504.check(ctx)):
+    if "RotatingKVCache" not in kinds or any(mlx_cache_violations(ctx)):
         return
     n = sum(1 for c in kinds if c == "RotatingKVCache")
     yield Violation(

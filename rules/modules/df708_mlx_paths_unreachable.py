@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, Rule, Violation
+from dflash_compat.checker import Rule, RuleContext, Violation
 from dflash_compat.rules._modules import ADAPT_HINT, MLX_EMBED_PATHS, MLX_HEAD_PATHS, MLX_LAYER_PATHS
 from dflash_compat.rules._sources import MLX_BIND, MLX_HOOK
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     framework, p = ctx.tree.framework, ctx.tree.paths
     if p is None:
         return

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, EngineSource, Rule, Violation
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
 from dflash_compat.rules._modules import ADAPT_HINT
 from dflash_compat.rules._sources import MLX_HOOK, REF_FEATURES
 
@@ -10,7 +10,7 @@ HF_LAYER_HOOK = EngineSource("transformers", "transformers/utils/output_capturin
                              "output_hidden_states hooks keep output[index] of a tuple (0 for decoder layers)")
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     m = ctx.tree
     returns, layers = m.layer_returns, m.paths.layers if m.paths else None
     if returns is None or returns.kind != "tuple":

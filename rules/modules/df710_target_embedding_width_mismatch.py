@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import COMMON, CheckContext, Rule, Violation
+from dflash_compat.checker import COMMON, Rule, RuleContext, Violation
 from dflash_compat.rules._sources import MLX_BIND, REF_EMBED
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     hidden, p = ctx.target.hidden_size, ctx.tree.paths
     if p is None:
         return

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, EngineSource, Rule, Violation
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     o, bs = ctx.options, ctx.draft.block_size
     # --speculative-dflash-block-size stands in for num-draft-tokens when that is not given (DF412: both differ).
     n, flag = o.sglang_num_draft_tokens, "--speculative-num-draft-tokens"
@@ -27,6 +27,7 @@ RULE = Rule(
     severity="warning",
     backends=("sglang",),
     check=check,
+    reads=("num_draft_tokens", "dflash_block_size"),
     what="If given, `--speculative-num-draft-tokens` (or `--speculative-dflash-block-size`) equals the draft's "
     "`block_size`.",
     why="In SGLang's DFLASH mode this flag is the block length INCLUDING the anchor token (unlike vLLM's "

@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, EngineSource, Rule, Violation
-from dflash_compat.engines.support import provenance, target_support
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
 from dflash_compat.quoting import quote, quote_items
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     archs = ctx.target.architectures
     if not archs:
         return
-    verdict, names = target_support("sglang", archs, ctx.version("sglang"))
+    verdict, names = ctx.engine("sglang").target_support(archs)
     if verdict == "supported":
         return
     loc = [ctx.tloc("architectures", "architectures")]
-    delegated = ctx.facts("sglang").get("hook_delegated_to_missing", {})
+    delegated = ctx.engine("sglang").facts.get("hook_delegated_to_missing", {})
     if verdict == "unsupported" and names[0] in delegated:  # the class has the hook; the part it calls has none
         yield Violation(
             f"SGLang's {names[0]} hands set_dflash_layers_to_capture to its language model, a "
@@ -31,7 +30,7 @@ def check(ctx: CheckContext):
     else:
         yield Violation(
             f"target architectures {quote(names)} are not in our list of SGLang classes with set_dflash_layers_to_capture "
-            f"({provenance('sglang', ctx.version('sglang'))}); check the SGLang model class",
+            f"({ctx.engine('sglang').provenance()}); check the SGLang model class",
             loc,
             severity="warning",
         )

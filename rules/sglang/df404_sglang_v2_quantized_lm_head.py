@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, EngineSource, Rule, Violation
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
 from dflash_compat.quoting import quote
 
 # ModelOpt FP8 / NVFP4 heads: SGLang runs the head's kernel only when the loaded weight's dtype and scale
@@ -20,7 +20,7 @@ def modelopt(quant: dict) -> bool:
     return method == "modelopt" and str(quant.get("quant_algo", "")).upper() in MODELOPT_ALGOS
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     t, d = ctx.target, ctx.draft
     if d.format not in SELECTOR_FORMATS or not t.lm_head_quantized:
         return

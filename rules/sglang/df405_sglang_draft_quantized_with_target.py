@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, EngineSource, Rule, Violation
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     o = ctx.options
     method = o.sglang_quantization
     if not method or method == "unquant" or o.sglang_draft_quantization is not None:
@@ -22,6 +22,7 @@ RULE = Rule(
     severity="warning",
     backends=("sglang",),
     check=check,
+    reads=("draft_quantization", "quantization"),
     what="When `--quantization` is given for SGLang (this check's --quantization), "
     "`--speculative-draft-model-quantization` is given too.",
     why="SGLang's draft quantisation defaults to the `--quantization` value given at launch (not to the target "

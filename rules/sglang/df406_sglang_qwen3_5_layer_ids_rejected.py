@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, EngineSource, Rule, Violation
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
 from dflash_compat.rules._common import is_int
 
 # The text-only Qwen3.5 classes (sglang/srt/models/qwen3_5_text.py EntryClass); the multimodal
@@ -10,7 +10,7 @@ from dflash_compat.rules._common import is_int
 TEXT_CLASSES = ("Qwen3_5ForCausalLM", "Qwen3_5MoeForCausalLM")
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     t, d = ctx.target, ctx.draft
     ids, n = d.target_layer_ids, t.num_hidden_layers
     cls = next((a for a in t.architectures if a in TEXT_CLASSES), None)

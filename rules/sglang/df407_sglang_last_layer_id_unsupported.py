@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, EngineSource, Rule, Violation
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
 from dflash_compat.rules._common import is_int
 
 # SGLang captures the output of layer id at the INPUT of layer id + 1, so id N - 1 asks for capture
@@ -27,7 +27,7 @@ CLASSES = {
 # The Qwen3.5 text classes check the ids themselves (DF406).
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     t, d = ctx.target, ctx.draft
     n, ids = t.num_hidden_layers, d.target_layer_ids
     cls = next((a for a in t.architectures if a in CLASSES), None)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, EngineSource, Rule, Violation
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
 from dflash_compat.quoting import quote
-from dflash_compat.specs._reader import get_dotted
+from dflash_compat.specs import get_dotted
 
 DEFAULT_MASK_TOKEN = "<|MASK|>"  # SGLang's default when the draft names no mask token
 
@@ -18,7 +18,7 @@ def mask_token(raw: dict) -> tuple[str, str]:
     return DEFAULT_MASK_TOKEN, ""
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     t, d = ctx.target, ctx.draft
     token, key = mask_token(d.raw)
     if d.mask_token_id is None or t.mask_token != token or t.mask_token_id is None:

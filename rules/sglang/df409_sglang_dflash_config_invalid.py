@@ -4,31 +4,31 @@ from __future__ import annotations
 
 from typing import Any
 
-from dflash_compat.checker.engine import CheckContext, EngineSource, Rule, Violation
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
 from dflash_compat.rules._common import is_int
-from dflash_compat.specs._reader import MISSING, get_dotted
+from dflash_compat.specs import MISSING, get_dotted
 
 PAIRS = (("conv_kernel_size", "conv_group_size"), ("selector_rank", "selector_top_k"))
 # SGLang draft classes that build the candidate selector (sglang/srt/models/dflash.py EntryClass).
 SELECTOR_CLASSES = ("DFlash2DraftModel", "DFlash2BeamDraftModel", "MiniMaxDFlash2DraftModel")
 
 
-def _nested(ctx: CheckContext, key: str) -> Any:
+def _nested(ctx: RuleContext, key: str) -> Any:
     value = get_dotted(ctx.draft.raw, f"dflash_config.{key}")
     return None if value is MISSING else value
 
 
-def _loc(ctx: CheckContext, key: str):
+def _loc(ctx: RuleContext, key: str):
     return ctx.dloc(key, f"dflash_config.{key}")
 
 
-def _top_only(ctx: CheckContext, keys) -> str:
+def _top_only(ctx: RuleContext, keys) -> str:
     """Keys written at the top level but not in dflash_config, where SGLang reads them."""
     top = [k for k in keys if _nested(ctx, k) is None and get_dotted(ctx.draft.raw, k) not in (MISSING, None)]
     return f" ({', '.join(top)} set only at the top level, where SGLang does not look)" if top else ""
 
 
-def _problems(ctx: CheckContext):
+def _problems(ctx: RuleContext):
     """(message, keys) for each check SGLang would fail."""
     for a, b in PAIRS:
         va, vb = _nested(ctx, a), _nested(ctx, b)
@@ -47,7 +47,7 @@ def _problems(ctx: CheckContext):
         yield f"dflash_config.conv_group_size {group} does not divide hidden_size {hidden}", ("conv_group_size",)
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     for message, keys in _problems(ctx):
         note = _top_only(ctx, keys)
         yield Violation(f"{message}; the DFLASH loader stops at start-up{note}", [_loc(ctx, k) for k in keys])

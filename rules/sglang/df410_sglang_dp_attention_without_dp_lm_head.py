@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, EngineSource, Rule, Violation
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     o = ctx.options
     if o.sglang_attn_dp_size is None or o.sglang_attn_dp_size <= 1:
         return
-    if ctx.feature("sglang", "dflash_dp_attention_refused"):  # up to 0.5.22: refused off NPU, head or not
+    if ctx.engine("sglang").feature("dflash_dp_attention_refused"):  # up to 0.5.22: refused off NPU, head or not
         yield Violation(
             f"--attn-dp-size {o.sglang_attn_dp_size}: SGLang {ctx.version('sglang')} refuses DFLASH with attention "
             "data parallelism on CUDA (\"Currently DFLASH speculative decoding does not support dp attention on "
@@ -32,6 +32,7 @@ RULE = Rule(
     severity="error",
     backends=("sglang",),
     check=check,
+    reads=("attn_dp_size", "enable_dp_attention", "dp"),
     what="With attention data parallelism (`--attn-dp-size` > 1; formerly `--dp-size N --enable-dp-attention`), "
     "`--enable-dp-lm-head` is given.",
     why="DFLASH's greedy projection and the DFlash 2 selector both use the target's output head. With attention "

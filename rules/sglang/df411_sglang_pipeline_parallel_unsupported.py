@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, EngineSource, Rule, Violation
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     pp = ctx.options.pp_size
     if pp == 1:
         return
@@ -21,6 +21,7 @@ RULE = Rule(
     severity="error",
     backends=("sglang",),
     check=check,
+    reads=("pp",),
     what="The pipeline-parallel size given for SGLang (`--pp-size`) is 1.",
     why="SGLang's launch checks for the DFLASH algorithm refuse any pipeline-parallel size other than 1 (the "
     "Qwen3.5 text classes' capture hook refuses it too).",

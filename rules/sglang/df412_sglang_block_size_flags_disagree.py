@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, EngineSource, Rule, Violation
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     o = ctx.options
     n, bs = o.sglang_num_draft_tokens, o.sglang_dflash_block_size
     if n is None or bs is None or n == bs:
@@ -22,6 +22,7 @@ RULE = Rule(
     severity="error",
     backends=("sglang",),
     check=check,
+    reads=("dflash_block_size", "num_draft_tokens"),
     what="When both are given, `--speculative-dflash-block-size` equals `--speculative-num-draft-tokens`.",
     why="For DFLASH the block-size flag is an alias of the number of draft tokens (the block length including "
     "the anchor); SGLang refuses two different values.",

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, EngineSource, Rule, Violation
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
 
 SGLANG_DEFAULT_BLOCK = 16  # when neither a flag nor the draft config gives one
 
 
-def _block(ctx: CheckContext) -> tuple[int, str]:
+def _block(ctx: RuleContext) -> tuple[int, str]:
     """The block length SGLang resolves (num-draft-tokens, else the block-size flag, else the draft's)."""
     o, bs = ctx.options, ctx.draft.block_size
     if o.sglang_num_draft_tokens is not None:
@@ -19,7 +19,7 @@ def _block(ctx: CheckContext) -> tuple[int, str]:
     return SGLANG_DEFAULT_BLOCK, "SGLang's default block size"
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     window = ctx.options.sglang_draft_window_size
     if window is None:
         return
@@ -39,6 +39,7 @@ RULE = Rule(
     severity="error",
     backends=("sglang",),
     check=check,
+    reads=("draft_window_size", "num_draft_tokens", "dflash_block_size"),
     what="When given, `--speculative-draft-window-size` is at least the DFLASH block length "
     "(`--speculative-num-draft-tokens`, else `--speculative-dflash-block-size`, else the draft's `block_size`).",
     why="The DFLASH draft keeps a window of recent target tokens in its own KV cache; SGLang refuses a window "

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, EngineSource, Rule, Violation
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
 from dflash_compat.quoting import quote
 
 # Drafts SGLang proposes through their own head (the DFlash 2 candidate selector, LiLiCorr's correlator,
@@ -10,7 +10,7 @@ from dflash_compat.quoting import quote
 OWN_HEAD_FORMATS = ("zlab-v2", "dflash2-beam", "minimax-dflash2", "lilicorr", "domino")
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     t, d, o = ctx.target, ctx.draft, ctx.options
     tp = o.draft_tp or o.tp
     if not t.lm_head_quantized or tp <= 1 or d.format in OWN_HEAD_FORMATS:
@@ -30,6 +30,7 @@ RULE = Rule(
     severity="error",
     backends=("sglang",),
     check=check,
+    reads=("tp",),
     what="A DFlash draft that SGLang samples greedily through the target's output head (every draft except "
     "the DFlash 2 selector, LiLiCorr and Domino families) is not paired with a quantised target `lm_head` at "
     "`--tp` (or `--draft-tp`) > 1.",

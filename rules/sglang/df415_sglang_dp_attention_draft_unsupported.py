@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, EngineSource, Rule, Violation
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
 
 OWN_HEADS = {"domino": "a Domino draft", "lilicorr": "a LiLiCorr draft"}
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     o, d = ctx.options, ctx.draft
     dp = o.sglang_attn_dp_size
     if dp is None or dp <= 1:
@@ -33,6 +33,7 @@ RULE = Rule(
     severity="error",
     backends=("sglang",),
     check=check,
+    reads=("attn_dp_size", "attn_cp_size"),
     what="With attention data parallelism (`--attn-dp-size` > 1) the draft is a plain DFlash or DFlash 2 draft "
     "(not Domino, not LiLiCorr) and attention context parallelism is off (`--attn-cp-size` 1). "
     "(`--enable-dp-lm-head` is DF410's.)",

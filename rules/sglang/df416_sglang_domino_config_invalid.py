@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, EngineSource, Rule, Violation
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
 from dflash_compat.quoting import quote
 
 _MISSING = object()
@@ -18,7 +18,7 @@ def _int(value):
         return _MISSING
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     d = ctx.draft
     raw = d.raw
     dc = raw.get("dflash_config") if isinstance(raw.get("dflash_config"), dict) else {}

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, EngineSource, Rule, Violation
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
 from dflash_compat.quoting import quote
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     raw = ctx.draft.raw
     dc = raw.get("dflash_config")
     if not isinstance(dc, dict):

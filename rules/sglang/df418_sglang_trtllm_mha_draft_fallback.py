@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, EngineSource, Rule, Violation
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
 from dflash_compat.quoting import quote
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     if ctx.options.sglang_draft_attention_backend != "trtllm_mha":
         return
     raw = ctx.draft.raw
@@ -31,6 +31,7 @@ RULE = Rule(
     severity="info",
     backends=("sglang",),
     check=check,
+    reads=("draft_attention_backend",),
     what="Notes `--speculative-draft-attention-backend trtllm_mha` with a draft SGLang does not run on it: "
     "one whose `layer_types` are not all `sliding_attention` (one per layer) and that does not set "
     "`is_causal: true`.",

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, EngineSource, Rule, Violation
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
 from dflash_compat.rules._common import is_int
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     t, d = ctx.target, ctx.draft
     raw = t.raw
     text = raw.get("text_config") if isinstance(raw.get("text_config"), dict) else raw

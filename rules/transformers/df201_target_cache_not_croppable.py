@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, EngineSource, Rule, Violation
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
 from dflash_compat.quoting import quote
 from dflash_compat.rules._common import NATIVE_RECURRENT_ROLLBACK, model_type_loc
-from dflash_compat.rules._sources import HF_LINEAR_CROP, HF_STATEFUL, MLX_GDN, REF_CACHE, REF_VERIFY
+from dflash_compat.rules._sources import (
+    HF_LINEAR_CROP,
+    HF_STATEFUL,
+    MLX_GDN,
+    REF_CACHE,
+    REF_VERIFY,
+    SGL_HYBRID,
+    VLLM_HYBRID,
+)
 
 HF_NATIVE_HISTORY = EngineSource(
     "transformers", "transformers/cache_utils.py", "1162-1207",
@@ -15,18 +23,15 @@ HF_NATIVE_TARGET_RECORDING = EngineSource(
     "transformers", "transformers/generation/utils.py", "4002",
     "5.25.0: assisted decoding activates past recording on the target cache before verifying", version="5.25.0")
 
-SGL_HYBRID = EngineSource("sglang", "sglang/srt/speculative/dflash_worker_v2.py", "2085-2130",
-                         "DFLASH commits a hybrid target's mamba / linear-attention state after verify itself")
-VLLM_HYBRID = EngineSource("vllm", "vllm/model_executor/layers/mamba/mamba_mixer2.py", "780-942",
-                          "recurrent state kept per accepted token (num_accepted_tokens)")
 
 
-def _native(ctx: CheckContext, cache, which: str, locs):
+
+def _native(ctx: RuleContext, cache, which: str, locs):
     """transformers' own generate(speculation_type="dflash") on a recurrent target, at the judged release."""
     version = ctx.version("transformers")
-    if not ctx.feature("transformers", "recurrent_rollback"):
+    if not ctx.engine("transformers").feature("recurrent_rollback"):
         # the refusal tests the model class's _is_stateful, read per release (UnknownFact where it is unknown)
-        stateful = set(ctx.facts("transformers")["stateful_model_types"])
+        stateful = set(ctx.engine("transformers").facts["stateful_model_types"])
         t = ctx.target
         if stateful & {t.model_type, t.text_model_type}:
             yield Violation(
@@ -57,7 +62,7 @@ def _native(ctx: CheckContext, cache, which: str, locs):
         locs, backends=("transformers",))
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     """The reference's verdict (backend `dflash`), then the native path's at the judged transformers release."""
     t = ctx.target
     if not t.is_hybrid:
@@ -74,7 +79,7 @@ def check(ctx: CheckContext):
         which = f"model_type {quote(model_type)} has recurrent / state-space layers"
         locs = []
     locs = [*locs, model_type_loc(ctx)]
-    if ctx.feature("transformers", "recurrent_rollback"):
+    if ctx.engine("transformers").feature("recurrent_rollback"):
         how = ("on transformers 5.25.0 and later the reference's activate_past_recording() leaves "
                "recurrent_states_to_keep at None, which the model's recurrent update cannot take (TypeError: dflash "
                "0.1.0 dflash/model.py:146-149, transformers cache_utils.py:1944-1950)")

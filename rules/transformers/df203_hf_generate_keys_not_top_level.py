@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, EngineSource, Rule, Violation
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
 from dflash_compat.rules._sources import HF_NATIVE_KEYS, HF_NATIVE_SETUP, REF_DRAFT_VALUE
-from dflash_compat.specs._reader import MISSING, get_dotted
+from dflash_compat.specs import MISSING, get_dotted
 from dflash_compat.specs.families import DFLASH_PACKAGE_FORMATS
 
 HF_ASSISTANT_DEFAULTS = EngineSource(
@@ -17,7 +17,7 @@ KEYS = ("target_layer_ids", "block_size", "mask_token_id")
 ASSISTANT_DEFAULTS = {"block_size": 16, "mask_token_id": 201818, "target_layer_ids": [1, 13, 25, 37, 49]}
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     d = ctx.draft
     if d.is_speculators:
         return

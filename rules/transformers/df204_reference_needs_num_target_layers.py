@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, EngineSource, Rule, Violation
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
 from dflash_compat.rules._sources import REF_DRAFT_INIT, REF_DRAFT_VALUE, REF_IDS_FORMULA
 from dflash_compat.specs.families import DFLASH_PACKAGE_FORMATS
 
@@ -10,7 +10,7 @@ HF_MISSING_ATTRIBUTE = EngineSource("transformers", "transformers/configuration_
                                     "config attribute lookup: an absent key raises AttributeError")
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     d = ctx.draft
     # Without ids either, DF103 reports the same failure. Other families load through their own classes
     # (transformers' Muse-Glimmer assistant) or not at all on transformers (DF009).

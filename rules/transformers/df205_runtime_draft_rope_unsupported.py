@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, EngineSource, Rule, Violation
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
 from dflash_compat.rules._sources import HF_QWEN3_ROPE, MLX_ROPE
 from dflash_compat.specs.runtime_support import RUNTIME_ROPE_TYPES, draft_rope_unsupported
 
@@ -16,7 +16,7 @@ MLXLM_OLD_ROPE = EngineSource("mlx-lm", "mlx_lm/models/rope_utils.py", "307-308"
                               "initialize_rope raises Unsupported RoPE type", version="0.31.3")
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     found = draft_rope_unsupported(ctx.draft)
     if found is None:
         return

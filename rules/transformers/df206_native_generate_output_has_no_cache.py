@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, EngineSource, Rule, Violation
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
 
 # Both releases read the cache from the verify forward's output (the line numbers are 5.24.0's, 5.25.0 +5).
 HF_OUTPUT_CACHE = EngineSource("transformers", "transformers/generation/utils.py", "4098",
@@ -11,7 +11,7 @@ HF_OUTPUT_CROP = EngineSource("transformers", "transformers/generation/utils.py"
                               "_assisted_decoding: outputs.cache.crop(-n) after each verify")
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     fwd = ctx.tree.forward
     if fwd is None or fwd.output_class is None or not fwd.output_fields:
         return

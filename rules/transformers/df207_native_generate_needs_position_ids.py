@@ -3,7 +3,7 @@ names them."""
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, EngineSource, Rule, Violation
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
 
 HF_MAKES_POSITIONS = EngineSource("transformers", "transformers/generation/utils.py", "2888-2890",
                                   "position_ids are created only when forward's signature names them")
@@ -11,7 +11,7 @@ HF_READS_POSITIONS = EngineSource("transformers", "transformers/generation/candi
                                   "DFlashTokenCandidateGenerator: model_kwargs[\"position_ids\"]")
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     fwd = ctx.tree.forward
     if fwd is None or not fwd.params or "position_ids" in fwd.params:
         return

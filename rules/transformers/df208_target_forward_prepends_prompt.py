@@ -3,7 +3,7 @@ reference's block-by-block verify with a cropped cache cannot drive it."""
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, EngineSource, Rule, Violation
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
 
 HF_CPMANT_PROMPT = EngineSource(
     "transformers", "transformers/models/cpmant/modeling_cpmant.py", "612-622",
@@ -23,7 +23,7 @@ DFLASH_CROP = EngineSource("dflash", "dflash/model.py", "152-154",
 PREPENDS = {"cpmant": "prompt_length"}
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     t = ctx.target
     key = PREPENDS.get(t.model_type or "")
     if key is None or t.text_prefix:

@@ -3,7 +3,7 @@ a DFlash draft is conditioned on are [batch, seq, streams, hidden], not [batch, 
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, EngineSource, Rule, Violation
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
 from dflash_compat.rules._common import text_int
 
 HF_HC_STREAMS = EngineSource(
@@ -27,7 +27,7 @@ HF_NATIVE_KV_CAT = EngineSource(
 STREAMS_KEY = "hc_mult"
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     key, n = text_int(ctx, STREAMS_KEY)
     if n is None or n <= 1:
         return

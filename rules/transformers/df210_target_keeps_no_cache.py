@@ -3,7 +3,7 @@ extend or crop."""
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, EngineSource, Rule, Violation
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
 from dflash_compat.rules._sources import REF_CACHE, REF_TARGET_CALL, REF_VERIFY
 
 HF_NO_CACHE_FORWARD = EngineSource(
@@ -11,7 +11,7 @@ HF_NO_CACHE_FORWARD = EngineSource(
     "OpenAIGPTLMHeadModel.forward: no past_key_values / cache parameter, only **kwargs", version="5.25.0")
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     f = ctx.tree.forward
     if f is None or f.cache_arg is not None or f.how.get("past_key_values") in ("explicit", "deprecated-alias", "kwargs"):
         return

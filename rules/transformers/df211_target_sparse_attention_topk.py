@@ -3,7 +3,7 @@ context a block verify and token-by-token decoding can attend to different keys.
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, EngineSource, Rule, Violation
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
 from dflash_compat.rules._common import text_int
 
 HF_DSA_TOPK = EngineSource(
@@ -16,7 +16,7 @@ REF_VERIFY_BLOCK = EngineSource("dflash", "dflash/model.py", "269-272",
 TOPK_KEY = "index_topk"
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     key, k = text_int(ctx, TOPK_KEY)
     if k is None or k <= 0:
         return

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, Rule, Violation
+from dflash_compat.checker import Rule, RuleContext, Violation
 from dflash_compat.rules._modules import ADAPT_HINT
 from dflash_compat.rules._sources import REF_TARGET_CALL, REF_VERIFY
 
@@ -10,7 +10,7 @@ from dflash_compat.rules._sources import REF_TARGET_CALL, REF_VERIFY
 NEEDED = ("input_ids", "position_ids", "use_cache", "logits_to_keep", "output_hidden_states")
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     m = ctx.tree
     how = m.forward.how if m.forward else {}
     missing = [n for n in NEEDED if how.get(n) == "no"]

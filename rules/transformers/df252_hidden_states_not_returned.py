@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, Rule, Violation
+from dflash_compat.checker import Rule, RuleContext, Violation
 from dflash_compat.rules._modules import ADAPT_HINT
 from dflash_compat.rules._sources import REF_FEATURES, REF_TARGET_CALL
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     m = ctx.tree
     out = m.forward.output_class if m.forward else None
     if out is None:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, Rule, Violation
+from dflash_compat.checker import Rule, RuleContext, Violation
 from dflash_compat.rules._modules import ADAPT_HINT
 from dflash_compat.rules._sources import HF_NATIVE_SETUP, REF_EMBED
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     p = ctx.tree.paths
     if p is None:
         return

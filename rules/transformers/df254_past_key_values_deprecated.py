@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, EngineSource, Rule, Violation
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
 from dflash_compat.rules._sources import HF_PKV_ALIAS, REF_TARGET_CALL
 
 HF_DEPRECATION = EngineSource("transformers", "transformers/utils/deprecation.py", "105-171",
                               "deprecate_kwarg: the old keyword is renamed, with a warning until the named version")
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     m = ctx.tree
     if m.forward is None:
         return

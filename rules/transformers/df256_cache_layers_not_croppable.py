@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, Rule, Violation
-from dflash_compat.rules._sources import HF_LINEAR_CROP, HF_ROLLBACK_CROP, REF_CACHE, REF_VERIFY
-from dflash_compat.rules.transformers.df201_target_cache_not_croppable import SGL_HYBRID, VLLM_HYBRID
+from dflash_compat.checker import Rule, RuleContext, Violation
+from dflash_compat.rules._sources import (
+    HF_LINEAR_CROP,
+    HF_ROLLBACK_CROP,
+    REF_CACHE,
+    REF_VERIFY,
+    SGL_HYBRID,
+    VLLM_HYBRID,
+)
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     t, cache, p = ctx.target, ctx.tree.cache, ctx.tree.paths
     bad = list(cache.non_croppable) if cache else []
     # DF201 reports targets the config already shows as hybrid; this one covers the rest.

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, Rule, Violation
+from dflash_compat.checker import Rule, RuleContext, Violation
 from dflash_compat.rules._sources import HF_SLIDING_CROP, HF_SLIDING_CROP_RAISES, REF_CACHE
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     t, m = ctx.target, ctx.tree
     cache, layers = m.cache, m.paths.layers if m.paths else None
     sliding = list(cache.sliding) if cache else []

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, Rule, Violation
+from dflash_compat.checker import Rule, RuleContext, Violation
 from dflash_compat.rules._modules import ADAPT_HINT
 from dflash_compat.rules._sources import REF_EMBED
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     p = ctx.tree.paths
     if p is not None and p.embed and p.has_model_embed_tokens is False:
         yield Violation(

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import NamedTuple, Optional
 
-from dflash_compat.checker.engine import CheckContext
-from dflash_compat.checker.findings import Location
+from dflash_compat.checker import Location, RuleContext
 from dflash_compat.rules._common import is_int
-from dflash_compat.specs._reader import get_dotted
+from dflash_compat.specs import get_dotted
 
 __all__ = ["GivenK", "given_k"]
 
@@ -18,7 +17,7 @@ class GivenK(NamedTuple):
     locations: list[Location]
 
 
-def given_k(ctx: CheckContext) -> Optional[GivenK]:
+def given_k(ctx: RuleContext) -> Optional[GivenK]:
     """K = num_speculative_tokens as vLLM 0.33.0 gets it, or None when vLLM would refuse to start.
 
     The launch option wins; serving a speculators checkpoint itself takes its `speculative_tokens`

@@ -2,21 +2,20 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, EngineSource, Rule, Violation
-from dflash_compat.engines.families import family_support
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
 from dflash_compat.quoting import quote
 
 
-def _served(ctx: CheckContext) -> list[str]:
+def _served(ctx: RuleContext) -> list[str]:
     """Names vLLM serves under method "dflash", after EAGLEConfig's rename, at the selected release."""
-    return ctx.facts("vllm")["draft_architectures"]
+    return ctx.engine("vllm").facts["draft_architectures"]
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     d = ctx.draft
     if d.is_speculators or any(a in _served(ctx) for a in d.architectures):
         return
-    support = family_support(d.format, "vllm")
+    support = ctx.family(d.format, "vllm")
     if support is not None and not support.loads:
         return  # a known family vLLM does not load (MiniMax DFlash2): DF009 says so, with its reason
     yield Violation(

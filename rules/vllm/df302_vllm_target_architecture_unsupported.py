@@ -2,21 +2,20 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, EngineSource, Rule, Violation
-from dflash_compat.engines.support import provenance, target_support
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
 from dflash_compat.quoting import quote, quote_items
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     archs = ctx.target.architectures
     if not archs:
         return
-    verdict, names = target_support("vllm", archs, ctx.version("vllm"))
+    verdict, names = ctx.engine("vllm").target_support(archs)
     if verdict == "supported":
         return
     loc = [ctx.tloc("architectures", "architectures")]
-    fallback = ctx.facts("vllm").get("fallback")
-    bodies = ctx.facts("vllm").get("aux_body_not_mixin", {})
+    fallback = ctx.engine("vllm").facts.get("fallback")
+    bodies = ctx.engine("vllm").facts.get("aux_body_not_mixin", {})
     hollow = [n for n in names if n in bodies]
     if verdict == "unsupported" and hollow:
         name = hollow[0]
@@ -35,7 +34,7 @@ def check(ctx: CheckContext):
     else:
         yield Violation(
             f"target architectures {quote(names)} are not in our list of vLLM classes with the EAGLE-3 aux-hidden-state "
-            f"interface ({provenance('vllm', ctx.version('vllm'))}); {fallback or 'check the vLLM model class'}",
+            f"interface ({ctx.engine('vllm').provenance()}); {fallback or 'check the vLLM model class'}",
             loc,
             severity="warning",
         )

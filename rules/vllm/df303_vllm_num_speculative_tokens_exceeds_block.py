@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, EngineSource, Rule, Violation
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
 from dflash_compat.rules.vllm._helpers import given_k
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     d = ctx.draft
     k = given_k(ctx)
     if k is None or d.block_size is None or d.block_size < 2:
@@ -34,6 +34,7 @@ RULE = Rule(
     severity="error",
     backends=("vllm",),
     check=check,
+    reads=("num_speculative_tokens",),
     what="A K = `num_speculative_tokens` that is given (`--num-speculative-tokens`, a speculators draft's "
     "`speculative_tokens`, or the draft's `n_predict`) is at most `block_size - 1`; fewer is an info.",
     why="vLLM builds each draft block from K: one anchor plus K mask positions (the DFlash 2 convolutions also "

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, EngineSource, Rule, Violation
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
 from dflash_compat.rules.vllm._helpers import given_k
 
 
-def _k(ctx: CheckContext):
+def _k(ctx: RuleContext):
     """(K, how it was chosen): the given K, else the z-lab choice block_size - 1 as an assumption."""
     k = given_k(ctx)
     if k is not None:
@@ -17,7 +17,7 @@ def _k(ctx: CheckContext):
     return None, ""
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     o = ctx.options
     budget = o.max_num_batched_tokens
     k, k_text = _k(ctx)
@@ -47,6 +47,7 @@ RULE = Rule(
     severity="error",
     backends=("vllm",),
     check=check,
+    reads=("max_num_batched_tokens", "max_num_seqs", "num_speculative_tokens"),
     what="When given, `--max-num-batched-tokens` exceeds K + 1 (else vLLM refuses to start: error); with "
     "`--max-num-seqs` also given, `max-num-batched-tokens // (K + 1)` >= `max-num-seqs` (else vLLM caps the "
     "concurrency: warning). K = num_speculative_tokens, assumed block_size - 1 when not given.",

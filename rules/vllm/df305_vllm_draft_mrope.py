@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, EngineSource, Rule, Violation
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
 from dflash_compat.quoting import quote
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     section = ctx.draft.rope.mrope_section
     if not section:
         return

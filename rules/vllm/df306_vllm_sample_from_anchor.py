@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, EngineSource, Rule, Violation
-from dflash_compat.specs._reader import get_dotted
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
+from dflash_compat.specs import get_dotted
 
 NESTED = "dflash_config.sample_from_anchor"
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     d = ctx.draft
     if d.sample_from_anchor is not True:
         return
@@ -17,7 +17,7 @@ def check(ctx: CheckContext):
             "draft sets dflash_config.sample_from_anchor = true: vLLM's V2 model runner refuses it "
             "(\"sample_from_anchor=True is not supported for DFlash\")"
             + ("; the V1 runner ignores it and drafts in the standard layout"
-               if ctx.feature("vllm", "v1_dflash_proposer") else ""),
+               if ctx.engine("vllm").feature("v1_dflash_proposer") else ""),
             [ctx.dloc("sample_from_anchor", NESTED)],
         )
         return

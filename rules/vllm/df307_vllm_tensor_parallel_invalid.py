@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, EngineSource, Rule, Violation
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     o, d = ctx.options, ctx.draft
     tp = o.tp
     dtp = o.draft_tp if o.draft_tp is not None else tp
@@ -33,6 +33,7 @@ RULE = Rule(
     severity="error",
     backends=("vllm",),
     check=check,
+    reads=("draft_tp", "tp"),
     what="The draft's tensor-parallel size (`--draft-tp`, default `--tp`) is 1 or the target's, and splits the "
     "draft's heads: attention heads divisible by it, KV heads divisible by it (or dividing it, when replicated).",
     why="vLLM shards the draft's attention by heads across its ranks and only supports running the draft on one "

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from dflash_compat.checker.engine import CheckContext, EngineSource, Rule, Violation
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
 from dflash_compat.quoting import quote
 from dflash_compat.rules._common import is_int
-from dflash_compat.specs._reader import get_dotted
+from dflash_compat.specs import get_dotted
 
 TOP = "eagle_aux_hidden_state_layer_ids"
 IN_EAGLE_CONFIG = "eagle_config.eagle_aux_hidden_state_layer_ids"
@@ -26,7 +26,7 @@ def _wanted(ids: Any) -> str:
     return f"; the DFlash ids ask for the outputs of layers {quote(ids)}" if ids is not None else ""
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     d = ctx.draft
     if d.is_speculators:
         return  # vLLM writes both keys itself from aux_hidden_state_layer_ids, consistently
@@ -40,7 +40,7 @@ def check(ctx: CheckContext):
                 [ctx.dloc("eagle_aux_hidden_state_layer_ids", TOP), ctx.dloc("target_layer_ids")],
             )
         return
-    if not ctx.feature("vllm", "v1_dflash_proposer"):
+    if not ctx.engine("vllm").feature("v1_dflash_proposer"):
         return  # only the V1 runner reads eagle_config for layer ids; vLLM 0.34 has none
     eagle_config = get_dotted(raw, "eagle_config")
     if not isinstance(eagle_config, dict) or not eagle_config:

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, EngineSource, Rule, Violation
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
 
 
-def _v1_features(ctx: CheckContext) -> tuple[list[str], list]:
+def _v1_features(ctx: RuleContext) -> tuple[list[str], list]:
     """The features V1 names in its refusal, and where the draft config asks for them."""
     d = ctx.draft
     features, locs = [], []
-    refused = [a for a in d.architectures if a in ctx.facts("vllm").get("draft_v1_refused", ())]
+    refused = [a for a in d.architectures if a in ctx.engine("vllm").facts.get("draft_v1_refused", ())]
     if refused:
         features.append("xpress speculative decoding" if "XPress" in refused[0] else "DFlash candidate-head drafts")
         locs.append(ctx.dloc("architectures", "architectures"))
@@ -20,7 +20,7 @@ def _v1_features(ctx: CheckContext) -> tuple[list[str], list]:
     return features, locs
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     features, locs = _v1_features(ctx)
     if not features:
         return

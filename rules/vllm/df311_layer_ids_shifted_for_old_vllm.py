@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, EngineSource, Rule, Violation
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
 from dflash_compat.quoting import quote
 from dflash_compat.rules._common import is_int
 from dflash_compat.rules._sources import REF_IDS_FORMULA
 from dflash_compat.specs.draft import build_target_layer_ids
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     d, n = ctx.draft, ctx.target.num_hidden_layers
     ids = d.target_layer_ids
     # Only the one shape that says "edited for the old convention": every current engine adds the +1 itself.

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, EngineSource, Rule, Violation
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
 from dflash_compat.rules._common import is_int
-from dflash_compat.specs._reader import MISSING, get_dotted
+from dflash_compat.specs import MISSING, get_dotted
 
 # vLLM's DFlash 2 classes read these from `dflash_config` with [] (a KeyError when absent).
 REQUIRED = ("conv_kernel_size", "conv_group_size", "selector_rank", "selector_top_k")
@@ -17,11 +17,11 @@ BEAM = "DFlash2BeamDraftModel"
 SPECULATORS = "speculators-dflash2"
 
 
-def _nested(ctx: CheckContext, key: str):
+def _nested(ctx: RuleContext, key: str):
     return get_dotted(ctx.draft.raw, f"dflash_config.{key}")
 
 
-def _speculators(ctx: CheckContext):
+def _speculators(ctx: RuleContext):
     """A speculators-format dflash2 config: vLLM's update_dflash2 rebuilds dflash_config and copies the
     four DFlash 2 keys into it from the top level (an existing nested dflash_config is replaced)."""
     yield from _missing(ctx, REQUIRED, lambda k: get_dotted(ctx.draft.raw, k), lambda k: k,
@@ -41,7 +41,7 @@ def _missing(ctx, wanted, read, key_of, text, elsewhere):
         yield Violation(text.format(keys=", ".join(missing), note=note), [ctx.dloc(k, key_of(k)) for k in missing])
 
 
-def _group(ctx: CheckContext, group, key: str):
+def _group(ctx: RuleContext, group, key: str):
     hidden = ctx.draft.hidden_size
     if is_int(group) and group > 0 and hidden % group:
         yield Violation(
@@ -51,7 +51,7 @@ def _group(ctx: CheckContext, group, key: str):
         )
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     d = ctx.draft
     archs = set(d.architectures)
     if d.format == SPECULATORS or get_dotted(d.raw, "speculators_model_type") == "dflash2":

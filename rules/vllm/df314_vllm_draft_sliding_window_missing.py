@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, EngineSource, Rule, Violation
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
 
 SLIDING = "sliding_attention"
 # Drafts vLLM builds from qwen3_dflash.py's layer-attention resolver (DFlash v1/v2, Muse-Glimmer, LiLiCorr).
 FORMATS = ("zlab-v1", "zlab-v2", "muse-glimmer-assistant", "lilicorr")
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     d = ctx.draft
     if d.format not in FORMATS:
         return

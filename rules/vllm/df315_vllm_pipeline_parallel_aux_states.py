@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, EngineSource, Rule, Violation
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
 from dflash_compat.quoting import quote
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     pp = ctx.options.pp_size
     if pp <= 1:
         return
-    flags = ctx.facts("vllm")["aux_over_pp"]  # at the selected vLLM release
+    flags = ctx.engine("vllm").facts["aux_over_pp"]  # at the selected vLLM release
     arch = next((a for a in ctx.target.architectures if a in flags), None)
     if arch is None or flags[arch]:
         return
@@ -27,6 +27,7 @@ RULE = Rule(
     severity="error",
     backends=("vllm",),
     check=check,
+    reads=("pp",),
     what="With pipeline parallelism (`--pp-size` > 1), the target's vLLM class relays the auxiliary hidden "
     "states between pipeline stages (its decoder sets `supports_aux_hidden_states_over_pp`). The list is data "
     "(`aux_over_pp` in dflash_compat/engines/data/engine_support.json), read from each class's language-model body.",

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, EngineSource, Rule, Violation
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
 from dflash_compat.quoting import quote
 from dflash_compat.rules._common import is_int
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     d, t = ctx.draft, ctx.target
     if d.format != "laguna-dflash":
         return

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, EngineSource, Rule, Violation
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
 from dflash_compat.rules._modules import vllm_reaches
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     p = ctx.tree.paths
     # an mlx-lm tree (--framework mlx) says nothing about vLLM's model classes, which mirror transformers'
     # (mlx-lm ties the head as embed_tokens.as_linear, a path no torch model has); needs= skips the rule

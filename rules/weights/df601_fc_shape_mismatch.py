@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import COMMON, CheckContext, Rule, Violation
+from dflash_compat.checker import COMMON, Rule, RuleContext, Violation
 from dflash_compat.quoting import quote
 from dflash_compat.rules._sources import MLX_DRAFT_INIT, MLX_LOAD_WEIGHTS, REF_DRAFT_INIT, SGL_DRAFT_FC, VLLM_FC_WIDTH
 from dflash_compat.rules.weights._draft_tensors import modelled, source_name, weight_shapes
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     d = ctx.draft
     if not modelled(d):
         return  # Laguna drafts size fc from the target's width; unknown families are DF005's

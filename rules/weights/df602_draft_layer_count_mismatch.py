@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import COMMON, CheckContext, Rule, Violation
+from dflash_compat.checker import COMMON, Rule, RuleContext, Violation
 from dflash_compat.quoting import quote
 from dflash_compat.rules._sources import MLX_DRAFT_INIT, MLX_LOAD_WEIGHTS, REF_DRAFT_INIT
 from dflash_compat.rules.weights._draft_tensors import layer_index, modelled, weight_shapes
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     d = ctx.draft
     if not modelled(d):
         return

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import COMMON, CheckContext, EngineSource, Rule, Violation
+from dflash_compat.checker import COMMON, EngineSource, Rule, RuleContext, Violation
 from dflash_compat.rules._sources import MLX_ATTENTION, MLX_DRAFT_INIT, MLX_LOAD_WEIGHTS, REF_ATTENTION, REF_DRAFT_INIT
 from dflash_compat.rules.weights._draft_tensors import (
     expected,
@@ -17,7 +17,7 @@ REF_LAYER = EngineSource("dflash", "dflash/model.py", "423-431", "decoder layer:
 MLX_LAYER = EngineSource("dflash", "dflash/model_mlx.py", "210-216", "decoder layer: self_attn, mlp, two layernorms")
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     d = ctx.draft
     if not modelled(d):
         return

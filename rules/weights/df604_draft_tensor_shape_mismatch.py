@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import COMMON, CheckContext, Rule, Violation
+from dflash_compat.checker import COMMON, Rule, RuleContext, Violation
 from dflash_compat.quoting import quote
 from dflash_compat.rules._sources import MLX_ATTENTION, MLX_LOAD_WEIGHTS, REF_ATTENTION
 from dflash_compat.rules.weights._draft_tensors import (
@@ -26,7 +26,7 @@ _BLAME = {
 _HEAD_BLAME = {"xpress_head.": "xpress_rank", "prefix_gru.": "gru_hidden_dim", "embed_proj.": "emb_dim"}
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     d = ctx.draft
     if not modelled(d):
         return

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import COMMON, CheckContext, EngineSource, Rule, Violation
+from dflash_compat.checker import COMMON, EngineSource, Rule, RuleContext, Violation
 from dflash_compat.quoting import quote, quote_items
 from dflash_compat.rules._sources import MLX_LOAD_WEIGHTS, REF_LOAD, REF_V2, REF_V2_INIT
 from dflash_compat.rules.weights._draft_tensors import (
@@ -18,7 +18,7 @@ from dflash_compat.rules.weights._draft_tensors import (
 MLX_V2 = EngineSource("dflash", "dflash/model_mlx.py", "239-295", "DFlash 2 conv and selector modules (MLX)")
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     d = ctx.draft
     if not modelled(d):
         return

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import COMMON, CheckContext, EngineSource, Rule, Violation
+from dflash_compat.checker import COMMON, EngineSource, Rule, RuleContext, Violation
 from dflash_compat.quoting import quote
 from dflash_compat.rules.weights._draft_tensors import BUNDLED, own_head, weight_shapes
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     d, t = ctx.draft, ctx.target
     pre, shapes, _ = weight_shapes(ctx.headers)
     # A reduced draft vocabulary has its own head (speculators, vLLM's draft_vocab_size): not a copy.

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import COMMON, CheckContext, Rule, Violation
+from dflash_compat.checker import COMMON, Rule, RuleContext, Violation
 from dflash_compat.rules._sources import MLX_LOAD_WEIGHTS, REF_MLX_QUANTIZE
 from dflash_compat.rules.weights._draft_tensors import FLOAT_DTYPES, is_quant_aux
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     d = ctx.draft
     if d.quantization_config:
         return  # DF123 reports a declared quantisation

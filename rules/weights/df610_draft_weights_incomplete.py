@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import COMMON, CheckContext, Rule, Violation
+from dflash_compat.checker import COMMON, Rule, RuleContext, Violation
 from dflash_compat.rules._sources import MLX_LOAD_WEIGHTS, REF_LOAD
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     for fname, (have, need) in sorted(ctx.headers.incomplete.items()):
         yield Violation(
             f"{fname} holds {have} bytes of tensor data, its header declares {need}: the file is truncated",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dflash_compat.checker.engine import CheckContext, EngineSource, Rule, Violation
+from dflash_compat.checker import EngineSource, Rule, RuleContext, Violation
 from dflash_compat.rules.weights._draft_tensors import has_selector, weight_shapes
 from dflash_compat.specs.tensor_names import CODEBOOKS
 
@@ -14,7 +14,7 @@ ENGINES = (
 )
 
 
-def check(ctx: CheckContext):
+def check(ctx: RuleContext):
     d = ctx.draft
     if not has_selector(d):
         return

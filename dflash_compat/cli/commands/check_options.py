@@ -112,6 +112,10 @@ def check_options(command: Callable) -> Callable:
                      "given here win."),
         click.option("--no-config", is_flag=True, help="Ignore settings files."),
         engine_version_option(),
+        click.option("--launch", "launch", metavar="COMMAND",
+                     help="The launch command of the deployment, quoted (e.g. 'vllm serve T --speculative-config "
+                     "...'): the pair is judged for its engine with the flags it gives, as `dflash-check launch` "
+                     "judges that line, launch rules included. Replaces the engine options above."),
     ])(command)
 
 
@@ -136,12 +140,16 @@ def _split(values: tuple[str, ...]) -> list[str]:
     return out
 
 
+# CheckOptions fields that are about the inspection, not the deployment
+_INSPECT = ("deep", "trust_remote_code", "adapter", "token", "engine", "complete")
 def build_request(params: dict[str, Any], file_severity: Optional[dict[str, str]] = None,
                   file_versions: Optional[dict[str, str]] = None):
     """The CheckRequest for `check`'s command-line options (and a settings file's severity and
     engine-versions tables)."""
-    from dflash_compat.checker.engine import BACKENDS
-    from dflash_compat.deployment.options import CheckOptions
+    from dataclasses import fields
+
+    from dflash_compat.checker import BACKENDS
+    from dflash_compat.deployment.options import OPTION_FLAGS, CheckOptions
     from dflash_compat.exceptions import InputError
     from dflash_compat.pipeline.check import CheckRequest
 
@@ -170,9 +178,23 @@ def build_request(params: dict[str, Any], file_severity: Optional[dict[str, str]
         token=params["token"],
     )
     backends = params["backends"]
+    launch = None
+    if params.get("launch"):
+        from dflash_compat.deployment.commands import command_options
+
+        given = [f.name for f in fields(CheckOptions) if f.name not in _INSPECT
+                 and getattr(options, f.name) != getattr(CheckOptions(), f.name)]
+        if given:
+            flags = ", ".join(OPTION_FLAGS.get(g, g) for g in given)
+            raise InputError(f"--launch gives the engine flags; leave out {flags} (or write them into the command)")
+        launch, options = command_options(params["launch"], base=options)
+        engine_backend = launch.engine
+        if backends and engine_backend not in backends:
+            raise InputError(f"--launch launches {launch.engine}; --backend {', '.join(backends)} does not judge it")
+        backends = (engine_backend,)
     severity = _severity(params.get("severity", ()), file_severity or {})
     return CheckRequest(
-        target=params["target"], draft=params["draft"],
+        target=params["target"], draft=params["draft"], launch=launch,
         backends=[b for b in BACKENDS if b in backends] if backends else list(BACKENDS),
         select=_split(params["select"]), ignore=_split(params["ignore"]), options=options,
         revision=params["revision"], draft_revision=params["draft_revision"], token=params["token"],

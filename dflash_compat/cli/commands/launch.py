@@ -95,16 +95,21 @@ def launch_cmd(files: tuple[str, ...], commands: tuple[str, ...], engine_version
                require_launch: bool, no_deep: bool, no_pair: bool, token: Optional[str], config_file: Optional[str],
                no_config: bool) -> None:
     """Check the engine launches in FILE... (shell scripts, Dockerfiles, compose files, Kubernetes
-    manifests, GitHub Actions workflows): each launch's pair and flags at the engine version the file
+    manifests, GitHub Actions workflows, SkyPilot tasks): each launch's pair and flags at the engine version the file
     pins (image tag, then pip pin, else the newest bundled). Nothing in the files is run.
 
-    Exit codes: 0 every launch passes, 1 a launch fails, 2 bad input (invalid YAML, unbalanced quotes;
-    a file with no launch only with --require-launch).
+    FILE `-` is standard input (helm template RELEASE CHART | dflash-check launch -).
+
+    Exit codes: 0 every launch passes, 1 a launch fails, 2 a file cannot be read (invalid YAML,
+    unbalanced quotes, a Helm template, larger than 4 MiB or more than 60 s of CPU time to read; the other files
+    are judged all the same, and the worst result is the exit code; a file with no launch only with
+    --require-launch).
     """
     from dflash_compat.cli.commands.check_options import _severity
     from dflash_compat.cli.launch_render import exit_code, render
     from dflash_compat.exceptions import InputError
-    from dflash_compat.pipeline.launch import LaunchSettings, check_files, check_text
+    from dflash_compat.pipeline.launch import FileResult, LaunchSettings, check_files, check_text
+    from dflash_compat.terminal import error_text
 
     if not files and not commands:
         raise click.UsageError("give launch FILEs or -c 'COMMAND'")
@@ -122,9 +127,19 @@ def launch_cmd(files: tuple[str, ...], commands: tuple[str, ...], engine_version
         deep=not no_deep, token=token, pair=not no_pair,
     )
     results = check_files(list(files), settings)
-    results += [check_text(f"<command {i}>" if len(commands) > 1 else "<command>", c, settings)
-                for i, c in enumerate(commands, 1)]
-    empty = [r.file for r in results if not r.launches]
+    for i, c in enumerate(commands, 1):
+        name = f"<command {i}>" if len(commands) > 1 else "<command>"
+        try:
+            results.append(check_text(name, c, settings))
+        except InputError as e:  # a command that cannot be read: a result like a file's
+            results.append(FileResult(name, "unread", [], error=getattr(e, "reason", str(e)),
+                                      error_line=getattr(e, "line", 0)))
+    if all(r.error for r in results):
+        # nothing could be read: the errors alone, one line each, as every other bad input (exit 2)
+        for r in results[:-1]:
+            click.echo(error_text(f"dflash-check: error: {r.error_text}", sys.stderr), err=True)
+        raise InputError(results[-1].error_text)
+    empty = [r.file for r in results if not r.launches and not r.error]
     if empty and require_launch:
         raise InputError(f"{empty[0]}: no engine launch found (--require-launch)")
     from dflash_compat.terminal import terminal_width

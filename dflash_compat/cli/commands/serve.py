@@ -160,7 +160,9 @@ def serve_cmd(target, draft, engine, num_speculative_tokens, num_draft_tokens, t
 
         raise InputError(f"--prompt: not an option of `serve --engine {engine}`")
     plan = build_plan(req, pipeline.draft_facts(pair))
-    options = pipeline.make_options(options_from_argv(engine, plan.argv), pair, OPTION_FLAGS)
+    # the printed command, read back by the parser a launch file's line is read with: one deployment
+    options = pipeline.make_options({**options_from_argv(engine, plan.argv), "engine": engine, "complete": True},
+                                    pair, OPTION_FLAGS)
     plan = for_release(plan, _accepted_flags(engine, versions), versions.used(engine) if engine in versions else "")
     report = pipeline.check_for_engine(pair, engine, options, versions)
     errors = pipeline.blocking_findings(report)
@@ -175,19 +177,16 @@ def _accepted_flags(engine: str, versions) -> "frozenset[str] | None":
     """The launch flags the selected release of the engine accepts, where the facts hold them: SGLang's from
     its engine facts; vLLM's (and its --speculative-config keys, which serve prints in the dotted form) from
     the flags read out of its argument parser (data/launch_flags.json, the same facts `launch` judges by)."""
-    if engine == "sglang":
-        from dflash_compat.engines.store import UnknownFact
-        from dflash_compat.engines.support import engine_data
+    from dflash_compat.engines.store import UnknownFact, release
 
+    if engine == "sglang":
         try:
-            flags = engine_data("sglang", versions.used("sglang")).get("cli_flags")
+            flags = release("sglang", versions.used("sglang")).get("cli_flags")
         except UnknownFact:  # not read at that release (refresh printed why): printed as is, as for vLLM's
             return None
         return frozenset(flags) if flags else None
     if engine == "vllm":
-        from dflash_compat.engines.flags import flag_facts
-
-        facts = flag_facts("vllm", versions.used("vllm"))
+        facts = release("vllm", versions.used("vllm")).flags
         if not facts:
             return None  # a release whose parser was not read: printed as is
         keys = facts.get("speculative_config_keys") or ()

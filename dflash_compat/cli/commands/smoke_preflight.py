@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-from dflash_compat.checker.engine import CheckContext, check_rules
+from dflash_compat.checker import RuleContext, check_rules
 from dflash_compat.checker.findings import Finding
 from dflash_compat.contract import DEFAULT_BLOCK_SIZE
 from dflash_compat.deployment.options import CheckOptions
@@ -63,7 +63,7 @@ def preflight(target: str, draft: str, backend: str, *, token: Optional[str] = N
     if why is not None:  # the family's maths is not in the runtime: nothing else about the pair matters
         raise RuntimeUnsupportedError(f"draft {d_spec.source}: {d_spec.config_file}: {why}")
     t_spec = load_target(resolve(target, "target", token=token))
-    ctx = CheckContext(target=t_spec, draft=d_spec, options=CheckOptions(deep=False,
+    ctx = RuleContext(target=t_spec, draft=d_spec, options=CheckOptions(deep=False,
                                                                           trust_remote_code=trust_remote_code))
     results = check_rules(ctx, [r for r in ALL_RULES if not r.needs], (ENGINE_OF[backend],))
     read_itself = RUNTIME_READS_ITSELF.get(d_spec.format, frozenset())
