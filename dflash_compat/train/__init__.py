@@ -28,14 +28,14 @@ from dflash_compat.train.config import LABEL_CHOICES, TrainConfig, default_gamma
 __all__ = ["TrainConfig", "TrainResult", "train", "prepare", "check_out", "default_gamma", "LABEL_CHOICES"]
 
 
-def _device(name: str):
+def _device(name: str, local_rank: int = 0):
     import torch
 
     if name == "auto":
         name = "cuda" if torch.cuda.is_available() else "cpu"
     if name == "cuda" and not torch.cuda.is_available():
         raise InputError("--device cuda: no CUDA GPU is available to this torch build")
-    return torch.device(name)
+    return torch.device("cuda", local_rank) if name == "cuda" else torch.device(name)
 
 
 def check_out(out: str, target: str, draft: str, resume: bool, force: bool) -> Path:
@@ -103,17 +103,87 @@ def _tokenizer(folder: Path, ref: str):
         raise ConfigError(f"target {ref}: cannot load its tokenizer to read --data ({one_line(exc)})") from None
 
 
+def _weights_bytes(folder: Path, ref: str) -> int:
+    from dflash_compat.files.weightfiles import weight_paths
+
+    return sum(p.stat().st_size for p in weight_paths(folder, f"target {ref}"))
+
+
+def _shard_decision(config: TrainConfig, d, device, t_folder: Path, target: str) -> bool:
+    """--shard-target: always (needs 2+ ranks), never, or auto: shard when the target's weights take more than
+    half of one GPU's memory (on the CPU, auto never shards: the ranks share the machine's memory anyway)."""
+    if config.shard_target == "never":
+        return False
+    if not d.active:
+        if config.shard_target == "always":
+            raise InputError("--shard-target always: sharding needs 2 or more ranks (--nproc-per-node or torchrun)")
+        return False
+    if config.shard_target == "always":
+        return True
+    if device.type != "cuda":
+        return False
+    import torch
+
+    size = _weights_bytes(t_folder, target)
+    if t_folder.joinpath("config.json").is_file():  # stored in float32: loaded in bf16 on a GPU
+        size = size // 2 if '"float32"' in t_folder.joinpath("config.json").read_text(errors="replace") else size
+    return size > 0.5 * torch.cuda.get_device_properties(device).total_memory
+
+
+def _regenerated(docs, adapter, tokenizer, config: TrainConfig, d, out_path: Path, resume: bool, sharded: bool,
+                 log: Optional[Callable[[str], None]]):
+    """--regenerate: the target's own answers to the data's prompts (regenerate.py), shared out over the ranks,
+    written to OUT/regenerated.jsonl by rank 0; a resumed run reads that file again (the same data)."""
+    from dflash_compat.train.data import load_training_data
+    from dflash_compat.train.regenerate import REGENERATED_FILE, regenerate_builtin, write_documents
+
+    cached = out_path / REGENERATED_FILE
+    if resume and cached.is_file():
+        return load_training_data(str(cached), config)
+    if sharded:
+        raise InputError("--regenerate runs the built-in runtime, which cannot answer with a sharded target; "
+                         "answer the prompts with vLLM or SGLang (--write-prompts, docs/training.md)")
+    from dflash_compat.runtime.torch_generate import stop_tokens_of
+
+    mine = docs[d.rank::d.world] if d.active else docs
+    if log is not None and d.main:
+        log(f"regenerating {len(docs)} answers with the target (up to {config.regenerate_tokens} tokens each)")
+    answers = regenerate_builtin(mine, adapter, tokenizer, config.regenerate_tokens, config.prompt_tokens,
+                                 stop_tokens_of(adapter))
+    if d.active:
+        import torch.distributed as dist
+
+        parts: list = [None] * d.world
+        dist.all_gather_object(parts, answers)
+        answers = [parts[i % d.world][i // d.world] for i in range(len(docs))]  # the data's order, any world
+    answers = [a for a in answers if a is not None]
+    if not answers:
+        raise InputError("--regenerate: no prompt in the data to answer")
+    if d.main:
+        from dflash_compat.files.safe_write import make_output_folder
+
+        make_output_folder(out_path)
+        write_documents(cached, answers)
+    return answers
+
+
 def prepare(target: str, draft: str, data: str, out: str, config: TrainConfig, *, resume: bool = False,
-            force: bool = False, token: Optional[str] = None):
-    """Load and check everything a training run needs; -> loop.Session. Raises one-line errors."""
+            force: bool = False, token: Optional[str] = None, dist=None, log: Optional[Callable[[str], None]] = None):
+    """Load and check everything a training run needs; -> loop.Session. Raises one-line errors.
+    `dist`: this rank's place in a torch.distributed run (distributed.session()); None: one process."""
     from dflash_compat.resolve.refs import resolve
     from dflash_compat.train import data as data_mod
+    from dflash_compat.train.distributed import SINGLE, agree
 
+    d = dist or SINGLE
     config.validate()
+    if config.batch_size * d.world < 1:  # pragma: no cover - validate() keeps batch_size >= 1
+        raise InputError("--batch-size must be at least 1")
     t_res = resolve(target, "target", token=token)
-    out_path = check_out(out, target, draft, resume, force)
-    # the data first: a bad file fails in a second, before torch is imported or any model loaded
-    docs = data_mod.read_documents(data, config.max_documents)
+    # OUT and the data, checked on rank 0 first (one error line for the whole run), before torch is imported
+    # in a single process or any model is loaded
+    out_path = agree(d, lambda: check_out(out, target, draft, resume, force), share=True)
+    docs = agree(d, lambda: data_mod.load_training_data(data, config))
     try:
         import torch
         import transformers  # noqa: F401
@@ -125,41 +195,70 @@ def prepare(target: str, draft: str, data: str, out: str, config: TrainConfig, *
     from dflash_compat.runtime.torch_generate import check_pairing, load_target, stop_tokens_of
     from dflash_compat.train import checkpoint, loop
 
-    device = _device(config.device)
+    device = _device(config.device, d.local_rank)
     t_folder = Path(download_weights(t_res, token=token))
     if not weight_paths(t_folder, f"target {target}"):  # the checked lookup before any file is loaded
         raise WeightsError(f"target {target}: no *.safetensors weights (pickled .bin weights are never loaded)")
     tokenizer = _tokenizer(t_folder, target)
+    agree(d, lambda: data_mod.check_renderable(docs, tokenizer))
     eos = tokenizer.eos_token_id if isinstance(tokenizer.eos_token_id, int) else None
-    tokens = data_mod.tokenize_documents(docs, tokenizer, config.held_out, config.seed, eos)
     module, raw = _load_draft_module(draft, device, config.seed, token)
-    ids, mask = data_mod.pack(tokens.train, config.seq_len, eos, module.block_size + 2)
-    prompts = [d[:config.eval_prompt_tokens] for d in tokens.held_out if len(d) >= 4][:config.eval_prompts]
-    adapter = load_target(t_folder, device=device, dtype=torch.bfloat16 if device.type == "cuda" else torch.float32)
+
+    def tokenized(docs):
+        tokens = agree(d, lambda: data_mod.tokenize_training_data(docs, tokenizer, config, eos))
+        packed = agree(d, lambda: data_mod.pack(tokens.train, config.seq_len, eos, module.block_size + 2,
+                                                tokens.train_masks))
+        return tokens, packed
+
+    if not config.regenerate:  # too little data fails here, before the target is loaded
+        tokens, (ids, mask) = tokenized(docs)
+    sharded = _shard_decision(config, d, device, t_folder, target)
+    dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+    adapter = load_target(t_folder, device="cpu" if sharded else device, dtype=dtype)
     adapter.model.requires_grad_(False)
+    if sharded:
+        from dflash_compat.train.distributed import shard_layers
+
+        shard_layers(adapter.layers, device, d)
+        adapter.model.to(device)  # the replicated rest: embedding, final norm, head
+    if config.regenerate:
+        docs = _regenerated(docs, adapter, tokenizer, config, d, out_path, resume, sharded, log)
+        tokens, (ids, mask) = tokenized(docs)
+    prompts = tokens.eval_prompts(config.eval_prompt_tokens, config.eval_prompts)
     check_pairing(module, adapter)
-    session = loop.Session(config, out_path, adapter, module, raw, ids, mask, prompts, stop_tokens_of(adapter), device)
+    session = loop.Session(config, out_path, adapter, module, raw, ids, mask, prompts, stop_tokens_of(adapter), device,
+                           dist=d, sharded=sharded)
     session.optimizer = loop.make_optimizer(module, config)
-    session.data_summary = {"documents": len(docs), "tokens": tokens.total_tokens, "train_sequences": int(ids.shape[0]),
-                            "held_out_documents": len(tokens.held_out), "eval_prompts": len(prompts)}
+    session.data_summary = dict(tokens.summary, documents=len(docs), train_sequences=int(ids.shape[0]),
+                                eval_prompts=len(prompts))
     if resume:
+        saved_batch = checkpoint.saved_global_batch(out_path)
         session.start_step, saved, session.history = checkpoint.load_checkpoint(out_path, module, session.optimizer)
         if saved and saved != raw:
             raise InputError(f"--resume: the checkpoint in {out_path} was made for another draft config")
         if session.start_step >= config.steps:
             raise InputError(f"--resume: the checkpoint is at step {session.start_step}; pass --steps above it")
-    make_output_folder(out_path)
+        if saved_batch and saved_batch != session.global_batch and d.main and log is not None:
+            log(f"note: the checkpoint was trained with a global batch of {saved_batch}; this run's is "
+                f"{session.global_batch} ({config.batch_size} per rank x {d.world} ranks)")
+    if d.main:
+        make_output_folder(out_path)
     return session
 
 
 def train(target: str, draft: str, data: str, out: str, config: Optional[TrainConfig] = None, *,
           resume: bool = False, force: bool = False, progress: bool = True, token: Optional[str] = None,
           log: Optional[Callable[[str], None]] = None):
-    """Train DRAFT for TARGET on DATA and export it to OUT (z-lab format); -> loop.TrainResult."""
-    session = prepare(target, draft, data, out, config or TrainConfig(), resume=resume, force=force, token=token)
-    from dflash_compat.train.loop import run_training  # torch: imported once the inputs and OUT passed their checks
+    """Train DRAFT for TARGET on DATA and export it to OUT (z-lab format); -> loop.TrainResult. Under torchrun
+    (WORLD_SIZE > 1) every rank calls this: the process group is joined here and always left."""
+    from dflash_compat.train.distributed import session as dist_session
 
-    return run_training(session, progress=progress, log=log)
+    config = config or TrainConfig()
+    with dist_session(config.device) as d:
+        session = prepare(target, draft, data, out, config, resume=resume, force=force, token=token, dist=d, log=log)
+        from dflash_compat.train.loop import run_training  # torch: imported once the inputs and OUT passed their checks
+
+        return run_training(session, progress=progress, log=log)
 
 
 def __getattr__(name: str):  # TrainResult lives with the loop, which imports torch

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Optional
 
 from dflash_compat.exceptions import InputError, WeightsError, one_line
 
@@ -47,7 +47,9 @@ def _save_tensors(path: Path, tensors: dict[str, torch.Tensor]) -> None:
 
 
 def save_checkpoint(out: Path, draft, optimizer: torch.optim.Optimizer, step: int, draft_config: dict,
-                    history: list) -> None:
+                    history: list, global_batch: Optional[int] = None) -> None:
+    """The draft's weights and AdamW state after `step` steps (one copy: rank 0 of a distributed run
+    writes it; every rank holds the same draft and optimizer state, so it resumes on any number of ranks)."""
     from dflash_compat.files.safe_write import make_output_folder
 
     folder = make_output_folder(out / CHECKPOINT_DIR)
@@ -66,7 +68,7 @@ def save_checkpoint(out: Path, draft, optimizer: torch.optim.Optimizer, step: in
     _save_tensors(folder / "model.safetensors", {k: v.float() for k, v in draft.state_dict().items()})
     _save_tensors(folder / "optimizer.safetensors", moments)
     write_json(folder / "state.json", {"step": step, "adam_steps": adam_steps, "draft_config": draft_config,
-                                       "history": history})
+                                       "history": history, "global_batch": global_batch})
 
 
 def checkpoint_files(out: Path) -> tuple[Path, Path, Path]:
@@ -144,3 +146,20 @@ def export_draft(out: Path, draft, draft_config: dict, dtype: str) -> None:
     target_dtype = getattr(torch, dtype)
     _save_tensors(out / "model.safetensors", {k: v.to(target_dtype) for k, v in draft.state_dict().items()})
     write_json(out / "config.json", config)
+
+
+def saved_global_batch(out: Path) -> Optional[int]:
+    """The global batch the checkpoint in OUT was trained with (None: unknown, an older checkpoint)."""
+    state_path = out / CHECKPOINT_DIR / "state.json"
+    try:
+        value = _read_state_raw(state_path).get("global_batch")
+    except (InputError, WeightsError):
+        return None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _read_state_raw(path: Path) -> dict:
+    from dflash_compat.files.safe_read import load_json_file
+
+    state = load_json_file(path, what=f"--resume: {path}", error=WeightsError, limit=MAX_STATE_BYTES)
+    return state if isinstance(state, dict) else {}

@@ -41,10 +41,14 @@ class TrainConfig:
     device: str = "auto"  # auto | cpu | cuda
     export_dtype: str = "bfloat16"
     max_documents: Optional[int] = None  # read at most this many documents (sorted order)
+    regenerate: bool = False  # answer the data's prompts with the target (built-in runtime) and train on that
+    regenerate_tokens: int = 128  # the most tokens of each regenerated answer
+    prompt_tokens: int = 32  # a plain text's prompt for regeneration: its first tokens
+    shard_target: str = "auto"  # distributed: FSDP2-shard the target's decoder layers (auto | never | always)
 
     def validate(self) -> "TrainConfig":
         positive = ("steps", "batch_size", "seq_len", "anchors", "eval_prompts", "eval_prompt_tokens",
-                    "eval_new_tokens")
+                    "eval_new_tokens", "regenerate_tokens", "prompt_tokens")
         for name in positive:
             if getattr(self, name) < 1:
                 raise InputError(f"--{name.replace('_', '-')} must be at least 1 (got {getattr(self, name)})")
@@ -60,6 +64,10 @@ class TrainConfig:
             raise InputError(f"--device {self.device}: expected auto, cpu or cuda")
         if self.export_dtype not in ("bfloat16", "float32", "float16"):
             raise InputError(f"--export-dtype {self.export_dtype}: expected bfloat16, float32 or float16")
+        if self.shard_target not in ("auto", "never", "always"):
+            raise InputError(f"--shard-target {self.shard_target}: expected auto, never or always")
+        if self.max_documents is not None and self.max_documents < 1:
+            raise InputError(f"--max-samples must be at least 1 (got {self.max_documents})")
         return self
 
     def to_dict(self) -> dict[str, Any]:

@@ -12,14 +12,16 @@ matter most. All anchors of a batch go through the draft in one forward.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Optional
 
 import torch
 import torch.nn.functional as F
 
-__all__ = ["sample_anchors", "block_attention_mask", "position_weights", "BlockBatch", "make_batch", "block_loss"]
+from dflash_compat.train.progress import stats_from_sums  # noqa: F401 - re-exported
+
+__all__ = ["sample_anchors", "block_attention_mask", "position_weights", "BlockBatch", "make_batch", "block_loss",
+           "draft_logits", "stats_from_sums"]
 
 
 def position_weights(block_size: int, gamma: float, device=None) -> torch.Tensor:
@@ -88,9 +90,22 @@ def target_pass(target, draft, ids: torch.Tensor, labels: str) -> tuple[torch.Te
     return out.features, torch.cat([ids[:, :1], greedy[:, :-1]], dim=1)
 
 
-def block_loss(draft, target, batch: BlockBatch, gamma: float, labels: str = "target") -> tuple[torch.Tensor, dict]:
+def draft_logits(draft, target, noise: torch.Tensor, features: torch.Tensor, positions: torch.Tensor,
+                 masks) -> torch.Tensor:
+    """The draft's part of a step: one masked forward and the target's head -> logits [B, Q, V]."""
+    return draft.compute_logits(draft.forward_masked(noise, features, positions, masks), target.head)
+
+
+def block_loss(draft, target, batch: BlockBatch, gamma: float, labels: str = "target", *,
+               total: Optional[float] = None, run=None) -> tuple[torch.Tensor, dict]:
     """Weighted cross-entropy of one batch of anchored blocks, and statistics (per-position
-    accuracy, the acceptance length the predictions would give)."""
+    accuracy, the acceptance length the predictions would give).
+
+    `total`: the denominator, the sum of the loss weights over the global batch (sampler.weight_total),
+    so that the ranks' losses add up to the global batch's (default: this batch's own weights).
+    `run(noise, features, positions, masks)`: the draft's forward (a DistributedDataParallel wrapper
+    of `draft_logits`; default: `draft_logits` itself). stats["sums"]: the weighted cross-entropy and
+    the statistics' counts as one float64 tensor, to be summed over the ranks (stats_from_sums)."""
     ids, anchors, bs = batch.ids, batch.anchors, draft.block_size
     b, t = ids.shape
     features, label_ids = target_pass(target, draft, ids, labels)
@@ -105,24 +120,28 @@ def block_loss(draft, target, batch: BlockBatch, gamma: float, labels: str = "ta
             noise = noise * draft.cfg.input_embedding_scale
     noise = noise.to(next(draft.parameters()).dtype)
     features = features.to(noise.dtype)
-    hidden = draft.forward_masked(
-        noise, features, pos.flatten(),
-        lambda causal, window: block_attention_mask(t, anchors, bs, causal, window))  # [B, Q, H]
-    logits = draft.compute_logits(hidden, target.head).float().view(b, anchors.numel(), bs, -1)
+    masks = lambda causal, window: block_attention_mask(t, anchors, bs, causal, window)  # noqa: E731
+    if run is None:
+        logits = draft_logits(draft, target, noise, features, pos.flatten(), masks)
+    else:
+        logits = run(noise, features, pos.flatten(), masks)
+    logits = logits.float().view(b, anchors.numel(), bs, -1)  # [B, A, bs, V]
     wanted = label_ids[:, pos_c]  # [B, A, bs]
     valid = batch.loss_mask[:, pos_c] & inside[None]
     valid[:, :, 0] = False  # the anchor is given, not predicted
     weight = position_weights(bs, gamma, ids.device)[None, None, :] * valid  # [B, A, bs]
     ce = F.cross_entropy(logits.flatten(0, 2), wanted.flatten(), reduction="none").view_as(weight)
-    loss = (ce * weight).sum() / weight.sum().clamp_min(1e-6)
-    return loss, _stats(logits.detach(), wanted, valid)
+    numerator = (ce * weight).sum()
+    loss = numerator / (weight.sum().clamp_min(1e-6) if total is None else total)
+    sums = torch.cat([numerator.detach().double().reshape(1), _counts(logits.detach(), wanted, valid)])
+    return loss, dict(stats_from_sums(sums, bs), sums=sums)
 
 
-def _stats(logits: torch.Tensor, wanted: torch.Tensor, valid: torch.Tensor) -> dict:
-    """Per-position accuracy and the mean accepted run + 1 over full blocks (an estimate of tau)."""
+def _counts(logits: torch.Tensor, wanted: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+    """float64 [2 * (bs-1) + 2]: right and labelled per block position 1.., the accepted runs + 1 summed
+    over full blocks, and the number of full blocks."""
     right = (logits.argmax(dim=-1) == wanted) & valid  # [B, A, bs]
-    per_pos = (right.sum(dim=(0, 1)).float() / valid.sum(dim=(0, 1)).clamp_min(1)).tolist()
     full = valid[:, :, 1:].all(dim=-1)  # blocks whose every position has a label
-    run = right[:, :, 1:].int().cumprod(dim=-1).sum(dim=-1).float() + 1  # [B, A]
-    tau = float(run[full].mean()) if full.any() else math.nan
-    return {"accuracy": per_pos[1:], "block_tau": tau}
+    run = right[:, :, 1:].int().cumprod(dim=-1).sum(dim=-1).double() + 1  # [B, A]
+    return torch.cat([right.sum(dim=(0, 1))[1:].double(), valid.sum(dim=(0, 1))[1:].double(),
+                      run[full].sum().reshape(1), full.sum().double().reshape(1)])
